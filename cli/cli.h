@@ -1,0 +1,26 @@
+/* cli.h — what the `pock` subcommands share: exit codes, option parsing and error output. */
+#ifndef PK_CLI_H
+#define PK_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pk_codegen.h"
+
+enum { PK_EXIT_OK = 0, PK_EXIT_ERROR = 1, PK_EXIT_USAGE = 2 };
+
+/* Prints "pock: error: <ctx message>" and returns the exit code for the status. */
+int pk_cli_fail(pk_ctx *ctx, pk_status s);
+/* Prints "pock: <message>" (a usage problem) and returns PK_EXIT_USAGE. */
+int pk_cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Parses a whole decimal integer; false on junk or overflow. */
+bool pk_cli_parse_i64(const char *s, int64_t *out);
+
+int pk_cmd_te(int argc, char **argv);
+
+/* Times k on its buffers and, for a matmul-shaped program, OpenBLAS sgemm on the same
+ * data, printing GFLOP/s side by side (te_bench.c). */
+pk_status pk_cli_te_bench(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
+                          const pkrt_kernel_desc *k, uint64_t seed);
+
+#endif

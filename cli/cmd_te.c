@@ -1,0 +1,118 @@
+/* cmd_te.c — `pock te check|c|run FILE`: the tensor-expression workbench. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct te_options {
+  const char *verb;
+  const char *file;
+  const char *cc;
+  const char *cflags;
+  const char *dump_after; /* "parse" or "lower" (te c) */
+  int64_t seed;
+  bool bench;
+} te_options;
+
+static int parse_options(int argc, char **argv, te_options *o) {
+  memset(o, 0, sizeof *o);
+  o->seed = 1;
+  if (argc < 1) return pk_cli_usage("te: expected a verb: check, c or run");
+  o->verb = argv[0];
+  if (strcmp(o->verb, "check") && strcmp(o->verb, "c") && strcmp(o->verb, "run"))
+    return pk_cli_usage("te: unknown verb '%s' (expected check, c or run)", o->verb);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    bool has_value = i + 1 < argc;
+    if (!strcmp(a, "--bench")) {
+      o->bench = true;
+    } else if (!strcmp(a, "--seed")) {
+      if (!has_value || !pk_cli_parse_i64(argv[++i], &o->seed) || o->seed < 0)
+        return pk_cli_usage("te: --seed needs a non-negative integer");
+    } else if (!strcmp(a, "--cc") || !strcmp(a, "--cflags") || !strcmp(a, "--dump-after")) {
+      if (!has_value) return pk_cli_usage("te: %s needs a value", a);
+      const char **slot = !strcmp(a, "--cc") ? &o->cc : !strcmp(a, "--cflags") ? &o->cflags : &o->dump_after;
+      *slot = argv[++i];
+    } else if (a[0] == '-' && a[1]) {
+      return pk_cli_usage("te: unknown option '%s'", a);
+    } else if (o->file) {
+      return pk_cli_usage("te: one FILE expected, got '%s' and '%s'", o->file, a);
+    } else {
+      o->file = a;
+    }
+  }
+  if (!o->file) return pk_cli_usage("te %s: expected FILE", o->verb);
+  if (o->dump_after && strcmp(o->dump_after, "parse") && strcmp(o->dump_after, "lower"))
+    return pk_cli_usage("te: --dump-after takes 'parse' or 'lower'");
+  if (o->bench && strcmp(o->verb, "run")) return pk_cli_usage("te: --bench goes with `te run`");
+  return PK_EXIT_OK;
+}
+
+static int te_c(pk_ctx *ctx, const te_options *o, pk_te_program *prog) {
+  if (o->dump_after && !strcmp(o->dump_after, "parse")) {
+    fputs(pk_te_print(ctx, prog), stdout);
+    return PK_EXIT_OK;
+  }
+  pk_lfunc *f;
+  pk_status s = pk_sched_lower(ctx, prog, NULL, "k0", &f);
+  if (s != PK_OK) return pk_cli_fail(ctx, s);
+  if (o->dump_after) {
+    fputs(pk_lfunc_print(ctx, f), stdout);
+    return PK_EXIT_OK;
+  }
+  char *src;
+  s = pk_cgen_c(ctx, &f, 1, &src);
+  if (s != PK_OK) return pk_cli_fail(ctx, s);
+  fputs(src, stdout);
+  return PK_EXIT_OK;
+}
+
+static int te_run(pk_ctx *ctx, const te_options *o, pk_te_program *prog) {
+  pk_cc *cc;
+  pk_cc_options copts = {o->cc, o->cflags, NULL};
+  pk_status s = pk_cc_new(ctx, &copts, &cc);
+  if (s != PK_OK) return pk_cli_fail(ctx, s);
+  pkrt_ctx *rt = pkrt_ctx_new(1);
+  pkrt_module *m = NULL;
+  int rc = PK_EXIT_OK;
+  s = pk_build_programs(ctx, cc, rt, &prog, 1, &m);
+  if (s == PK_OK) {
+    pk_kernel_check_result res;
+    const pkrt_kernel_desc *k = pkrt_module_find(m, "k0");
+    s = pk_kernel_check(ctx, rt, prog, k, (uint64_t)o->seed, &res);
+    if (s == PK_OK) {
+      printf("%d output%s checked against the interpreter (seed %lld): worst error %.3g "
+             "(%.3g of the bound) in %s\nok\n",
+             res.noutputs, res.noutputs == 1 ? "" : "s", (long long)o->seed, res.worst_err,
+             res.worst_ratio, res.worst_tensor ? res.worst_tensor : "-");
+      if (o->bench) s = pk_cli_te_bench(ctx, rt, prog, k, (uint64_t)o->seed);
+    }
+  }
+  if (s != PK_OK) rc = pk_cli_fail(ctx, s);
+  if (m) pkrt_module_free(m);
+  pkrt_ctx_free(rt);
+  return rc;
+}
+
+int pk_cmd_te(int argc, char **argv) {
+  te_options o;
+  int rc = parse_options(argc, argv, &o);
+  if (rc != PK_EXIT_OK) return rc;
+  pk_ctx *ctx = pk_ctx_new();
+  char *text;
+  size_t len;
+  pk_te_program *prog = NULL;
+  pk_status s = pk_read_file(ctx, o.file, &text, &len);
+  if (s == PK_OK) s = pk_te_parse(ctx, text, len, o.file, &prog);
+  if (s != PK_OK) {
+    rc = pk_cli_fail(ctx, s);
+  } else if (!strcmp(o.verb, "check")) {
+    fputs(pk_te_print(ctx, prog), stdout);
+  } else if (!strcmp(o.verb, "c")) {
+    rc = te_c(ctx, &o, prog);
+  } else {
+    rc = te_run(ctx, &o, prog);
+  }
+  pk_ctx_free(ctx);
+  return rc;
+}

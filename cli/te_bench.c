@@ -1,0 +1,172 @@
+/* te_bench.c — `pock te run --bench`: GFLOP/s of the generated kernel and, for a
+ * matmul-shaped program, of OpenBLAS sgemm on the same data through the runtime's libffi
+ * extern path, measured in the same run (median of repeats totalling >= 50 ms). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define BENCH_MIN_NS 50000000LL
+#define BENCH_MIN_SAMPLES 5
+#define BENCH_MAX_SAMPLES 100000
+
+typedef int (*bench_fn)(void *arg);
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median wall time of fn in ns; -1 if fn fails. */
+static double median_ns(bench_fn fn, void *arg) {
+  if (fn(arg) != 0) return -1; /* warm-up: caches, page faults, lazy binding */
+  int64_t *samples = malloc(sizeof(int64_t) * BENCH_MAX_SAMPLES);
+  if (!samples) return -1;
+  int n = 0;
+  int64_t total = 0;
+  while (n < BENCH_MAX_SAMPLES && (total < BENCH_MIN_NS || n < BENCH_MIN_SAMPLES)) {
+    int64_t t0 = pkrt_now_ns();
+    if (fn(arg) != 0) {
+      free(samples);
+      return -1;
+    }
+    samples[n] = pkrt_now_ns() - t0;
+    total += samples[n++];
+  }
+  qsort(samples, (size_t)n, sizeof *samples, cmp_i64);
+  double med = n % 2 ? (double)samples[n / 2] : 0.5 * (double)(samples[n / 2 - 1] + samples[n / 2]);
+  free(samples);
+  return med;
+}
+
+typedef struct kernel_run {
+  const pkrt_kernel_desc *k;
+  pk_host_buffers *hb;
+  pkrt_exec_ctx *exec;
+} kernel_run;
+
+static int run_kernel(void *arg) {
+  kernel_run *r = arg;
+  return r->k->fn(r->hb->bufs, r->hb->n, NULL, 0, NULL, r->exec);
+}
+
+/* C[M,N] = sum_k A[.,.] * B[.,.] with bare-axis indices: the shape sgemm computes. */
+typedef struct matmul_shape {
+  int a, b, c;            /* tensor ids */
+  bool trans_a, trans_b;
+  int32_t m, n, k, lda, ldb;
+} matmul_shape;
+
+static bool is_axis(const pk_expr *e, const pk_te_axis *ax) {
+  return e->kind == PK_EXPR_AXIS && e->axis == ax;
+}
+
+static bool match_matmul(const pk_te_program *p, matmul_shape *mm) {
+  if (p->ntensors != 3) return false;
+  const pk_te_tensor *c = p->tensors[2];
+  if (c->kind != PK_TE_COMPUTE || c->ndim != 2 || c->dtype != PKRT_DTYPE_F32) return false;
+  const pk_expr *r = c->body;
+  if (r->kind != PK_EXPR_REDUCE || r->op != PK_EOP_SUM || r->naxes != 1) return false;
+  const pk_expr *mul = r->args[0];
+  if (mul->kind != PK_EXPR_BINARY || mul->op != PK_EOP_MUL) return false;
+  const pk_expr *ra = mul->args[0], *rb = mul->args[1];
+  if (ra->kind != PK_EXPR_READ || rb->kind != PK_EXPR_READ) return false;
+  if (ra->tensor->kind != PK_TE_PLACEHOLDER || rb->tensor->kind != PK_TE_PLACEHOLDER ||
+      ra->tensor == rb->tensor || ra->nargs != 2 || rb->nargs != 2)
+    return false;
+  const pk_te_axis *i = c->axes[0], *j = c->axes[1], *k = r->axes[0];
+  if (k->lo != 0) return false;
+  if (is_axis(ra->args[0], i) && is_axis(ra->args[1], k)) mm->trans_a = false;
+  else if (is_axis(ra->args[0], k) && is_axis(ra->args[1], i)) mm->trans_a = true;
+  else return false;
+  if (is_axis(rb->args[0], k) && is_axis(rb->args[1], j)) mm->trans_b = false;
+  else if (is_axis(rb->args[0], j) && is_axis(rb->args[1], k)) mm->trans_b = true;
+  else return false;
+  if (ra->tensor->shape[1] > INT32_MAX || rb->tensor->shape[1] > INT32_MAX ||
+      c->shape[0] > INT32_MAX || c->shape[1] > INT32_MAX || k->hi > INT32_MAX)
+    return false;
+  /* The reduction must cover the whole contracted dimension for lda/ldb to describe it. */
+  if (ra->tensor->shape[mm->trans_a ? 0 : 1] != k->hi || rb->tensor->shape[mm->trans_b ? 1 : 0] != k->hi)
+    return false;
+  mm->a = ra->tensor->id;
+  mm->b = rb->tensor->id;
+  mm->c = c->id;
+  mm->m = (int32_t)c->shape[0];
+  mm->n = (int32_t)c->shape[1];
+  mm->k = (int32_t)k->hi;
+  mm->lda = (int32_t)ra->tensor->shape[1];
+  mm->ldb = (int32_t)rb->tensor->shape[1];
+  return true;
+}
+
+typedef struct sgemm_run {
+  const pkrt_extern *fn;
+  const matmul_shape *mm;
+  const float *a, *b;
+  float *c;
+} sgemm_run;
+
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+
+static int run_sgemm(void *arg) {
+  sgemm_run *r = arg;
+  int32_t order = CBLAS_ROW_MAJOR;
+  int32_t ta = r->mm->trans_a ? CBLAS_TRANS : CBLAS_NO_TRANS;
+  int32_t tb = r->mm->trans_b ? CBLAS_TRANS : CBLAS_NO_TRANS;
+  int32_t m = r->mm->m, n = r->mm->n, k = r->mm->k, lda = r->mm->lda, ldb = r->mm->ldb, ldc = n;
+  float alpha = 1.0f, beta = 0.0f;
+  const void *a = r->a, *b = r->b;
+  void *c = r->c;
+  void *args[] = {&order, &ta, &tb, &m, &n, &k, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc};
+  pkrt_extern_call(r->fn, args, NULL);
+  return 0;
+}
+
+#define SGEMM_SIGNATURE "void(i32,i32,i32,i32,i32,i32,f32,ptr,i32,ptr,i32,f32,ptr,i32)"
+
+pk_status pk_cli_te_bench(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
+                          const pkrt_kernel_desc *k, uint64_t seed) {
+  pk_host_buffers hb;
+  pk_status s = pk_host_buffers_new(ctx, prog, &hb);
+  if (s != PK_OK) return s;
+  pk_te_ref *ref = pk_te_ref_new(ctx, prog);
+  pk_te_ref_fill_random(prog, ref, seed);
+  for (int i = 0; i < prog->ntensors; i++)
+    if (prog->tensors[i]->kind == PK_TE_PLACEHOLDER)
+      pk_te_ref_to_buffer(prog->tensors[i], &ref->tensors[i], hb.data[i]);
+
+  double flops = pk_te_flops(prog);
+  kernel_run kr = {k, &hb, pkrt_ctx_exec(rt)};
+  double kns = median_ns(run_kernel, &kr);
+  if (kns < 0) {
+    pk_host_buffers_free(&hb);
+    return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel %s failed while benchmarking", k->name);
+  }
+  printf("bench: %.0f FLOP per call, 1 thread, median of repeats totalling >= 50 ms\n", flops);
+  printf("  pock kernel (default schedule)  %10.1f us  %8.2f GFLOP/s\n", kns * 1e-3, flops / kns);
+
+  matmul_shape mm;
+  if (match_matmul(prog, &mm)) {
+    /* One thread for a fair comparison; OpenBLAS reads this when it is loaded. */
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    pkrt_extern *sgemm;
+    if (pkrt_extern_open(rt, "libopenblas.so.0", "cblas_sgemm", SGEMM_SIGNATURE, &sgemm) != PKRT_OK) {
+      printf("  openblas sgemm: unavailable (%s)\n", pkrt_ctx_error(rt));
+    } else {
+      float *c = aligned_alloc(64, ((size_t)mm.m * (size_t)mm.n * sizeof(float) + 63) / 64 * 64);
+      sgemm_run sr = {sgemm, &mm, hb.data[mm.a], hb.data[mm.b], c};
+      double bns = c ? median_ns(run_sgemm, &sr) : -1;
+      if (bns > 0) {
+        double gemm_flops = 2.0 * mm.m * mm.n * mm.k;
+        printf("  openblas cblas_sgemm (%s%s)     %10.1f us  %8.2f GFLOP/s\n", mm.trans_a ? "T" : "N",
+               mm.trans_b ? "T" : "N", bns * 1e-3, gemm_flops / bns);
+        printf("  ratio pock / openblas: %.3f\n", bns / kns);
+      }
+      free(c);
+      pkrt_extern_free(sgemm);
+    }
+  }
+  pk_host_buffers_free(&hb);
+  return PK_OK;
+}

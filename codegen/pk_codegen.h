@@ -1,0 +1,78 @@
+/* pk_codegen.h — code generation: loop IR → C source, the host-compiler driver with a
+ * content-hash build cache, and the glue that builds TE programs into a loaded module and
+ * checks a kernel against the reference interpreter.
+ *
+ * Usage:
+ *   pk_cc *cc;  pk_cc_new(ctx, NULL, &cc);             // default compiler, flags, cache
+ *   pk_lfunc *f; pk_sched_lower(ctx, prog, NULL, "k0", &f);
+ *   char *src;  pk_cgen_c(ctx, &f, 1, &src);
+ *   pk_cc_result r; pk_cc_build(cc, src, &r);           // r.so_path, r.cache_hit
+ *   pkrt_module *m; pkrt_module_load_file(rt, r.so_path, &m);   // the runtime's loader
+ *   pk_kernel_check_result res; pk_kernel_check(ctx, rt, prog, pkrt_module_find(m, "k0"), 1, &res);
+ */
+#ifndef PK_CODEGEN_H
+#define PK_CODEGEN_H
+
+#include "pk_loopir.h"
+#include "pk_verify.h"
+
+#define PK_CGEN_C_VERSION 1 /* bump when emitted C changes for the same IR */
+
+/* Several kernels in one source: compiling one file is much cheaper than many. Function
+ * names must be Pock-made identifiers ([a-z_][a-z0-9_]*). */
+pk_status pk_cgen_c(pk_ctx *ctx, pk_lfunc *const *funcs, int n, char **source);
+
+/* ---- host compiler driver ---- */
+typedef struct pk_cc_options {
+  const char *cc;        /* compiler; NULL: $CC, else "cc" */
+  const char *flags;     /* space-separated; NULL: PK_CC_DEFAULT_FLAGS */
+  const char *cache_dir; /* NULL: $POCK_CACHE_DIR, $XDG_CACHE_HOME/pock, ~/.cache/pock, /tmp */
+} pk_cc_options;
+
+#define PK_CC_DEFAULT_FLAGS "-O3 -march=native -fPIC -fvisibility=hidden"
+
+typedef struct pk_cc pk_cc;
+typedef struct pk_cc_result {
+  const char *so_path;   /* in the cache; valid while the ctx lives */
+  const char *hash;      /* hex SHA-256 of source + compiler identity + flags */
+  bool cache_hit;
+  double build_seconds;  /* 0 on a cache hit */
+} pk_cc_result;
+
+/* Finds the compiler and records its version (first line of `cc --version`). */
+pk_status pk_cc_new(pk_ctx *ctx, const pk_cc_options *opts, pk_cc **out);
+const char *pk_cc_version(const pk_cc *cc);
+const char *pk_cc_flags(const pk_cc *cc);
+/* Builds (or finds in the cache) a shared object from source. PK_ERR_BUILD carries the
+ * compiler's first error lines. Safe for concurrent builders: results appear atomically. */
+pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out);
+
+/* ---- programs to a loaded module ----
+ * Lowers each program with the default schedule as kernel "k<i>", emits one source, builds
+ * and loads it through the runtime's loader. */
+pk_status pk_build_programs(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *const *progs,
+                            int n, pkrt_module **out);
+
+/* ---- checking a kernel against the interpreter ---- */
+typedef struct pk_kernel_check_result {
+  int noutputs;
+  double worst_ratio;     /* max over outputs of |err| / bound (<= 1 passes) */
+  double worst_err;
+  const char *worst_tensor;
+} pk_kernel_check_result;
+
+/* Random inputs from each placeholder's domain (seeded), runs the kernel and the
+ * interpreter, and compares every compute output. PK_ERR_MISMATCH names the element. */
+pk_status pk_kernel_check(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
+                          const pkrt_kernel_desc *k, uint64_t seed, pk_kernel_check_result *res);
+
+/* Host buffers for running a kernel on a program's tensors (dense, 64-byte aligned). */
+typedef struct pk_host_buffers {
+  int n;
+  pkrt_buffer *bufs;
+  void **data;
+} pk_host_buffers;
+pk_status pk_host_buffers_new(pk_ctx *ctx, const pk_te_program *prog, pk_host_buffers *out);
+void pk_host_buffers_free(pk_host_buffers *hb);
+
+#endif

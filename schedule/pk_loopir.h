@@ -1,0 +1,161 @@
+/* pk_loopir.h — the loop IR: what a scheduled tensor expression lowers to and what every
+ * code generator (C, CUDA) consumes. Explicit loops, buffers with memory scopes, flat
+ * indices, conditionals, barriers and masked tails; no tensor-level concepts remain.
+ *
+ * Usage:
+ *   pk_lfunc *f;
+ *   if (pk_sched_lower(ctx, prog, NULL, "k0", &f) != PK_OK) ...   // NULL: default schedule
+ *   char *text = pk_lfunc_print(ctx, f);                           // for --dump-after lower
+ *
+ * Identifiers in the IR (buffer and variable names) are made by Pock ("b0", "v3"), never
+ * taken from user input, so they can go into generated source as they are.
+ */
+#ifndef PK_LOOPIR_H
+#define PK_LOOPIR_H
+
+#include "pk_te.h"
+
+typedef struct pk_lvar pk_lvar;
+typedef struct pk_lbuf pk_lbuf;
+typedef struct pk_lexpr pk_lexpr;
+typedef struct pk_stmt pk_stmt;
+typedef struct pk_lfunc pk_lfunc;
+
+/* A scalar variable: a loop counter or a let-bound value. */
+struct pk_lvar {
+  int id;
+  const char *name;  /* "v<id>" */
+  pkrt_dtype dtype;
+};
+
+typedef enum pk_mem_scope {
+  PK_SCOPE_GLOBAL,    /* a kernel parameter (pkrt_buffer) */
+  PK_SCOPE_WORKSPACE, /* a slice of the caller's workspace, offset fixed at compile time */
+  PK_SCOPE_LOCAL,     /* registers / stack of one thread */
+  PK_SCOPE_SHARED     /* GPU block-shared memory */
+} pk_mem_scope;
+
+struct pk_lbuf {
+  int id;
+  const char *name;     /* "b<id>" */
+  pkrt_dtype dtype;
+  pk_mem_scope scope;
+  int ndim;
+  int64_t shape[PK_TE_MAX_DIMS];
+  int64_t strides[PK_TE_MAX_DIMS]; /* in elements, compile-time; GLOBAL is checked on entry */
+  int64_t numel;                   /* elements a LOCAL/SHARED/WORKSPACE allocation holds */
+  int64_t ws_offset;               /* WORKSPACE: byte offset in the workspace */
+  int param;                       /* GLOBAL: index in the kernel's buffer list, else -1 */
+  const pk_te_tensor *tensor;      /* the TE tensor it holds, when there is one */
+};
+
+typedef enum pk_lexpr_kind {
+  PK_LX_INT, PK_LX_FLOAT, PK_LX_VAR,
+  PK_LX_LOAD,   /* buf[args[0]] (flat element index) */
+  PK_LX_UNARY, PK_LX_BINARY, PK_LX_SELECT, PK_LX_CALL, PK_LX_CAST
+} pk_lexpr_kind;
+
+struct pk_lexpr {
+  pk_lexpr_kind kind;
+  pk_eop op;
+  pkrt_dtype dtype;
+  bool index_math;  /* integer op proven not to overflow (index arithmetic): no wrap needed */
+  int nargs;
+  pk_lexpr **args;
+  int64_t ival;
+  double fval;
+  pk_lvar *var;
+  pk_lbuf *buf;
+};
+
+typedef enum pk_loop_kind {
+  PK_LOOP_SERIAL,
+  PK_LOOP_PARALLEL,     /* outlined and run by the runtime's parallel_for */
+  PK_LOOP_VECTORIZED,   /* lanes = extent (must be constant) */
+  PK_LOOP_UNROLLED,
+  PK_LOOP_GPU_BLOCK_X, PK_LOOP_GPU_BLOCK_Y, PK_LOOP_GPU_BLOCK_Z,
+  PK_LOOP_GPU_THREAD_X, PK_LOOP_GPU_THREAD_Y, PK_LOOP_GPU_THREAD_Z
+} pk_loop_kind;
+
+const char *pk_loop_kind_name(pk_loop_kind k);
+const char *pk_mem_scope_name(pk_mem_scope s);
+
+typedef enum pk_stmt_kind {
+  PK_ST_SEQ,     /* stmts[0..n) in order */
+  PK_ST_FOR,     /* for var in [min, min + extent): body */
+  PK_ST_IF,      /* if cond: then_ else else_ (may be NULL) */
+  PK_ST_STORE,   /* buf[index] = value, only where mask (if non-NULL) holds: masked tails */
+  PK_ST_ALLOC,   /* buf (LOCAL, SHARED or WORKSPACE) lives during body */
+  PK_ST_LET,     /* var = value during body */
+  PK_ST_BARRIER  /* block-wide barrier (GPU shared memory) */
+} pk_stmt_kind;
+
+struct pk_stmt {
+  pk_stmt_kind kind;
+  int n;               /* SEQ */
+  pk_stmt **stmts;     /* SEQ */
+  pk_lvar *var;        /* FOR, LET */
+  pk_lexpr *min, *extent; /* FOR */
+  pk_loop_kind loop;   /* FOR */
+  int64_t annotation;  /* FOR: unroll factor or vector width; 0 = none */
+  pk_lexpr *cond;      /* IF */
+  pk_stmt *then_, *else_; /* IF */
+  pk_lbuf *buf;        /* STORE, ALLOC */
+  pk_lexpr *index, *value, *mask; /* STORE (value also LET) */
+  pk_stmt *body;       /* FOR, ALLOC, LET */
+};
+
+/* One kernel: parameters (GLOBAL buffers, inputs then outputs) and a body. */
+struct pk_lfunc {
+  const char *name;       /* kernel symbol, made by Pock: "k<N>" */
+  int nparams;
+  pk_lbuf **params;
+  int nscalars;
+  pk_stmt *body;
+  int64_t workspace_bytes;
+  const char *workload;   /* hex SHA-256 of the canonical TE text */
+  const char *te_text;    /* canonical TE text (safe for comments: no user names) */
+  int nvars, nbufs;       /* counters for fresh names */
+};
+
+/* ---- construction ---- */
+pk_lfunc *pk_lfunc_new(pk_ctx *ctx, const char *name);
+pk_lvar *pk_lvar_new(pk_ctx *ctx, pk_lfunc *f, pkrt_dtype dtype);
+pk_lbuf *pk_lbuf_new(pk_ctx *ctx, pk_lfunc *f, pkrt_dtype dtype, pk_mem_scope scope, int ndim,
+                     const int64_t *shape);
+pk_lexpr *pk_lx_int(pk_ctx *ctx, int64_t v);
+pk_lexpr *pk_lx_float(pk_ctx *ctx, double v, pkrt_dtype t);
+pk_lexpr *pk_lx_var(pk_ctx *ctx, pk_lvar *v);
+pk_lexpr *pk_lx_load(pk_ctx *ctx, pk_lbuf *b, pk_lexpr *index);
+pk_lexpr *pk_lx_unary(pk_ctx *ctx, pk_eop op, pk_lexpr *a, pkrt_dtype t);
+pk_lexpr *pk_lx_binary(pk_ctx *ctx, pk_eop op, pk_lexpr *a, pk_lexpr *b, pkrt_dtype t);
+pk_lexpr *pk_lx_select(pk_ctx *ctx, pk_lexpr *c, pk_lexpr *a, pk_lexpr *b);
+pk_lexpr *pk_lx_call(pk_ctx *ctx, pk_eop op, int nargs, pk_lexpr **args, pkrt_dtype t);
+pk_lexpr *pk_lx_cast(pk_ctx *ctx, pkrt_dtype to, pk_lexpr *a);
+/* Index arithmetic with constant folding (a + 0, a * 1, 3 * 4): keeps emitted indices short. */
+pk_lexpr *pk_lx_index_add(pk_ctx *ctx, pk_lexpr *a, pk_lexpr *b);
+pk_lexpr *pk_lx_index_mul(pk_ctx *ctx, pk_lexpr *a, int64_t c);
+
+pk_stmt *pk_st_seq(pk_ctx *ctx, int n, pk_stmt **stmts);
+pk_stmt *pk_st_for(pk_ctx *ctx, pk_lvar *v, pk_lexpr *min, pk_lexpr *extent, pk_loop_kind k,
+                   pk_stmt *body);
+pk_stmt *pk_st_if(pk_ctx *ctx, pk_lexpr *cond, pk_stmt *then_, pk_stmt *else_);
+pk_stmt *pk_st_store(pk_ctx *ctx, pk_lbuf *b, pk_lexpr *index, pk_lexpr *value);
+pk_stmt *pk_st_alloc(pk_ctx *ctx, pk_lbuf *b, pk_stmt *body);
+pk_stmt *pk_st_let(pk_ctx *ctx, pk_lvar *v, pk_lexpr *value, pk_stmt *body);
+pk_stmt *pk_st_barrier(pk_ctx *ctx);
+
+/* Readable text of a function, one statement per line (for dumps and golden tests). */
+char *pk_lfunc_print(pk_ctx *ctx, const pk_lfunc *f);
+
+/* ---- lowering ----
+ * Lowers every compute of prog, in order, into one kernel whose parameters are the
+ * program's tensors in definition order (placeholders are inputs, computes outputs).
+ * sched == NULL uses the default schedule: one loop nest per compute, spatial axes outer
+ * in order, reduce axes inner, a local accumulator per reduction. Schedules (a later
+ * issue) plug in here without changing the IR. */
+typedef struct pk_schedule pk_schedule;
+pk_status pk_sched_lower(pk_ctx *ctx, const pk_te_program *prog, const pk_schedule *sched,
+                         const char *name, pk_lfunc **out);
+
+#endif

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# install-deps.sh — installs the Debian packages Pock builds and tests with, only those
+# missing (run as root on Debian 12; a no-op when everything is there).
+set -euo pipefail
+packages=(build-essential cmake pkg-config libsqlite3-dev libcjson-dev libffi-dev
+          libopenblas-dev libsodium-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: need root to install ${missing[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# test.sh — installs what is missing, builds, and runs the whole test suite: first the te/,
+# runtime/ and codegen unit tests under ASan+UBSan+LSan, then every test in a normal build
+# (its ctest summary is the last thing printed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=$(nproc)
+
+BUILD_DIR=build-asan scripts/build.sh -DPOCK_SANITIZE=ON
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan -L sanitize --output-on-failure -j"$jobs"
+
+BUILD_DIR=build scripts/build.sh
+ctest --test-dir build --output-on-failure -j"$jobs"

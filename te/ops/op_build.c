@@ -1,0 +1,77 @@
+/* op_build.c — the front door of the operator library: checks what every op shares, then
+ * has the op's builder write TE text, which goes through the one parser and checker. */
+#include <string.h>
+
+#include "op_impl.h"
+
+static pk_status check_input(pk_ctx *ctx, pk_op_kind op, int i, const pk_op_input *in,
+                             pkrt_dtype dtype) {
+  if (in->ndim < 1 || in->ndim > PK_TE_MAX_DIMS)
+    return pk_op_fail(ctx, op, "input %d has rank %d (must be 1..%d)", i, in->ndim,
+                      PK_TE_MAX_DIMS);
+  for (int d = 0; d < in->ndim; d++)
+    if (in->shape[d] < 1 || in->shape[d] > PK_OP_MAX_EXTENT)
+      return pk_op_fail(ctx, op, "input %d dim %d has extent %lld (must be 1..%lld)", i, d,
+                        (long long)in->shape[d], (long long)PK_OP_MAX_EXTENT);
+  if (in->dtype != PKRT_DTYPE_F32 && in->dtype != PKRT_DTYPE_F64)
+    return pk_op_fail(ctx, op, "input %d has dtype %s (must be f32 or f64)", i,
+                      pkrt_dtype_name(in->dtype));
+  if (in->dtype != dtype)
+    return pk_op_fail(ctx, op, "input %d has dtype %s but input 0 has %s", i,
+                      pkrt_dtype_name(in->dtype), pkrt_dtype_name(dtype));
+  return PK_OK;
+}
+
+static pk_status check_attr(pk_ctx *ctx, pk_op_kind op, const char *what, int64_t v) {
+  if (v < 0 || v > PK_OP_MAX_EXTENT)
+    return pk_op_fail(ctx, op, "%s %lld out of range (0..%lld)", what, (long long)v,
+                      (long long)PK_OP_MAX_EXTENT);
+  return PK_OK;
+}
+
+static pk_status check_common(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm) {
+  if ((unsigned)op >= PK_OP_COUNT_)
+    return pk_ctx_fail(ctx, PK_ERR_CHECK, "unknown operator %d", (int)op);
+  if (prm->ninputs != pk_op_arity(op))
+    return pk_op_fail(ctx, op, "takes %d input%s, got %d", pk_op_arity(op),
+                      pk_op_arity(op) == 1 ? "" : "s", prm->ninputs);
+  pk_status s;
+  for (int i = 0; i < prm->ninputs; i++)
+    if ((s = check_input(ctx, op, i, &prm->in[i], prm->in[0].dtype)) != PK_OK) return s;
+  const pk_op_attrs *a = &prm->attrs;
+  for (int i = 0; i < 2; i++)
+    if ((s = check_attr(ctx, op, "kernel", a->kernel[i])) != PK_OK ||
+        (s = check_attr(ctx, op, "stride", a->stride[i])) != PK_OK ||
+        (s = check_attr(ctx, op, "dilation", a->dilation[i])) != PK_OK)
+      return s;
+  for (int i = 0; i < 4; i++)
+    if ((s = check_attr(ctx, op, "padding", a->pad[i])) != PK_OK) return s;
+  return check_attr(ctx, op, "groups", a->groups);
+}
+
+pk_status pk_op_text(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, char **text) {
+  *text = NULL;
+  pk_status s = check_common(ctx, op, prm);
+  if (s != PK_OK) return s;
+  pk_strbuf b;
+  pk_strbuf_init(&b);
+  pk_strbuf_printf(&b, "# %s\n", pk_op_name(op));
+  s = pk_op_text_builder(op)(ctx, op, prm, &b);
+  if (s != PK_OK) {
+    pk_strbuf_free(&b);
+    return s;
+  }
+  *text = pk_strbuf_finish(ctx, &b);
+  return PK_OK;
+}
+
+pk_status pk_op_build(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                      pk_te_program **out) {
+  *out = NULL;
+  char *text;
+  pk_status s = pk_op_text(ctx, op, prm, &text);
+  if (s != PK_OK) return s;
+  /* A parse or check failure here is a builder bug, but it is reported like any other
+   * error: the message points into the op's text ("op:conv2d:4:12: ..."). */
+  return pk_te_parse(ctx, text, strlen(text), pk_sprintf(ctx, "op:%s", pk_op_name(op)), out);
+}

@@ -1,0 +1,64 @@
+/* op_table.c — the operator table's columns, all generated from op_table.def. */
+#include <string.h>
+
+#include "op_impl.h"
+
+typedef struct op_row {
+  const char *name;
+  pk_op_class cls;
+  int arity;
+  unsigned diff;
+  pk_op_text_fn text;
+} op_row;
+
+static const op_row op_rows[] = {
+#define PK_OP(id, name, cls, arity, diff, builder) {name, PK_OP_CLASS_##cls, arity, diff, builder},
+#include "op_table.def"
+#undef PK_OP
+};
+
+_Static_assert(sizeof op_rows / sizeof op_rows[0] == PK_OP_COUNT_,
+               "op_rows must have one row per operator of op_table.def");
+
+/* Each row's arity fits the params struct and its diff column names only real inputs. */
+#define PK_OP(id, name, cls, arity, diff, builder)                                           \
+  _Static_assert((arity) >= 1 && (arity) <= PK_OP_MAX_INPUTS, name ": arity out of range"); \
+  _Static_assert(((diff) >> (arity)) == 0, name ": diff names an input beyond the arity");
+#include "op_table.def"
+#undef PK_OP
+
+static const char *const class_names[] = {
+    [PK_OP_CLASS_INJECTIVE] = "injective", [PK_OP_CLASS_REDUCTION] = "reduction",
+    [PK_OP_CLASS_MATMUL] = "matmul",       [PK_OP_CLASS_CONV] = "conv",
+    [PK_OP_CLASS_POOL] = "pool",
+};
+_Static_assert(sizeof class_names / sizeof class_names[0] == PK_OP_CLASS_COUNT_,
+               "one name per op class");
+
+static bool op_valid(pk_op_kind op) { return (unsigned)op < PK_OP_COUNT_; }
+
+const char *pk_op_name(pk_op_kind op) { return op_valid(op) ? op_rows[op].name : "?"; }
+
+pk_op_kind pk_op_from_name(const char *name) {
+  for (int i = 0; i < PK_OP_COUNT_; i++)
+    if (name && strcmp(op_rows[i].name, name) == 0) return (pk_op_kind)i;
+  return PK_OP_COUNT_;
+}
+
+pk_op_class pk_op_class_of(pk_op_kind op) {
+  PK_ASSERT(op_valid(op));
+  return op_rows[op].cls;
+}
+
+const char *pk_op_class_name(pk_op_class c) {
+  return (unsigned)c < PK_OP_CLASS_COUNT_ ? class_names[c] : "?";
+}
+
+int pk_op_arity(pk_op_kind op) { return op_valid(op) ? op_rows[op].arity : 0; }
+
+unsigned pk_op_diff_inputs(pk_op_kind op) { return op_valid(op) ? op_rows[op].diff : 0; }
+
+pk_op_text_fn pk_op_text_builder(pk_op_kind op) {
+  PK_ASSERT(op_valid(op));
+  return op_rows[op].text;
+}

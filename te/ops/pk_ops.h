@@ -1,0 +1,125 @@
+/* pk_ops.h — the operator library: each operator, given input shapes, a dtype and
+ * attributes, becomes a checked TE program (built as TE text and parsed, so every op has a
+ * readable definition: pk_op_text).
+ *
+ * Usage:
+ *   pk_op_params prm = {.ninputs = 2,
+ *                       .in = {{2, {64, 128}, PKRT_DTYPE_F32}, {2, {64, 32}, PKRT_DTYPE_F32}},
+ *                       .attrs = {.trans_a = true}};           // (128, 64) x (64, 32)
+ *   pk_te_program *p;
+ *   if (pk_op_build(ctx, PK_OP_MATMUL, &prm, &p) != PK_OK)
+ *     fprintf(stderr, "%s\n", pk_ctx_error(ctx));             // e.g. "matmul: inner ..."
+ *   const pk_te_tensor *y = p->tensors[p->ntensors - 1];      // the op's result
+ *
+ * Program layout: tensors 0 .. ninputs-1 are the inputs, in order; the last tensor is the
+ * result. Multi-stage ops have earlier computes too (softmax: row max, row sum of exp),
+ * which are outputs of the kernel like every compute.
+ *
+ * Semantics worth knowing:
+ *   - all inputs share one dtype, f32 or f64; the result has it too;
+ *   - elementwise binary ops broadcast like numpy (ranks align at the right; a dim of 1
+ *     stretches); batch_matmul broadcasts its leading batch dims the same way;
+ *   - max (reduction) and relu propagate NaN (the interpreter's rule);
+ *   - a reduction over every axis without keepdims has shape (1,) (a TE has rank >= 1);
+ *   - mean is one stage: sum(x / n) over the reduced axes;
+ *   - softmax is three stages: m = max over the axis, s = sum exp(x - m), y = exp(x - m) / s;
+ *   - conv2d: input (N, C, H, W), weight (O, C / groups, KH, KW), no bias (add one with
+ *     PK_OP_ADD); padding is a select guard reading 0.0; output
+ *     OH = floor((H + pad_top + pad_bottom - dilation * (KH - 1) - 1) / stride) + 1;
+ *   - pools: input (N, C, H, W), window attrs.kernel; every window must hold at least one
+ *     element of the input. max_pool2d treats padding as the lowest finite value of the
+ *     dtype (so a window whose real elements are all -inf yields -FLT_MAX/-DBL_MAX);
+ *     avg_pool2d divides by the number of in-bounds elements of each window (PyTorch's
+ *     count_include_pad=False).
+ */
+#ifndef PK_OPS_H
+#define PK_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pk_te.h"
+
+typedef enum pk_op_kind {
+#define PK_OP(id, name, cls, arity, diff, builder) PK_OP_##id,
+#include "op_table.def"
+#undef PK_OP
+  PK_OP_COUNT_
+} pk_op_kind;
+
+/* What schedule templates key off (te never knows schedules). */
+typedef enum pk_op_class {
+  PK_OP_CLASS_INJECTIVE, /* each output element from O(1) input elements (elementwise, broadcast) */
+  PK_OP_CLASS_REDUCTION, /* reduces along axes; may have several stages (softmax) */
+  PK_OP_CLASS_MATMUL,    /* sum over a shared inner dim of two operands (matmul, batch_matmul) */
+  PK_OP_CLASS_CONV,      /* sliding-window sum of products with a weight (conv2d) */
+  PK_OP_CLASS_POOL,      /* sliding-window reduction of one input (max/avg pool) */
+  PK_OP_CLASS_COUNT_
+} pk_op_class;
+
+#define PK_OP_MAX_INPUTS 4
+/* Every extent and attribute must be at most this, so builders' arithmetic cannot overflow. */
+#define PK_OP_MAX_EXTENT INT32_MAX
+
+typedef struct pk_op_input {
+  int ndim;                       /* 1..PK_TE_MAX_DIMS */
+  int64_t shape[PK_TE_MAX_DIMS];  /* each 1..PK_OP_MAX_EXTENT */
+  pkrt_dtype dtype;               /* PKRT_DTYPE_F32 or PKRT_DTYPE_F64, the same for all inputs */
+} pk_op_input;
+
+/* Attributes; each op reads only its own, and zero means the default everywhere, so
+ * designated initialisers name just what differs. Spatial pairs are (H, W). */
+typedef struct pk_op_attrs {
+  bool trans_a;            /* matmul, batch_matmul: A is stored (K, M): use A^T */
+  bool trans_b;            /* matmul, batch_matmul: B is stored (N, K): use B^T */
+  int axis;                /* softmax: the normalised axis; negative counts from the end */
+  int naxes;               /* sum, mean, max: how many of axes[] are reduced; 0 = every axis */
+  int axes[PK_TE_MAX_DIMS];/* sum, mean, max: reduced axes (negative from the end; no repeats) */
+  bool keepdims;           /* sum, mean, max: reduced dims stay, with extent 1 */
+  int64_t kernel[2];       /* pools: window size (required, >= 1) */
+  int64_t stride[2];       /* conv2d, pools: 0 means 1 */
+  int64_t dilation[2];     /* conv2d, pools: 0 means 1 */
+  int64_t pad[4];          /* conv2d, pools: top, left, bottom, right (>= 0) */
+  int64_t groups;          /* conv2d: 0 means 1; must divide C and O */
+} pk_op_attrs;
+
+typedef struct pk_op_params {
+  int ninputs;                      /* must equal pk_op_arity(op) */
+  pk_op_input in[PK_OP_MAX_INPUTS];
+  pk_op_attrs attrs;
+} pk_op_params;
+
+/* ---- the table ---- */
+const char *pk_op_name(pk_op_kind op);            /* "conv2d"; "?" when out of range */
+pk_op_kind pk_op_from_name(const char *name);     /* PK_OP_COUNT_ when unknown */
+pk_op_class pk_op_class_of(pk_op_kind op);
+const char *pk_op_class_name(pk_op_class c);      /* "injective", "reduction", ... */
+int pk_op_arity(pk_op_kind op);
+unsigned pk_op_diff_inputs(pk_op_kind op);        /* bit i: input i is differentiable */
+
+/* ---- building ---- */
+/* The op's TE text (readable names: X, W, Y, ...); PK_ERR_CHECK naming the op and the
+ * problem for bad parameters (shape mismatch, groups not dividing channels, output
+ * size < 1, ...). *text lives in ctx's arena. */
+pk_status pk_op_text(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, char **text);
+/* pk_op_text, parsed and checked. */
+pk_status pk_op_build(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                      pk_te_program **out);
+
+/* Gradients (the training-graph issue) will sit beside the forward builders, one per
+ * differentiable input as op_table.def's diff column says, e.g.
+ *   pk_status pk_op_build_grad(pk_ctx *, pk_op_kind, const pk_op_params *, int input,
+ *                              pk_te_program **out);                                  */
+
+/* ---- test instances ----
+ * A fixed list covering every op with small shapes that exercise the edge cases (extents
+ * 1, 7 and 33, transposes, broadcasting, strided/padded/dilated/grouped convolutions whose
+ * output size formula has a remainder). Every op of the table appears at least once. */
+typedef struct pk_op_example {
+  const char *label; /* unique, stable: "conv2d_grouped_strided" */
+  pk_op_kind op;
+  pk_op_params prm;
+} pk_op_example;
+const pk_op_example *pk_op_examples(int *count);
+
+#endif

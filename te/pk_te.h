@@ -1,0 +1,169 @@
+/* pk_te.h — tensor expressions: expression nodes, tensors, programs; the text form's
+ * parser and canonical printer; the checker; and the reference interpreter.
+ *
+ * Usage:
+ *   pk_te_program *p;
+ *   if (pk_te_parse(ctx, text, len, "mm.te", &p) != PK_OK) ...   // parses AND checks
+ *   char *canon = pk_te_print(ctx, p);                             // canonical text
+ *   pk_te_ref *ref = pk_te_ref_new(ctx, p);                        // interpreter buffers
+ *   ... fill ref->tensors[i] for placeholders ...
+ *   pk_te_interp_run(ctx, p, ref);                                 // computes every output
+ *
+ * A program is a list of tensors in definition order: placeholders (inputs) and computes
+ * (outputs: every compute is an output of the kernel). Nodes are immutable once checked
+ * and live in the context's arena. See docs/te.md for the text form and its semantics.
+ */
+#ifndef PK_TE_H
+#define PK_TE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pk_ctx.h"
+
+#define PK_TE_MAX_DIMS 8
+#define PK_TE_CANON_VERSION 1 /* bump when canonical text or stage/axis ids change */
+
+typedef struct pk_expr pk_expr;
+typedef struct pk_te_axis pk_te_axis;
+typedef struct pk_te_tensor pk_te_tensor;
+typedef struct pk_te_program pk_te_program;
+
+/* Operators of expressions; shared with the loop IR (schedule/) so both speak one set. */
+typedef enum pk_eop {
+  PK_EOP_NONE = 0,
+  /* unary */
+  PK_EOP_NEG, PK_EOP_NOT,
+  /* binary: arithmetic (on integers / and % are floor division and floor modulo) */
+  PK_EOP_ADD, PK_EOP_SUB, PK_EOP_MUL, PK_EOP_DIV, PK_EOP_MOD, PK_EOP_MIN, PK_EOP_MAX,
+  /* binary: comparisons (result BOOL) and logic (BOOL operands, short-circuit) */
+  PK_EOP_LT, PK_EOP_LE, PK_EOP_GT, PK_EOP_GE, PK_EOP_EQ, PK_EOP_NE, PK_EOP_AND, PK_EOP_OR,
+  /* intrinsics (calls) */
+  PK_EOP_EXP, PK_EOP_LOG, PK_EOP_SQRT, PK_EOP_RSQRT, PK_EOP_TANH, PK_EOP_ERF, PK_EOP_ABS,
+  PK_EOP_SIGMOID, PK_EOP_POW,
+  /* reducers */
+  PK_EOP_SUM, PK_EOP_RMAX, PK_EOP_RMIN,
+  PK_EOP_COUNT_
+} pk_eop;
+
+const char *pk_eop_name(pk_eop op); /* "+", "<=", "exp", "sum", "max" (RMAX), ... */
+
+typedef enum pk_expr_kind {
+  PK_EXPR_INT,    /* integer literal: ival */
+  PK_EXPR_FLOAT,  /* float literal: fval */
+  PK_EXPR_AXIS,   /* value of an axis variable (spatial or reduce), dtype I64 */
+  PK_EXPR_READ,   /* tensor[args[0], ..., args[nargs-1]], nargs == tensor->ndim */
+  PK_EXPR_UNARY,  /* op args[0] */
+  PK_EXPR_BINARY, /* args[0] op args[1] */
+  PK_EXPR_SELECT, /* args[0] ? args[1] : args[2], lazy */
+  PK_EXPR_CALL,   /* intrinsic op over args (1 arg; POW has 2) */
+  PK_EXPR_CAST,   /* cast(dtype, args[0]) */
+  PK_EXPR_REDUCE  /* op over args[0] for every point of axes[0..naxes) */
+} pk_expr_kind;
+
+struct pk_expr {
+  pk_expr_kind kind;
+  pk_eop op;         /* UNARY, BINARY, CALL, REDUCE */
+  pkrt_dtype dtype;  /* result type, set by the checker (INVALID before) */
+  int line, col;     /* source position (0 when built in C) */
+  int nargs;
+  pk_expr **args;
+  int64_t ival;        /* INT */
+  double fval;         /* FLOAT: the value as written, rounded to double */
+  pk_te_axis *axis;    /* AXIS */
+  pk_te_tensor *tensor;/* READ */
+  int naxes;           /* REDUCE */
+  pk_te_axis **axes;   /* REDUCE: reduce axes, in the order written */
+};
+
+struct pk_te_axis {
+  int id;            /* spatial: dimension index in its compute; reduce: index in program->reduce_axes */
+  const char *name;  /* user's name; never reaches generated code */
+  int64_t lo, hi;    /* iterates lo <= v < hi; spatial axes have lo = 0, hi = shape[d] */
+  bool reduce;
+  pk_te_tensor *owner; /* spatial: its compute; reduce: NULL */
+};
+
+typedef enum pk_te_tensor_kind { PK_TE_PLACEHOLDER, PK_TE_COMPUTE } pk_te_tensor_kind;
+
+struct pk_te_tensor {
+  int id;             /* position in program->tensors: the canonical stage id is "t<id>" */
+  const char *name;   /* user's name; never reaches generated code */
+  pk_te_tensor_kind kind;
+  pkrt_dtype dtype;   /* compute: the body's type */
+  int ndim;           /* 1..PK_TE_MAX_DIMS */
+  int64_t shape[PK_TE_MAX_DIMS];
+  pk_te_axis **axes;  /* compute: ndim spatial axes, canonical ids "i0".."i<ndim-1>" */
+  pk_expr *body;      /* compute: reduction only at the top (sum(e, k...)), e reduction-free */
+  int line, col;
+};
+
+struct pk_te_program {
+  int ntensors;
+  pk_te_tensor **tensors;  /* definition order; reads refer only to earlier tensors */
+  int nreduce;
+  pk_te_axis **reduce_axes; /* declaration order; canonical ids "k<id>" follow first use */
+};
+
+/* ---- building programs in C (the parser and te/ops use the same constructors) ----
+ * Constructors only allocate; pk_te_check validates and fills dtypes. */
+pk_te_program *pk_te_program_new(pk_ctx *ctx);
+pk_te_tensor *pk_te_placeholder(pk_ctx *ctx, pk_te_program *p, const char *name, int ndim,
+                                const int64_t *shape, pkrt_dtype dtype);
+pk_te_axis *pk_te_reduce_axis(pk_ctx *ctx, pk_te_program *p, const char *name, int64_t lo,
+                              int64_t hi);
+/* A compute: make it, then build the body over t->axes[d] and set t->body. */
+pk_te_tensor *pk_te_compute(pk_ctx *ctx, pk_te_program *p, const char *name, int ndim,
+                            const int64_t *shape, const char *const *axis_names);
+pk_expr *pk_expr_int(pk_ctx *ctx, int64_t v);
+pk_expr *pk_expr_float(pk_ctx *ctx, double v);
+pk_expr *pk_expr_axis(pk_ctx *ctx, pk_te_axis *a);
+pk_expr *pk_expr_read(pk_ctx *ctx, pk_te_tensor *t, int nidx, pk_expr *const *idx);
+pk_expr *pk_expr_unary(pk_ctx *ctx, pk_eop op, pk_expr *a);
+pk_expr *pk_expr_binary(pk_ctx *ctx, pk_eop op, pk_expr *a, pk_expr *b);
+pk_expr *pk_expr_select(pk_ctx *ctx, pk_expr *c, pk_expr *a, pk_expr *b);
+pk_expr *pk_expr_call(pk_ctx *ctx, pk_eop op, int nargs, pk_expr *const *args);
+pk_expr *pk_expr_cast(pk_ctx *ctx, pkrt_dtype to, pk_expr *a);
+pk_expr *pk_expr_reduce(pk_ctx *ctx, pk_eop op, pk_expr *body, int naxes, pk_te_axis *const *axes);
+
+/* ---- text form ---- */
+/* Parses and checks. On failure: PK_ERR_SYNTAX or PK_ERR_CHECK, message "FILE:LINE:COL: ...". */
+pk_status pk_te_parse(pk_ctx *ctx, const char *text, size_t len, const char *filename,
+                      pk_te_program **out);
+/* Validates a program built in C or parsed: names, arity, dtypes (fills expr->dtype),
+ * shapes (int64 overflow), reduction placement, reduce axes used, and bounds: every read
+ * provably inside its tensor (interval analysis refined by select/&&/|| guards). */
+pk_status pk_te_check(pk_ctx *ctx, pk_te_program *p);
+/* Canonical text: names replaced by canonical ids, one statement per line, fixed spacing,
+ * minimal parentheses, shortest round-trip literals. print(parse(print(x))) == print(x). */
+char *pk_te_print(pk_ctx *ctx, const pk_te_program *p);
+/* One expression in canonical form (for messages and comments). */
+char *pk_te_print_expr(pk_ctx *ctx, const pk_expr *e);
+
+/* ---- queries ---- */
+int64_t pk_te_tensor_numel(const pk_te_tensor *t);
+bool pk_dtype_is_float(pkrt_dtype t);
+bool pk_dtype_is_int(pkrt_dtype t);
+/* FLOPs of evaluating every compute once (arithmetic and intrinsic nodes x points). */
+double pk_te_flops(const pk_te_program *p);
+
+/* ---- reference interpreter ----
+ * Evaluates in f64 (floats) and exact int64 (integers, wrapped to i32 for I32), and for each
+ * float element also S, the same expression over absolute values (error-propagated), so
+ * that a kernel's f32 result may be checked as |kernel - val| <= 1e-5 * S + 1e-30. */
+typedef struct pk_te_ref_tensor {
+  int64_t numel;
+  double *val;  /* float tensors: numel values, row-major */
+  double *mag;  /* float tensors: numel magnitudes S (placeholders: |val|) */
+  int64_t *ival;/* integer tensors: numel values */
+} pk_te_ref_tensor;
+
+typedef struct pk_te_ref {
+  int ntensors;
+  pk_te_ref_tensor *tensors; /* indexed like program->tensors; storage in the ctx arena */
+} pk_te_ref;
+
+pk_te_ref *pk_te_ref_new(pk_ctx *ctx, const pk_te_program *p);
+pk_status pk_te_interp_run(pk_ctx *ctx, const pk_te_program *p, pk_te_ref *ref);
+
+#endif

@@ -1,0 +1,4 @@
+# Generated kernels against the interpreter (and OpenBLAS for matmul).
+pk_add_test(test_ops_codegen LIBS pk_codegen LABELS codegen)
+pk_add_test(test_random_te LIBS pk_codegen LABELS codegen)
+pk_add_test(test_codegen_unit LIBS pk_codegen LABELS codegen sanitize)
