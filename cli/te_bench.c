@@ -62,9 +62,7 @@ static bool is_axis(const pk_expr *e, const pk_te_axis *ax) {
   return e->kind == PK_EXPR_AXIS && e->axis == ax;
 }
 
-static bool match_matmul(const pk_te_program *p, matmul_shape *mm) {
-  if (p->ntensors != 3) return false;
-  const pk_te_tensor *c = p->tensors[2];
+static bool match_matmul_compute(const pk_te_tensor *c, matmul_shape *mm) {
   if (c->kind != PK_TE_COMPUTE || c->ndim != 2 || c->dtype != PKRT_DTYPE_F32) return false;
   const pk_expr *r = c->body;
   if (r->kind != PK_EXPR_REDUCE || r->op != PK_EOP_SUM || r->naxes != 1) return false;
@@ -98,6 +96,14 @@ static bool match_matmul(const pk_te_program *p, matmul_shape *mm) {
   mm->lda = (int32_t)ra->tensor->shape[1];
   mm->ldb = (int32_t)rb->tensor->shape[1];
   return true;
+}
+
+/* The first compute of the program that sgemm can compute (others, such as a fused relu,
+ * count in the kernel's time but have no OpenBLAS counterpart). */
+static bool match_matmul(const pk_te_program *p, matmul_shape *mm) {
+  for (int i = 0; i < p->ntensors; i++)
+    if (match_matmul_compute(p->tensors[i], mm)) return true;
+  return false;
 }
 
 typedef struct sgemm_run {

@@ -196,7 +196,7 @@ static double expr_ops(const pk_expr *e) {
   case PK_EXPR_CALL: return n + 1;
   case PK_EXPR_REDUCE: {
     double points = 1;
-    for (int i = 0; i < e->naxes; i++) points *= (double)(e->axes[i]->hi - e->axes[i]->lo);
+    for (int i = 0; i < e->naxes; i++) points *= (double)e->axes[i]->hi - (double)e->axes[i]->lo;
     return (n + 1) * points; /* the body, and one combine, per reduce point */
   }
   default: return n;

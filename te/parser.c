@@ -411,7 +411,8 @@ static bool parse_shape(parser *P, int *ndim, int64_t shape[PK_TE_MAX_DIMS]) {
 }
 
 /* axis_names := '(' IDENT { ',' IDENT } [ ',' ] ')' */
-static bool parse_axis_names(parser *P, int *n, const pk_tok *names[PK_TE_MAX_DIMS]) {
+static bool parse_axis_names(parser *P, const pk_tok *compute, int *n,
+                             const pk_tok *names[PK_TE_MAX_DIMS]) {
   if (!expect(P, PK_TOK_LPAREN, "'(' to open axis names such as (i, j)")) return false;
   *n = 0;
   do {
@@ -430,9 +431,9 @@ static bool parse_axis_names(parser *P, int *n, const pk_tok *names[PK_TE_MAX_DI
         fail_at(P, PK_ERR_CHECK, t, "axis '%.*s' is named twice", t->len, t->text);
         return false;
       }
-    if (find_tensor(P, t) || find_reduce_axis(P, t)) {
+    if (find_tensor(P, t) || find_reduce_axis(P, t) || name_is(tok_str(P, compute), t)) {
       fail_at(P, PK_ERR_CHECK, t, "axis '%.*s' shadows the %s of that name", t->len, t->text,
-              find_tensor(P, t) ? "tensor" : "reduce axis");
+              find_reduce_axis(P, t) ? "reduce axis" : "tensor");
       return false;
     }
     names[(*n)++] = advance(P);
@@ -499,7 +500,7 @@ static pk_status parse_compute(parser *P, const pk_tok *name) {
       !expect(P, PK_TOK_COMMA, "',' after shape"))
     return pk_ctx_status(P->ctx);
   const pk_tok *names_at = peek(P);
-  if (!parse_axis_names(P, &naxes, axis_toks)) return pk_ctx_status(P->ctx);
+  if (!parse_axis_names(P, name, &naxes, axis_toks)) return pk_ctx_status(P->ctx);
   if (naxes != ndim)
     return fail_at(P, PK_ERR_CHECK, names_at, "compute shape has %d dim%s but %d axis name%s",
                    ndim, ndim == 1 ? "" : "s", naxes, naxes == 1 ? "" : "s");

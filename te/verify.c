@@ -121,13 +121,18 @@ void pk_te_ref_fill_random(const pk_te_program *p, pk_te_ref *ref, uint64_t seed
 }
 
 void pk_te_ref_to_buffer(const pk_te_tensor *t, const pk_te_ref_tensor *ref, void *data) {
-  int64_t n = ref->numel;
-  switch (t->dtype) {
-  case PKRT_DTYPE_F32: for (int64_t i = 0; i < n; i++) ((float *)data)[i] = (float)ref->val[i]; return;
-  case PKRT_DTYPE_F64: for (int64_t i = 0; i < n; i++) ((double *)data)[i] = ref->val[i]; return;
-  case PKRT_DTYPE_I32: for (int64_t i = 0; i < n; i++) ((int32_t *)data)[i] = (int32_t)ref->ival[i]; return;
-  case PKRT_DTYPE_I64: for (int64_t i = 0; i < n; i++) ((int64_t *)data)[i] = ref->ival[i]; return;
-  default: PK_ASSERT(!"pk_te_ref_to_buffer: dtype without a kernel buffer type");
+  float *f32 = data;
+  double *f64 = data;
+  int32_t *i32 = data;
+  int64_t *i64 = data;
+  for (int64_t i = 0; i < ref->numel; i++) {
+    switch (t->dtype) {
+    case PKRT_DTYPE_F32: f32[i] = (float)ref->val[i]; break;
+    case PKRT_DTYPE_F64: f64[i] = ref->val[i]; break;
+    case PKRT_DTYPE_I32: i32[i] = (int32_t)ref->ival[i]; break;
+    case PKRT_DTYPE_I64: i64[i] = ref->ival[i]; break;
+    default: PK_ASSERT(!"pk_te_ref_to_buffer: a dtype kernels do not take");
+    }
   }
 }
 
@@ -171,9 +176,11 @@ static elem_check check_element(pkrt_dtype t, const pk_te_ref_tensor *ref, const
   }
 }
 
+/* err / bound; a NaN/inf mismatch or an integer difference counts as infinitely bad
+ * (their bound may itself be inf or 0). */
 static double check_ratio(elem_check c) {
-  if (c.bad && !(c.bound > 0)) return INFINITY; /* integers: any difference is total */
-  return c.bound > 0 ? c.err / c.bound : 0.0;
+  if (c.bad && (isinf(c.err) || !(c.bound > 0))) return INFINITY;
+  return c.bound > 0 && !isinf(c.bound) ? c.err / c.bound : 0.0;
 }
 
 /* "[i0, i1, ...]" of a flat row-major index. */

@@ -233,7 +233,7 @@ static void gen_program(gen *g, pk_strbuf *o) {
       for (int k = 0; k < nred; k++) pk_strbuf_printf(o, ", %s", rn[k]);
       pk_strbuf_append(o, ")");
     }
-    pk_strbuf_append(o, "\n");
+    pk_strbuf_append(o, ")\n");
     g->nt++;
   }
 }
@@ -252,8 +252,9 @@ int main(void) {
   for (int base = 0; base < NPROGRAMS; base += BATCH) {
     pk_te_program *progs[BATCH];
     char *texts[BATCH];
-    int n = 0;
-    while (n < BATCH && base + n < NPROGRAMS) {
+    int n = 0, attempts = 0;
+    /* a generator that writes ill-formed text fails the test; it must not spin forever */
+    while (n < BATCH && base + n < NPROGRAMS && attempts++ < 2 * BATCH) {
       pk_strbuf sb;
       pk_strbuf_init(&sb);
       gen_program(&g, &sb);

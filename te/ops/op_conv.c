@@ -4,26 +4,25 @@
 
 /* X[...] of the input element a window position reads, inside its padding guard. */
 static void emit_guarded_input(pk_strbuf *b, const pk_op_window *wh, const pk_op_window *ww,
-                               int64_t out_per_group, int64_t in_per_group) {
-  pk_strbuf guard;
-  pk_strbuf_init(&guard);
-  bool first = true;
-  pk_op_emit_window_guard(&guard, wh, &first);
-  pk_op_emit_window_guard(&guard, ww, &first);
-  if (!first) pk_strbuf_printf(b, "select(%s, ", guard.data);
-  pk_strbuf_free(&guard);
+                               int64_t groups, int64_t out_per_group, int64_t in_per_group) {
+  bool guarded = pk_op_emit_window_select(b, wh, ww);
   pk_strbuf_append(b, "X[i0, ");
   /* Output channel o belongs to group o / (O / groups), which reads input channels
-   * group * (C / groups) + c. */
-  if (out_per_group != 0)
-    pk_strbuf_printf(b, "(i1 / %lld) * %lld + ", (long long)out_per_group,
-                     (long long)in_per_group);
+   * group * (C / groups) + c; "/ 1" and "* 1" are left out (depthwise: "i1 + k0"). */
+  if (groups > 1) {
+    int64_t og = out_per_group, cg = in_per_group;
+    if (og != 1 && cg != 1)
+      pk_strbuf_printf(b, "(i1 / %lld) * %lld + ", (long long)og, (long long)cg);
+    else if (og != 1) pk_strbuf_printf(b, "i1 / %lld + ", (long long)og);
+    else if (cg != 1) pk_strbuf_printf(b, "i1 * %lld + ", (long long)cg);
+    else pk_strbuf_append(b, "i1 + ");
+  }
   pk_strbuf_append(b, "k0, ");
   pk_op_emit_window_index(b, wh);
   pk_strbuf_append(b, ", ");
   pk_op_emit_window_index(b, ww);
   pk_strbuf_append(b, "]");
-  if (!first) pk_strbuf_append(b, ", 0.0)");
+  if (guarded) pk_strbuf_append(b, ", 0.0)");
 }
 
 pk_status pk_op_text_conv2d(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
@@ -64,7 +63,7 @@ pk_status pk_op_text_conv2d(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   pk_op_emit_reduce_axis(out, 2, w->shape[3]);
   pk_op_emit_compute_head(out, "Y", 4, yshape);
   pk_strbuf_append(out, "sum(");
-  emit_guarded_input(out, &wh, &ww, groups == 1 ? 0 : o / groups, c / groups);
+  emit_guarded_input(out, &wh, &ww, groups, o / groups, c / groups);
   pk_strbuf_append(out, " * W[i1, k0, k1, k2], k0, k1, k2))\n");
   return PK_OK;
 }

@@ -74,9 +74,10 @@ void pk_op_emit_window_index(pk_strbuf *b, const pk_op_window *w);
 /* Whether some window element falls in the padding (before / after the input). */
 bool pk_op_window_pads_lo(const pk_op_window *w);
 bool pk_op_window_pads_hi(const pk_op_window *w);
-/* Appends the guard keeping the element inside the input ("idx >= 0 && idx < H"), joined
- * with " && " when *first is false; nothing when the dim never pads. */
-void pk_op_emit_window_guard(pk_strbuf *b, const pk_op_window *w, bool *first);
+/* Opens "select(<guards>, " keeping a window element of the 2-D window (wh, ww) inside the
+ * input, when some element can fall in the padding; returns whether it did, so that the
+ * caller closes it with ", <padding value>)" after the read. */
+bool pk_op_emit_window_select(pk_strbuf *b, const pk_op_window *wh, const pk_op_window *ww);
 /* Number of in-bounds elements of the window at output index i<axis>, an I64 expression,
  * or its constant value k when the dim never pads. */
 void pk_op_emit_window_count(pk_strbuf *b, const pk_op_window *w);

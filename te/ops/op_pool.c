@@ -8,19 +8,13 @@
 /* X[...] of a window element, or `pad` (a literal) where the element is padding. */
 static void emit_window_read(pk_strbuf *b, const pk_op_window *wh, const pk_op_window *ww,
                              double pad) {
-  pk_strbuf guard;
-  pk_strbuf_init(&guard);
-  bool first = true;
-  pk_op_emit_window_guard(&guard, wh, &first);
-  pk_op_emit_window_guard(&guard, ww, &first);
-  if (!first) pk_strbuf_printf(b, "select(%s, ", guard.data);
-  pk_strbuf_free(&guard);
+  bool guarded = pk_op_emit_window_select(b, wh, ww);
   pk_strbuf_append(b, "X[i0, i1, ");
   pk_op_emit_window_index(b, wh);
   pk_strbuf_append(b, ", ");
   pk_op_emit_window_index(b, ww);
   pk_strbuf_append(b, "]");
-  if (!first) {
+  if (guarded) {
     pk_strbuf_append(b, ", ");
     pk_op_emit_float(b, pad);
     pk_strbuf_append(b, ")");

@@ -62,7 +62,8 @@ void pk_op_emit_window_index(pk_strbuf *b, const pk_op_window *w) {
   if (w->pad_lo) pk_strbuf_printf(b, " - %lld", (long long)w->pad_lo);
 }
 
-void pk_op_emit_window_guard(pk_strbuf *b, const pk_op_window *w, bool *first) {
+/* Appends w's guards ("idx >= 0", "idx < in"), each after " && " unless *first. */
+static void emit_window_guard(pk_strbuf *b, const pk_op_window *w, bool *first) {
   if (pk_op_window_pads_lo(w)) {
     pk_strbuf_append(b, *first ? "" : " && ");
     pk_op_emit_window_index(b, w);
@@ -75,6 +76,17 @@ void pk_op_emit_window_guard(pk_strbuf *b, const pk_op_window *w, bool *first) {
     pk_strbuf_printf(b, " < %lld", (long long)w->in);
     *first = false;
   }
+}
+
+bool pk_op_emit_window_select(pk_strbuf *b, const pk_op_window *wh, const pk_op_window *ww) {
+  pk_strbuf guard;
+  pk_strbuf_init(&guard);
+  bool first = true;
+  emit_window_guard(&guard, wh, &first);
+  emit_window_guard(&guard, ww, &first);
+  if (!first) pk_strbuf_printf(b, "select(%s, ", guard.data);
+  pk_strbuf_free(&guard);
+  return !first;
 }
 
 /* "(C - i2 * s) / d", dropping "/ 1". */

@@ -1,0 +1,418 @@
+/* test_ops.c — the operator library: every example instance builds, has the right result
+ * shape, and its interpreted result equals a naive loop written here independently of the
+ * TE text; softmax rows sum to 1, mean is sum / n; bad parameters give clear errors. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pk_ops.h"
+#include "pk_verify.h"
+
+static int failures;
+
+static void check(bool ok, const char *name, const char *fmt, ...) {
+  if (ok) {
+    printf("PASS %s\n", name);
+    return;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  printf("FAIL %s: ", name);
+  vprintf(fmt, ap);
+  printf("\n");
+  va_end(ap);
+  failures++;
+}
+
+/* ---- dense tensors of doubles ---- */
+
+typedef struct dense {
+  int ndim;
+  int64_t shape[PK_TE_MAX_DIMS];
+  double *v;
+} dense;
+
+static int64_t numel(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) n *= shape[d];
+  return n;
+}
+
+static void unravel(int64_t flat, int ndim, const int64_t *shape, int64_t *idx) {
+  for (int d = ndim - 1; d >= 0; d--) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+}
+
+static int64_t ravel(const int64_t *idx, int ndim, const int64_t *shape) {
+  int64_t f = 0;
+  for (int d = 0; d < ndim; d++) f = f * shape[d] + idx[d];
+  return f;
+}
+
+/* Flat index into `in` of output index idx under numpy broadcasting (right-aligned). */
+static int64_t bcast_flat(const pk_op_input *in, const int64_t *idx, int out_ndim) {
+  int64_t f = 0;
+  for (int j = 0; j < in->ndim; j++) {
+    int64_t i = idx[out_ndim - in->ndim + j];
+    f = f * in->shape[j] + (in->shape[j] == 1 ? 0 : i);
+  }
+  return f;
+}
+
+static void alloc_out(dense *y, int ndim, const int64_t *shape) {
+  y->ndim = ndim;
+  memcpy(y->shape, shape, sizeof(int64_t) * (size_t)ndim);
+  y->v = calloc((size_t)numel(ndim, shape), sizeof(double));
+}
+
+static int broadcast_shape(int na, const int64_t *a, int nb, const int64_t *b, int64_t *out) {
+  int n = na > nb ? na : nb;
+  for (int d = 0; d < n; d++) {
+    int da = d - (n - na), db = d - (n - nb);
+    int64_t ea = da >= 0 ? a[da] : 1, eb = db >= 0 ? b[db] : 1;
+    out[d] = ea == 1 ? eb : ea;
+  }
+  return n;
+}
+
+/* ---- naive references ---- */
+
+static void naive_matmul(const pk_op_params *prm, double *const *x, dense *y) {
+  const pk_op_input *a = &prm->in[0], *b = &prm->in[1];
+  bool ta = prm->attrs.trans_a, tb = prm->attrs.trans_b;
+  int64_t shape[PK_TE_MAX_DIMS];
+  int nb = broadcast_shape(a->ndim - 2, a->shape, b->ndim - 2, b->shape, shape);
+  int64_t m = a->shape[a->ndim - (ta ? 1 : 2)], k = a->shape[a->ndim - (ta ? 2 : 1)];
+  int64_t n = b->shape[b->ndim - (tb ? 2 : 1)];
+  shape[nb] = m;
+  shape[nb + 1] = n;
+  alloc_out(y, nb + 2, shape);
+  int64_t bsize = numel(nb, shape), idx[PK_TE_MAX_DIMS];
+  for (int64_t bi = 0; bi < bsize; bi++) {
+    unravel(bi, nb, shape, idx);
+    /* batch offset of each operand: broadcast over its own batch dims */
+    pk_op_input ab = *a, bb = *b;
+    ab.ndim -= 2;
+    bb.ndim -= 2;
+    int64_t oa = bcast_flat(&ab, idx, nb) * m * k, ob = bcast_flat(&bb, idx, nb) * k * n;
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double s = 0;
+        for (int64_t p = 0; p < k; p++)
+          s += x[0][oa + (ta ? p * m + i : i * k + p)] * x[1][ob + (tb ? j * k + p : p * n + j)];
+        y->v[(bi * m + i) * n + j] = s;
+      }
+  }
+}
+
+static void naive_binary(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  int64_t shape[PK_TE_MAX_DIMS], idx[PK_TE_MAX_DIMS];
+  const pk_op_input *ia = &prm->in[0], *ib = &prm->in[1];
+  int n = broadcast_shape(ia->ndim, ia->shape, ib->ndim, ib->shape, shape);
+  alloc_out(y, n, shape);
+  for (int64_t f = 0; f < numel(n, shape); f++) {
+    unravel(f, n, shape, idx);
+    double a = x[0][bcast_flat(&prm->in[0], idx, n)], b = x[1][bcast_flat(&prm->in[1], idx, n)];
+    y->v[f] = op == PK_OP_ADD ? a + b : op == PK_OP_SUB ? a - b : op == PK_OP_MUL ? a * b : a / b;
+  }
+}
+
+static void naive_unary(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  alloc_out(y, prm->in[0].ndim, prm->in[0].shape);
+  for (int64_t f = 0; f < numel(y->ndim, y->shape); f++) {
+    double v = x[0][f];
+    y->v[f] = op == PK_OP_RELU      ? (v > 0 ? v : 0)
+              : op == PK_OP_SIGMOID ? 1 / (1 + exp(-v))
+              : op == PK_OP_TANH    ? tanh(v)
+                                    : v * 0.5 * (1 + erf(v / sqrt(2.0)));
+  }
+}
+
+static void naive_softmax(const pk_op_params *prm, double *const *x, dense *y) {
+  const pk_op_input *in = &prm->in[0];
+  int axis = prm->attrs.axis < 0 ? prm->attrs.axis + in->ndim : prm->attrs.axis;
+  alloc_out(y, in->ndim, in->shape);
+  int64_t len = in->shape[axis], inner = 1, idx[PK_TE_MAX_DIMS];
+  for (int d = axis + 1; d < in->ndim; d++) inner *= in->shape[d];
+  for (int64_t f = 0; f < numel(in->ndim, in->shape); f++) {
+    unravel(f, in->ndim, in->shape, idx);
+    int64_t first = f - idx[axis] * inner; /* the same row's element 0 */
+    double m = -INFINITY, s = 0;
+    for (int64_t j = 0; j < len; j++) m = fmax(m, x[0][first + j * inner]);
+    for (int64_t j = 0; j < len; j++) s += exp(x[0][first + j * inner] - m);
+    y->v[f] = exp(x[0][f] - m) / s;
+  }
+}
+
+static void naive_reduce(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  const pk_op_input *in = &prm->in[0];
+  const pk_op_attrs *a = &prm->attrs;
+  bool red[PK_TE_MAX_DIMS] = {false};
+  for (int i = 0; i < a->naxes; i++)
+    red[a->axes[i] < 0 ? a->axes[i] + in->ndim : a->axes[i]] = true;
+  if (a->naxes == 0)
+    for (int d = 0; d < in->ndim; d++) red[d] = true;
+  int64_t kshape[PK_TE_MAX_DIMS], shape[PK_TE_MAX_DIMS], count = 1; /* keepdims shape */
+  int n = 0;
+  for (int d = 0; d < in->ndim; d++) {
+    kshape[d] = red[d] ? 1 : in->shape[d];
+    count *= red[d] ? in->shape[d] : 1;
+    if (!red[d] || a->keepdims) shape[n++] = kshape[d];
+  }
+  if (n == 0) shape[n++] = 1;
+  alloc_out(y, n, shape);
+  int64_t total = numel(in->ndim, kshape), idx[PK_TE_MAX_DIMS];
+  for (int64_t f = 0; f < total; f++) y->v[f] = op == PK_OP_MAX ? -INFINITY : 0;
+  for (int64_t f = 0; f < numel(in->ndim, in->shape); f++) {
+    unravel(f, in->ndim, in->shape, idx);
+    for (int d = 0; d < in->ndim; d++) idx[d] = red[d] ? 0 : idx[d];
+    double *acc = &y->v[ravel(idx, in->ndim, kshape)];
+    *acc = op == PK_OP_MAX ? fmax(*acc, x[0][f]) : *acc + x[0][f];
+  }
+  if (op == PK_OP_MEAN)
+    for (int64_t f = 0; f < total; f++) y->v[f] /= (double)count;
+}
+
+static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
+  return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
+}
+
+static int64_t or1(int64_t v) { return v ? v : 1; }
+
+static void naive_conv2d(const pk_op_params *prm, double *const *x, dense *y) {
+  const int64_t *xs = prm->in[0].shape, *ws = prm->in[1].shape;
+  const pk_op_attrs *a = &prm->attrs;
+  int64_t g = or1(a->groups), sh = or1(a->stride[0]), sw = or1(a->stride[1]);
+  int64_t dh = or1(a->dilation[0]), dw = or1(a->dilation[1]);
+  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], O = ws[0], KH = ws[2], KW = ws[3];
+  int64_t OH = out_size(H, KH, sh, dh, a->pad[0], a->pad[2]);
+  int64_t OW = out_size(W, KW, sw, dw, a->pad[1], a->pad[3]);
+  alloc_out(y, 4, (int64_t[]){N, O, OH, OW});
+  int64_t cg = C / g, og = O / g;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t o = 0; o < O; o++)
+      for (int64_t oh = 0; oh < OH; oh++)
+        for (int64_t ow = 0; ow < OW; ow++) {
+          double s = 0;
+          for (int64_t c = 0; c < cg; c++)
+            for (int64_t r = 0; r < KH; r++)
+              for (int64_t q = 0; q < KW; q++) {
+                int64_t h = oh * sh + r * dh - a->pad[0], w = ow * sw + q * dw - a->pad[1];
+                if (h < 0 || h >= H || w < 0 || w >= W) continue;
+                int64_t ci = (o / og) * cg + c;
+                s += x[0][((n * C + ci) * H + h) * W + w] * x[1][((o * cg + c) * KH + r) * KW + q];
+              }
+          y->v[((n * O + o) * OH + oh) * OW + ow] = s;
+        }
+}
+
+static void naive_pool(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  const int64_t *xs = prm->in[0].shape;
+  const pk_op_attrs *a = &prm->attrs;
+  int64_t sh = or1(a->stride[0]), sw = or1(a->stride[1]);
+  int64_t dh = or1(a->dilation[0]), dw = or1(a->dilation[1]);
+  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], KH = a->kernel[0], KW = a->kernel[1];
+  int64_t OH = out_size(H, KH, sh, dh, a->pad[0], a->pad[2]);
+  int64_t OW = out_size(W, KW, sw, dw, a->pad[1], a->pad[3]);
+  alloc_out(y, 4, (int64_t[]){N, C, OH, OW});
+  for (int64_t nc = 0; nc < N * C; nc++)
+    for (int64_t oh = 0; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++) {
+        double m = -INFINITY, s = 0;
+        int64_t cnt = 0;
+        for (int64_t r = 0; r < KH; r++)
+          for (int64_t q = 0; q < KW; q++) {
+            int64_t h = oh * sh + r * dh - a->pad[0], w = ow * sw + q * dw - a->pad[1];
+            if (h < 0 || h >= H || w < 0 || w >= W) continue;
+            double v = x[0][(nc * H + h) * W + w];
+            m = fmax(m, v);
+            s += v;
+            cnt++;
+          }
+        y->v[(nc * OH + oh) * OW + ow] = op == PK_OP_MAX_POOL2D ? m : s / (double)cnt;
+      }
+}
+
+static void naive(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  switch (pk_op_class_of(op)) {
+  case PK_OP_CLASS_MATMUL: naive_matmul(prm, x, y); return;
+  case PK_OP_CLASS_INJECTIVE:
+    if (pk_op_arity(op) == 2) naive_binary(op, prm, x, y);
+    else naive_unary(op, prm, x, y);
+    return;
+  case PK_OP_CLASS_REDUCTION:
+    if (op == PK_OP_SOFTMAX) naive_softmax(prm, x, y);
+    else naive_reduce(op, prm, x, y);
+    return;
+  case PK_OP_CLASS_CONV: naive_conv2d(prm, x, y); return;
+  case PK_OP_CLASS_POOL: naive_pool(op, prm, x, y); return;
+  default: return; /* no reference: the shape check fails */
+  }
+}
+
+/* ---- the examples ---- */
+
+/* Builds ex, runs the interpreter on random inputs; the result tensor's reference. */
+static const pk_te_ref_tensor *build_and_run(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                                            uint64_t seed, pk_te_program **prog, pk_te_ref **refp) {
+  if (pk_op_build(ctx, op, prm, prog) != PK_OK) return NULL;
+  pk_te_ref *ref = pk_te_ref_new(ctx, *prog);
+  pk_te_ref_fill_random(*prog, ref, seed);
+  if (pk_te_interp_run(ctx, *prog, ref) != PK_OK) return NULL;
+  *refp = ref;
+  return &ref->tensors[(*prog)->ntensors - 1];
+}
+
+static void test_example(pk_ctx *ctx, const pk_op_example *ex) {
+  pk_te_program *p;
+  pk_te_ref *ref;
+  const pk_te_ref_tensor *res = build_and_run(ctx, ex->op, &ex->prm, 11, &p, &ref);
+  if (!res) {
+    check(false, ex->label, "%s", pk_ctx_error(ctx));
+    pk_ctx_clear_error(ctx);
+    return;
+  }
+  const pk_te_tensor *t = p->tensors[p->ntensors - 1];
+  double *x[PK_OP_MAX_INPUTS];
+  for (int i = 0; i < ex->prm.ninputs; i++) x[i] = ref->tensors[i].val;
+  dense want = {0, {0}, NULL};
+  naive(ex->op, &ex->prm, x, &want);
+  bool shape_ok = t->ndim == want.ndim && t->dtype == ex->prm.in[0].dtype &&
+                  memcmp(t->shape, want.shape, sizeof(int64_t) * (size_t)want.ndim) == 0;
+  int64_t bad = -1;
+  for (int64_t i = 0; shape_ok && i < res->numel && bad < 0; i++)
+    if (!(fabs(res->val[i] - want.v[i]) <= 1e-12 * res->mag[i] + 1e-300)) bad = i;
+  check(shape_ok && bad < 0, ex->label,
+        "rank %d vs %d, element %lld: interpreter %.17g, naive %.17g", t->ndim, want.ndim,
+        (long long)bad, bad >= 0 ? res->val[bad] : 0.0, bad >= 0 ? want.v[bad] : 0.0);
+  free(want.v);
+}
+
+static void test_table(void) {
+  bool ok = true;
+  for (int op = 0; op < PK_OP_COUNT_; op++) {
+    ok &= pk_op_from_name(pk_op_name((pk_op_kind)op)) == (pk_op_kind)op;
+    ok &= pk_op_arity((pk_op_kind)op) >= 1 && pk_op_diff_inputs((pk_op_kind)op) != 0;
+    ok &= strcmp(pk_op_class_name(pk_op_class_of((pk_op_kind)op)), "?") != 0;
+  }
+  ok &= pk_op_from_name("no_such_op") == PK_OP_COUNT_ && strcmp(pk_op_name(PK_OP_COUNT_), "?") == 0;
+  ok &= pk_op_class_of(PK_OP_CONV2D) == PK_OP_CLASS_CONV && pk_op_arity(PK_OP_CONV2D) == 2;
+  check(ok, "op_table", "a name, arity, class or diff column is off");
+
+  int count;
+  const pk_op_example *ex = pk_op_examples(&count);
+  bool covered[PK_OP_COUNT_] = {false}, arity_ok = true;
+  for (int i = 0; i < count; i++) {
+    covered[ex[i].op] = true;
+    arity_ok &= ex[i].prm.ninputs == pk_op_arity(ex[i].op);
+  }
+  int missing = -1;
+  for (int op = 0; op < PK_OP_COUNT_; op++)
+    if (!covered[op]) missing = op;
+  check(missing < 0 && arity_ok, "op_examples_cover_table", "no example of %s",
+        missing >= 0 ? pk_op_name((pk_op_kind)missing) : "-");
+}
+
+static void test_softmax_and_mean(pk_ctx *ctx) {
+  pk_op_params sm = {1, {{3, {4, 9, 5}, PKRT_DTYPE_F32}}, {.axis = 1}};
+  pk_te_program *p;
+  pk_te_ref *ref;
+  const pk_te_ref_tensor *y = build_and_run(ctx, PK_OP_SOFTMAX, &sm, 3, &p, &ref);
+  double worst = y ? 0 : 1;
+  for (int64_t a = 0; y && a < 4; a++)
+    for (int64_t c = 0; c < 5; c++) {
+      double s = 0;
+      for (int64_t j = 0; j < 9; j++) s += y->val[(a * 9 + j) * 5 + c];
+      worst = fmax(worst, fabs(s - 1));
+    }
+  check(worst < 1e-12 && p->ntensors == 4, "softmax_rows_sum_to_1", "worst |sum - 1| = %g", worst);
+
+  pk_op_params red = {1, {{3, {6, 7, 3}, PKRT_DTYPE_F64}}, {.naxes = 2, .axes = {0, -1}}};
+  pk_te_program *ps, *pm;
+  pk_te_ref *rs, *rm;
+  const pk_te_ref_tensor *sum = build_and_run(ctx, PK_OP_SUM, &red, 5, &ps, &rs);
+  const pk_te_ref_tensor *mean = build_and_run(ctx, PK_OP_MEAN, &red, 5, &pm, &rm);
+  bool ok = sum && mean && pm->tensors[1]->ndim == 1 && pm->tensors[1]->shape[0] == 7;
+  for (int64_t i = 0; ok && i < 7; i++) ok &= fabs(mean->val[i] - sum->val[i] / 18) <= 1e-15;
+  check(ok, "mean_is_sum_over_n", "%s", pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+}
+
+static void test_text(pk_ctx *ctx) {
+  pk_op_params prm = {2, {{4, {1, 2, 5, 5}, PKRT_DTYPE_F32}, {4, {2, 2, 3, 3}, PKRT_DTYPE_F32}},
+                      {.pad = {1, 1, 1, 1}}};
+  char *text;
+  pk_status s = pk_op_text(ctx, PK_OP_CONV2D, &prm, &text);
+  check(s == PK_OK && strstr(text, "select(") && strstr(text, "compute((1, 2, 5, 5)"),
+        "op_text_conv2d", "%s", s == PK_OK ? text : pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+}
+
+/* ---- bad parameters ---- */
+
+static void expect_error(pk_ctx *ctx, const char *name, pk_op_kind op, const pk_op_params *prm,
+                         const char *needle) {
+  pk_te_program *p;
+  pk_status s = pk_op_build(ctx, op, prm, &p);
+  check(s == PK_ERR_CHECK && strstr(pk_ctx_error(ctx), needle) && p == NULL, name,
+        "status %s, message '%s' (want '%s')", pk_status_name(s), pk_ctx_error(ctx), needle);
+  pk_ctx_clear_error(ctx);
+}
+
+static void test_bad_params(pk_ctx *ctx) {
+  const pkrt_dtype F = PKRT_DTYPE_F32;
+  pk_op_params mm = {2, {{2, {4, 5}, F}, {2, {6, 3}, F}}, {.trans_b = false}};
+  expect_error(ctx, "bad_matmul_inner", PK_OP_MATMUL, &mm, "inner dims differ");
+  pk_op_params mm3 = {2, {{3, {2, 4, 5}, F}, {2, {5, 3}, F}}, {.trans_b = false}};
+  expect_error(ctx, "bad_matmul_rank", PK_OP_MATMUL, &mm3, "rank 2");
+  pk_op_params bmm = {2, {{3, {2, 4, 5}, F}, {3, {3, 5, 3}, F}}, {.trans_b = false}};
+  expect_error(ctx, "bad_batch_matmul_batch", PK_OP_BATCH_MATMUL, &bmm, "do not broadcast");
+  pk_op_params add = {2, {{2, {7, 3}, F}, {1, {5}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_add_broadcast", PK_OP_ADD, &add, "do not broadcast");
+  pk_op_params arity = {1, {{2, {7, 3}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_arity", PK_OP_ADD, &arity, "takes 2 inputs");
+  pk_op_params mixed = {2, {{1, {3}, F}, {1, {3}, PKRT_DTYPE_F64}}, {.groups = 0}};
+  expect_error(ctx, "bad_mixed_dtypes", PK_OP_MUL, &mixed, "dtype");
+  pk_op_params ints = {1, {{1, {3}, PKRT_DTYPE_I32}}, {.groups = 0}};
+  expect_error(ctx, "bad_int_dtype", PK_OP_RELU, &ints, "f32 or f64");
+  pk_op_params rank0 = {1, {{0, {0}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_rank0", PK_OP_TANH, &rank0, "rank 0");
+  pk_op_params zero = {1, {{2, {3, 0}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_zero_extent", PK_OP_TANH, &zero, "extent 0");
+  pk_op_params sm = {1, {{2, {3, 4}, F}}, {.axis = 2}};
+  expect_error(ctx, "bad_softmax_axis", PK_OP_SOFTMAX, &sm, "axis 2 out of range");
+  pk_op_params dup = {1, {{2, {3, 4}, F}}, {.naxes = 2, .axes = {1, -1}}};
+  expect_error(ctx, "bad_reduce_duplicate_axis", PK_OP_SUM, &dup, "listed twice");
+  pk_op_params conv = {2, {{4, {1, 6, 5, 5}, F}, {4, {4, 2, 3, 3}, F}}, {.groups = 4}};
+  expect_error(ctx, "bad_conv_groups", PK_OP_CONV2D, &conv, "groups 4 does not divide the 6 input");
+  pk_op_params convw = {2, {{4, {1, 6, 5, 5}, F}, {4, {4, 3, 3, 3}, F}}, {.groups = 1}};
+  expect_error(ctx, "bad_conv_weight_channels", PK_OP_CONV2D, &convw, "needs 6");
+  pk_op_params small = {2, {{4, {1, 1, 2, 5}, F}, {4, {1, 1, 3, 3}, F}}, {.groups = 1}};
+  expect_error(ctx, "bad_conv_output_size", PK_OP_CONV2D, &small, "output size would be < 1");
+  pk_op_params neg = {2, {{4, {1, 1, 5, 5}, F}, {4, {1, 1, 3, 3}, F}}, {.stride = {-1, 1}}};
+  expect_error(ctx, "bad_negative_stride", PK_OP_CONV2D, &neg, "stride -1");
+  pk_op_params pool = {1, {{4, {1, 1, 5, 5}, F}}, {.kernel = {2, 2}, .pad = {3, 0, 3, 0}}};
+  expect_error(ctx, "bad_pool_padding_window", PK_OP_MAX_POOL2D, &pool, "covers only padding");
+  pk_op_params nok = {1, {{4, {1, 1, 5, 5}, F}}, {.stride = {1, 1}}};
+  expect_error(ctx, "bad_pool_no_kernel", PK_OP_AVG_POOL2D, &nok, "kernel H is 0");
+  pk_op_params p3 = {1, {{3, {1, 5, 5}, F}}, {.kernel = {2, 2}}};
+  expect_error(ctx, "bad_pool_rank", PK_OP_MAX_POOL2D, &p3, "rank 4");
+}
+
+int main(void) {
+  pk_ctx *ctx = pk_ctx_new();
+  test_table();
+  int count;
+  const pk_op_example *ex = pk_op_examples(&count);
+  for (int i = 0; i < count; i++) test_example(ctx, &ex[i]);
+  test_softmax_and_mean(ctx);
+  test_text(ctx);
+  test_bad_params(ctx);
+  pk_ctx_free(ctx);
+  printf("%s ops: %d examples\n", failures ? "FAIL" : "PASS", count);
+  return failures ? 1 : 0;
+}
