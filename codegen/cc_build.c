@@ -183,9 +183,17 @@ pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out) {
     return pk_ctx_fail(ctx, PK_ERR_BUILD, "the C compiler '%s' failed on %s (exit %d):\n%s",
                        cc->cc, src, rc, log_head(ctx, log));
   }
-  /* Keep the source beside the object for debugging; both appear atomically. */
+  /* Keep the source and how it was built beside the object, for debugging and records. */
   const char *final_src = pk_sprintf(ctx, "%s/%s.c", cc->cache_dir, hex);
   if (rename(src, final_src) != 0) unlink(src);
+  const char *meta = pk_sprintf(ctx, "%s.txt", tag);
+  if (write_file(ctx, meta,
+                 pk_sprintf(ctx, "compiler: %s\nversion: %s\nflags: %s -shared -lm\ncodegen: c v%d\n"
+                            "build_seconds: %.3f\n", cc->cc, cc->version, cc->flags,
+                            PK_CGEN_C_VERSION, out->build_seconds)) == PK_OK)
+    rename(meta, pk_sprintf(ctx, "%s/%s.txt", cc->cache_dir, hex));
+  else
+    pk_ctx_clear_error(ctx); /* the record is a convenience; the build itself succeeded */
   if (rename(tmp_so, so) != 0) {
     unlink(tmp_so);
     return pk_ctx_fail(ctx, PK_ERR_IO, "cannot move %s into the cache: %s", so, strerror(errno));
