@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "pk_schedule.h"
 
 typedef struct te_options {
   const char *verb;
@@ -10,6 +11,7 @@ typedef struct te_options {
   const char *cc;
   const char *cflags;
   const char *dump_after; /* "parse" or "lower" (te c) */
+  const char *schedule;   /* a JSON schedule trace (docs/schedule.md) */
   int64_t seed;
   bool bench;
 } te_options;
@@ -29,9 +31,13 @@ static int parse_options(int argc, char **argv, te_options *o) {
     } else if (!strcmp(a, "--seed")) {
       if (!has_value || !pk_cli_parse_i64(argv[++i], &o->seed) || o->seed < 0)
         return pk_cli_usage("te: --seed needs a non-negative integer");
-    } else if (!strcmp(a, "--cc") || !strcmp(a, "--cflags") || !strcmp(a, "--dump-after")) {
+    } else if (!strcmp(a, "--cc") || !strcmp(a, "--cflags") || !strcmp(a, "--dump-after") ||
+               !strcmp(a, "--schedule")) {
       if (!has_value) return pk_cli_usage("te: %s needs a value", a);
-      const char **slot = !strcmp(a, "--cc") ? &o->cc : !strcmp(a, "--cflags") ? &o->cflags : &o->dump_after;
+      const char **slot = !strcmp(a, "--cc")       ? &o->cc
+                          : !strcmp(a, "--cflags") ? &o->cflags
+                          : !strcmp(a, "--schedule") ? &o->schedule
+                                                   : &o->dump_after;
       *slot = argv[++i];
     } else if (a[0] == '-' && a[1]) {
       return pk_cli_usage("te: unknown option '%s'", a);
@@ -45,16 +51,18 @@ static int parse_options(int argc, char **argv, te_options *o) {
   if (o->dump_after && strcmp(o->dump_after, "parse") && strcmp(o->dump_after, "lower"))
     return pk_cli_usage("te: --dump-after takes 'parse' or 'lower'");
   if (o->bench && strcmp(o->verb, "run")) return pk_cli_usage("te: --bench goes with `te run`");
+  if (o->schedule && !strcmp(o->verb, "check"))
+    return pk_cli_usage("te: --schedule goes with `te c` and `te run`");
   return PK_EXIT_OK;
 }
 
-static int te_c(pk_ctx *ctx, const te_options *o, pk_te_program *prog) {
+static int te_c(pk_ctx *ctx, const te_options *o, pk_te_program *prog, pk_schedule *sched) {
   if (o->dump_after && !strcmp(o->dump_after, "parse")) {
     fputs(pk_te_print(ctx, prog), stdout);
     return PK_EXIT_OK;
   }
   pk_lfunc *f;
-  pk_status s = pk_sched_lower(ctx, prog, NULL, "k0", &f);
+  pk_status s = pk_sched_lower(ctx, prog, sched, "k0", &f);
   if (s != PK_OK) return pk_cli_fail(ctx, s);
   if (o->dump_after) {
     fputs(pk_lfunc_print(ctx, f), stdout);
@@ -67,7 +75,7 @@ static int te_c(pk_ctx *ctx, const te_options *o, pk_te_program *prog) {
   return PK_EXIT_OK;
 }
 
-static int te_run(pk_ctx *ctx, const te_options *o, pk_te_program *prog) {
+static int te_run(pk_ctx *ctx, const te_options *o, pk_te_program *prog, pk_schedule *sched) {
   pk_cc *cc;
   pk_cc_options copts = {o->cc, o->cflags, NULL};
   pk_status s = pk_cc_new(ctx, &copts, &cc);
@@ -75,17 +83,18 @@ static int te_run(pk_ctx *ctx, const te_options *o, pk_te_program *prog) {
   pkrt_ctx *rt = pkrt_ctx_new(1);
   pkrt_module *m = NULL;
   int rc = PK_EXIT_OK;
-  s = pk_build_programs(ctx, cc, rt, &prog, 1, &m);
+  s = pk_build_scheduled(ctx, cc, rt, &prog, &sched, 1, &m);
   if (s == PK_OK) {
     pk_kernel_check_result res;
     const pkrt_kernel_desc *k = pkrt_module_find(m, "k0");
-    s = pk_kernel_check(ctx, rt, prog, k, (uint64_t)o->seed, &res);
+    s = pk_kernel_check_scheduled(ctx, rt, prog, sched, k, (uint64_t)o->seed, &res);
     if (s == PK_OK) {
       printf("%d output%s checked against the interpreter (seed %lld): worst error %.3g "
              "(%.3g of the bound) in %s\nok\n",
              res.noutputs, res.noutputs == 1 ? "" : "s", (long long)o->seed, res.worst_err,
              res.worst_ratio, res.worst_tensor ? res.worst_tensor : "-");
       if (o->bench) s = pk_cli_te_bench(ctx, rt, prog, k, (uint64_t)o->seed);
+      if (s == PK_OK && sched) printf("schedule: %s (%d steps)\n", o->schedule, sched->nsteps);
     }
   }
   if (s != PK_OK) rc = pk_cli_fail(ctx, s);
@@ -102,16 +111,22 @@ int pk_cmd_te(int argc, char **argv) {
   char *text;
   size_t len;
   pk_te_program *prog = NULL;
+  pk_schedule *sched = NULL;
   pk_status s = pk_read_file(ctx, o.file, &text, &len);
   if (s == PK_OK) s = pk_te_parse(ctx, text, len, o.file, &prog);
+  if (s == PK_OK && o.schedule) {
+    char *json;
+    s = pk_read_file(ctx, o.schedule, &json, &len);
+    if (s == PK_OK) s = pk_sched_from_json(ctx, prog, json, &sched);
+  }
   if (s != PK_OK) {
     rc = pk_cli_fail(ctx, s);
   } else if (!strcmp(o.verb, "check")) {
     fputs(pk_te_print(ctx, prog), stdout);
   } else if (!strcmp(o.verb, "c")) {
-    rc = te_c(ctx, &o, prog);
+    rc = te_c(ctx, &o, prog, sched);
   } else {
-    rc = te_run(ctx, &o, prog);
+    rc = te_run(ctx, &o, prog, sched);
   }
   pk_ctx_free(ctx);
   return rc;

@@ -15,6 +15,7 @@ static const char usage[] =
     "  te c FILE                print the generated C (--dump-after parse|lower for the IR)\n"
     "  te run FILE              build, run on random inputs, compare with the interpreter\n"
     "                           [--seed N] [--bench] [--cc CC] [--cflags FLAGS]\n"
+    "  (te c and te run take --schedule S.json: a schedule trace, docs/schedule.md)\n"
     "  --version                print the version\n"
     "\n"
     "Exit status: 0 success, 1 error (bad input, build or mismatch), 2 usage.\n";

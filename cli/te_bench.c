@@ -6,49 +6,18 @@
 #include <string.h>
 
 #include "cli.h"
-
-#define BENCH_MIN_NS 50000000LL
-#define BENCH_MIN_SAMPLES 5
-#define BENCH_MAX_SAMPLES 100000
-
-typedef int (*bench_fn)(void *arg);
-
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* Median wall time of fn in ns; -1 if fn fails. */
-static double median_ns(bench_fn fn, void *arg) {
-  if (fn(arg) != 0) return -1; /* warm-up: caches, page faults, lazy binding */
-  int64_t *samples = malloc(sizeof(int64_t) * BENCH_MAX_SAMPLES);
-  if (!samples) return -1;
-  int n = 0;
-  int64_t total = 0;
-  while (n < BENCH_MAX_SAMPLES && (total < BENCH_MIN_NS || n < BENCH_MIN_SAMPLES)) {
-    int64_t t0 = pkrt_now_ns();
-    if (fn(arg) != 0) {
-      free(samples);
-      return -1;
-    }
-    samples[n] = pkrt_now_ns() - t0;
-    total += samples[n++];
-  }
-  qsort(samples, (size_t)n, sizeof *samples, cmp_i64);
-  double med = n % 2 ? (double)samples[n / 2] : 0.5 * (double)(samples[n / 2 - 1] + samples[n / 2]);
-  free(samples);
-  return med;
-}
+#include "pk_measure.h"
 
 typedef struct kernel_run {
   const pkrt_kernel_desc *k;
   pk_host_buffers *hb;
+  void *workspace;
   pkrt_exec_ctx *exec;
 } kernel_run;
 
 static int run_kernel(void *arg) {
   kernel_run *r = arg;
-  return r->k->fn(r->hb->bufs, r->hb->n, NULL, 0, NULL, r->exec);
+  return r->k->fn(r->hb->bufs, r->hb->n, NULL, 0, r->workspace, r->exec);
 }
 
 /* C[M,N] = sum_k A[.,.] * B[.,.] with bare-axis indices: the shape sgemm computes. */
@@ -143,14 +112,23 @@ pk_status pk_cli_te_bench(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
       pk_te_ref_to_buffer(prog->tensors[i], &ref->tensors[i], hb.data[i]);
 
   double flops = pk_te_flops(prog);
-  kernel_run kr = {k, &hb, pkrt_ctx_exec(rt)};
-  double kns = median_ns(run_kernel, &kr);
-  if (kns < 0) {
+  void *ws = k->workspace_bytes > 0 ? aligned_alloc(64, ((size_t)k->workspace_bytes + 63) / 64 * 64) : NULL;
+  if (k->workspace_bytes > 0 && !ws) {
+    pk_host_buffers_free(&hb);
+    return pk_ctx_fail(ctx, PK_ERR_NOMEM, "out of memory for the kernel's workspace");
+  }
+  kernel_run kr = {k, &hb, ws, pkrt_ctx_exec(rt)};
+  int cpu = pk_measure_pin_thread();
+  pk_timing kt;
+  if (pk_measure(run_kernel, &kr, PK_MEASURE_MIN_NS, &kt) != 0) {
+    free(ws);
     pk_host_buffers_free(&hb);
     return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel %s failed while benchmarking", k->name);
   }
-  printf("bench: %.0f FLOP per call, 1 thread, median of repeats totalling >= 50 ms\n", flops);
-  printf("  pock kernel (default schedule)  %10.1f us  %8.2f GFLOP/s\n", kns * 1e-3, flops / kns);
+  double kns = kt.median_ns;
+  printf("bench: %.0f FLOP per call, 1 thread%s, median of %d repeats (>= 50 ms)\n", flops,
+         cpu >= 0 ? " pinned" : "", kt.repeats);
+  printf("  pock kernel                     %10.1f us  %8.2f GFLOP/s\n", kns * 1e-3, flops / kns);
 
   matmul_shape mm;
   if (match_matmul(prog, &mm)) {
@@ -162,8 +140,9 @@ pk_status pk_cli_te_bench(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
     } else {
       float *c = aligned_alloc(64, ((size_t)mm.m * (size_t)mm.n * sizeof(float) + 63) / 64 * 64);
       sgemm_run sr = {sgemm, &mm, hb.data[mm.a], hb.data[mm.b], c};
-      double bns = c ? median_ns(run_sgemm, &sr) : -1;
-      if (bns > 0) {
+      pk_timing bt;
+      if (c && pk_measure(run_sgemm, &sr, PK_MEASURE_MIN_NS, &bt) == 0) {
+        double bns = bt.median_ns;
         double gemm_flops = 2.0 * mm.m * mm.n * mm.k;
         printf("  openblas cblas_sgemm (%s%s)     %10.1f us  %8.2f GFLOP/s\n", mm.trans_a ? "T" : "N",
                mm.trans_b ? "T" : "N", bns * 1e-3, gemm_flops / bns);
@@ -173,6 +152,7 @@ pk_status pk_cli_te_bench(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
       pkrt_extern_free(sgemm);
     }
   }
+  free(ws);
   pk_host_buffers_free(&hb);
   return PK_OK;
 }

@@ -1,8 +1,10 @@
 /* c_prelude.h — helpers every generated C source carries: integer arithmetic with defined
  * wrap-around, floor division, saturating casts and NaN-propagating min/max, so that
- * kernels match the reference interpreter bit for bit on integers and never hit UB.
- * Included verbatim into generated code (see emit_c.c); keep it self-contained C11. */
+ * kernels match the reference interpreter bit for bit on integers and never hit UB; and the
+ * templates of explicit vector code (GCC vector extensions, instantiated per width).
+ * Included verbatim into generated code (see emit_c.c); keep it self-contained GNU C11. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define PK_INT_OPS(T, U, S, TMIN, TMAX)                                                    \
@@ -57,3 +59,127 @@ static inline int pk_buffer_ok(const pkrt_buffer *b, int32_t dtype, int32_t ndim
     if (b->shape[d] != shape[d] || (shape[d] > 1 && b->strides[d] != strides[d])) return 0;
   return 1;
 }
+
+/* ---- explicit vectors ----
+ * A vectorized loop works on "parts": GCC vector-extension values as wide as one hardware
+ * vector. The emitter instantiates what a source uses, once each:
+ *   PK_VEC_TYPE(S, T, N)       pk_SxN, N lanes of T
+ *   PK_VEC_MASK(N)             masks pk_i32xN (lanes -1 or 0) and pk_any_N / pk_all_N
+ *   PK_VEC_FAMILY(S, T, N, I)  loads, stores, select, min/max of pk_SxN (pk_IxN: the signed
+ *                              integer vector of T's width)
+ * A part may have padding lanes [n, N) where a loop's lanes do not fill it: they are never
+ * read from or written to memory, and pk_any/pk_all ignore them. */
+
+static const int32_t pk_iota32[64] = {
+    0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+    22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43,
+    44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63};
+
+/* A lane guard `c * lane < d` compares in int32: clamping d this far out keeps the answer. */
+static inline int32_t pk_clamp32(int64_t x) {
+  return x < -(INT64_C(1) << 30) ? -(1 << 30) : x > (INT64_C(1) << 30) ? (1 << 30) : (int32_t)x;
+}
+
+/* pk_SxNu: the same vector at any element-aligned address, aliasing T (for loads/stores) */
+#define PK_VEC_TYPE(S, T, N)                                                               \
+  typedef T pk_##S##x##N __attribute__((vector_size(sizeof(T) * (N))));                   \
+  typedef T pk_##S##x##N##u                                                                \
+      __attribute__((vector_size(sizeof(T) * (N)), aligned(sizeof(T)), may_alias));
+
+#define PK_VEC_MASK(N)                                                                     \
+  static inline pk_i32x##N pk_vlanes_##N(int32_t first) { /* first, first + 1, ... */      \
+    pk_i32x##N v;                                                                          \
+    __builtin_memcpy(&v, pk_iota32, sizeof v);                                             \
+    return v + first;                                                                      \
+  }                                                                                        \
+  static inline pk_i32x##N pk_vbcm_##N(int s) { return (pk_i32x##N){0} - (int32_t)(s != 0); } \
+  static inline int pk_any_##N(pk_i32x##N m, int n) {                                      \
+    if (n < (N)) m &= (pk_i32x##N)(pk_vlanes_##N(0) < (pk_i32x##N){0} + n);                \
+    uint32_t w[N], acc = 0;                                                                \
+    __builtin_memcpy(w, &m, sizeof m);                                                     \
+    for (int l = 0; l < (N); l++) acc |= w[l];                                             \
+    return acc != 0;                                                                       \
+  }                                                                                        \
+  static inline int pk_all_##N(pk_i32x##N m, int n) {                                      \
+    if (n < (N)) m |= (pk_i32x##N)(pk_vlanes_##N(0) >= (pk_i32x##N){0} + n);               \
+    uint32_t w[N], acc = ~0u;                                                              \
+    __builtin_memcpy(w, &m, sizeof m);                                                     \
+    for (int l = 0; l < (N); l++) acc &= w[l];                                             \
+    return acc == ~0u;                                                                     \
+  }
+
+#define PK_VEC_FAMILY(S, T, N, I)                                                          \
+  /* s - 0 is s for every s (even -0 and NaN), and GCC folds it to one broadcast */        \
+  static inline pk_##S##x##N pk_vbc_##S##x##N(T s) { return s - (pk_##S##x##N){0}; }      \
+  /* the first n lanes: one unaligned vector load when n == N (GCC folds it into the      \
+   * instruction using it), else a memcpy of n elements */                                 \
+  static inline pk_##S##x##N pk_vld_##S##x##N(const T *p, int n) {                         \
+    if (n == (N)) return *(const pk_##S##x##N##u *)p;                                      \
+    pk_##S##x##N v = {0};                                                                  \
+    __builtin_memcpy(&v, p, sizeof(T) * (size_t)n);                                        \
+    return v;                                                                              \
+  }                                                                                        \
+  /* A part with padding lanes (n < N) at b[i]: the padding's values do not matter, so a   \
+   * whole vector is read when it lies inside the buffer (GCC builds partial vectors        \
+   * through the stack). */                                                                \
+  static inline pk_##S##x##N pk_vldp_##S##x##N(const T *b, int64_t i, int64_t numel,      \
+                                               int n) {                                    \
+    if (i >= 0 && i + (N) <= numel) return pk_vld_##S##x##N(b + i, N);                     \
+    return pk_vld_##S##x##N(b + i, n);                                                     \
+  }                                                                                        \
+  static inline pk_##S##x##N pk_vlds_##S##x##N(const T *p, int64_t stride, int n) {        \
+    pk_##S##x##N v = {0};                                                                  \
+    for (int l = 0; l < n; l++) v[l] = p[l * stride];                                      \
+    return v;                                                                              \
+  }                                                                                        \
+  /* Under a mask, b[i + k * stride] for lanes k < n: inactive lanes' elements may lie     \
+   * outside the buffer (b[0, numel)), so the whole vector is read only when all of them   \
+   * lie inside; else active lanes one by one. (Inactive lanes' values are discarded.) */  \
+  static inline pk_##S##x##N pk_vldsm_##S##x##N(const T *b, int64_t i, int64_t stride,     \
+                                                int64_t numel, pk_i32x##N m, int n) {      \
+    int64_t last = i + stride * (n - 1);                                                   \
+    if (i >= 0 && i < numel && last >= 0 && last < numel)                                  \
+      return stride == 1 ? pk_vldp_##S##x##N(b, i, numel, n)                               \
+                         : pk_vlds_##S##x##N(b + i, stride, n);                            \
+    pk_##S##x##N v = {0};                                                                  \
+    for (int l = 0; l < n; l++)                                                            \
+      if (m[l]) v[l] = b[i + l * stride];                                                  \
+    return v;                                                                              \
+  }                                                                                        \
+  static inline void pk_vst_##S##x##N(T *p, pk_##S##x##N v, int n) {                       \
+    if (n == (N)) *(pk_##S##x##N##u *)p = v;                                               \
+    else __builtin_memcpy(p, &v, sizeof(T) * (size_t)n);                                   \
+  }                                                                                        \
+  static inline void pk_vsts_##S##x##N(T *p, int64_t stride, pk_##S##x##N v, int n) {      \
+    for (int l = 0; l < n; l++) p[l * stride] = v[l];                                      \
+  }                                                                                        \
+  /* lane by lane where the mask is partial: a blend would write elements that other      \
+   * threads may own */                                                                    \
+  static inline void pk_vstsm_##S##x##N(T *p, int64_t stride, pk_##S##x##N v,              \
+                                        pk_i32x##N m, int n) {                             \
+    for (int l = 0; l < n; l++)                                                            \
+      if (m[l]) p[l * stride] = v[l];                                                      \
+  }                                                                                        \
+  static inline void pk_vstm_##S##x##N(T *p, pk_##S##x##N v, pk_i32x##N m, int n) {        \
+    if (pk_all_##N(m, n)) pk_vst_##S##x##N(p, v, n);                                       \
+    else pk_vstsm_##S##x##N(p, 1, v, m, n);                                                \
+  }                                                                                        \
+  static inline pk_##S##x##N pk_vblend_##S##x##N(pk_##I##x##N k, pk_##S##x##N a,           \
+                                                 pk_##S##x##N b) {                         \
+    return (pk_##S##x##N)(((pk_##I##x##N)a & k) | ((pk_##I##x##N)b & ~k));                 \
+  }                                                                                        \
+  static inline pk_##S##x##N pk_vsel_##S##x##N(pk_i32x##N m, pk_##S##x##N a,               \
+                                               pk_##S##x##N b) {                           \
+    return pk_vblend_##S##x##N(__builtin_convertvector(m, pk_##I##x##N), a, b);            \
+  }                                                                                        \
+  /* NaN-propagating like pk_min_f32 (on integers the NaN tests fold away) */              \
+  static inline pk_##S##x##N pk_vmin_##S##x##N(pk_##S##x##N a, pk_##S##x##N b) {           \
+    pk_##S##x##N r = pk_vblend_##S##x##N((pk_##I##x##N)(a < b), a, b);                     \
+    r = pk_vblend_##S##x##N((pk_##I##x##N)(b != b), b, r);                                 \
+    return pk_vblend_##S##x##N((pk_##I##x##N)(a != a), a, r);                              \
+  }                                                                                        \
+  static inline pk_##S##x##N pk_vmax_##S##x##N(pk_##S##x##N a, pk_##S##x##N b) {           \
+    pk_##S##x##N r = pk_vblend_##S##x##N((pk_##I##x##N)(a > b), a, b);                     \
+    r = pk_vblend_##S##x##N((pk_##I##x##N)(b != b), b, r);                                 \
+    return pk_vblend_##S##x##N((pk_##I##x##N)(a != a), a, r);                              \
+  }

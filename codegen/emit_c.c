@@ -1,24 +1,19 @@
 /* emit_c.c — loop IR → one self-contained C source holding several kernels and the
- * module's descriptor table (the only exported symbol). Identifiers come from the IR
+ * module's descriptor table (the only exported symbol): the module, kernel prologues,
+ * scopes, and scalar statements. Expressions, indices, parallel and vector loops live in
+ * the other emit_c_*.c files (emit_c_impl.h lists them). Identifiers come from the IR
  * (Pock-made names); the only user-derived text is the canonical TE in comments, which
  * holds no user names and is escaped anyway. */
-#include "pk_codegen.h"
+#include "emit_c_impl.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 extern const char pk_cgen_abi_header[];  /* include/pock/pkrt_kernel.h, embedded by CMake */
 extern const char pk_cgen_c_prelude[];   /* codegen/c_prelude.h, embedded by CMake */
 
-typedef struct emitter {
-  pk_ctx *ctx;
-  pk_strbuf *out;
-  pk_status status;
-} emitter;
-
-static const char *ctype(pkrt_dtype t) {
+const char *cg_ctype(pkrt_dtype t) {
   switch (t) {
   case PKRT_DTYPE_F32: return "float";
   case PKRT_DTYPE_F64: return "double";
@@ -29,8 +24,8 @@ static const char *ctype(pkrt_dtype t) {
   }
 }
 
-/* Suffix of the prelude's typed helpers: pk_add_i64, pk_max_f32, ... */
-static const char *tsuffix(pkrt_dtype t) {
+/* Suffix of the prelude's typed helpers: pk_add_i64, pk_max_f32, pk_f32x16, ... */
+const char *cg_tsuffix(pkrt_dtype t) {
   switch (t) {
   case PKRT_DTYPE_F32: return "f32";
   case PKRT_DTYPE_F64: return "f64";
@@ -39,362 +34,401 @@ static const char *tsuffix(pkrt_dtype t) {
   }
 }
 
-static void unsupported(emitter *E, const char *what) {
+void cg_unsupported(cg *E, const char *what) {
   if (E->status == PK_OK)
     E->status = pk_ctx_fail(E->ctx, PK_ERR_UNSUPPORTED, "the C backend cannot emit %s", what);
 }
 
-static void emit(emitter *E, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void emit(emitter *E, const char *fmt, ...) {
+void cg_line(cg *E, const char *fmt, ...) {
+  for (int i = 0; i < E->indent; i++) pk_strbuf_append(E->out, "  ");
   va_list ap;
   va_start(ap, fmt);
-  char small[256];
+  char small[512];
   int n = vsnprintf(small, sizeof small, fmt, ap);
   va_end(ap);
   if (n < (int)sizeof small) {
     pk_strbuf_append(E->out, small);
-    return;
-  }
-  char *big = pk_alloc(E->ctx, (size_t)n + 1);
-  va_start(ap, fmt);
-  vsnprintf(big, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  pk_strbuf_append(E->out, big);
-}
-
-static void emit_float(emitter *E, double v, pkrt_dtype t) {
-  bool f32 = t == PKRT_DTYPE_F32;
-  if (isnan(v)) { emit(E, f32 ? "((float)NAN)" : "((double)NAN)"); return; }
-  if (isinf(v)) { emit(E, "(%s(%s)INFINITY)", v < 0 ? "-" : "", f32 ? "float" : "double"); return; }
-  char buf[64];
-  if (f32) snprintf(buf, sizeof buf, "%.9g", (double)(float)v);
-  else snprintf(buf, sizeof buf, "%.17g", v);
-  bool has_point = strpbrk(buf, ".e") != NULL;
-  emit(E, "%s%s%s%s", v < 0 ? "(" : "", buf, has_point ? "" : ".0", f32 ? "f" : "");
-  if (v < 0) emit(E, ")");
-}
-
-static void emit_int(emitter *E, int64_t v, pkrt_dtype t) {
-  if (t == PKRT_DTYPE_I32) { emit(E, "((int32_t)%" PRId64 ")", v); return; }
-  if (v == INT64_MIN) { emit(E, "INT64_MIN"); return; }
-  if (v >= INT32_MIN && v <= INT32_MAX) emit(E, v < 0 ? "(%" PRId64 ")" : "%" PRId64, v);
-  else emit(E, "INT64_C(%" PRId64 ")", v);
-}
-
-static void emit_expr(emitter *E, const pk_lexpr *e);
-
-static void emit_call(emitter *E, const char *fn, int nargs, pk_lexpr *const *args) {
-  emit(E, "%s(", fn);
-  for (int i = 0; i < nargs; i++) {
-    if (i) emit(E, ", ");
-    emit_expr(E, args[i]);
-  }
-  emit(E, ")");
-}
-
-static const char *c_operator(pk_eop op) {
-  switch (op) {
-  case PK_EOP_ADD: return "+";
-  case PK_EOP_SUB: return "-";
-  case PK_EOP_MUL: return "*";
-  case PK_EOP_DIV: return "/";
-  case PK_EOP_LT: return "<";
-  case PK_EOP_LE: return "<=";
-  case PK_EOP_GT: return ">";
-  case PK_EOP_GE: return ">=";
-  case PK_EOP_EQ: return "==";
-  case PK_EOP_NE: return "!=";
-  case PK_EOP_AND: return "&&";
-  case PK_EOP_OR: return "||";
-  default: return NULL;
-  }
-}
-
-static const char *helper_name(pk_eop op) {
-  switch (op) {
-  case PK_EOP_ADD: return "add";
-  case PK_EOP_SUB: return "sub";
-  case PK_EOP_MUL: return "mul";
-  case PK_EOP_DIV: return "div";
-  case PK_EOP_MOD: return "mod";
-  case PK_EOP_MIN: return "min";
-  case PK_EOP_MAX: return "max";
-  default: return NULL;
-  }
-}
-
-static void emit_binary(emitter *E, const pk_lexpr *e) {
-  pkrt_dtype t = e->dtype;
-  pkrt_dtype operand = e->args[0]->dtype;
-  bool is_float = pk_dtype_is_float(operand);
-  const char *op = c_operator(e->op);
-  /* Plain C where it is exact and defined: float + - * /, comparisons, logic, and integer
-   * index arithmetic proven not to overflow. Everything else goes through the prelude. */
-  bool plain = op && (t == PKRT_DTYPE_BOOL || (is_float && e->op != PK_EOP_MOD) ||
-                      (e->index_math && e->op != PK_EOP_DIV));
-  if (plain) {
-    emit(E, "(");
-    emit_expr(E, e->args[0]);
-    emit(E, " %s ", op);
-    emit_expr(E, e->args[1]);
-    emit(E, ")");
-    return;
-  }
-  const char *h = helper_name(e->op);
-  if (!h) { unsupported(E, "this binary operator"); return; }
-  char fn[32];
-  snprintf(fn, sizeof fn, "pk_%s_%s", h, tsuffix(operand));
-  emit_call(E, fn, 2, e->args);
-}
-
-static void emit_intrinsic(emitter *E, const pk_lexpr *e) {
-  pkrt_dtype t = e->dtype;
-  bool f32 = t == PKRT_DTYPE_F32;
-  const char *libm = NULL;
-  switch (e->op) {
-  case PK_EOP_EXP: libm = f32 ? "expf" : "exp"; break;
-  case PK_EOP_LOG: libm = f32 ? "logf" : "log"; break;
-  case PK_EOP_SQRT: libm = f32 ? "sqrtf" : "sqrt"; break;
-  case PK_EOP_TANH: libm = f32 ? "tanhf" : "tanh"; break;
-  case PK_EOP_ERF: libm = f32 ? "erff" : "erf"; break;
-  case PK_EOP_POW: libm = f32 ? "powf" : "pow"; break;
-  case PK_EOP_ABS:
-    libm = pk_dtype_is_int(t) ? (t == PKRT_DTYPE_I32 ? "pk_abs_i32" : "pk_abs_i64")
-                              : (f32 ? "fabsf" : "fabs");
-    break;
-  case PK_EOP_SIGMOID: libm = f32 ? "pk_sigmoid_f32" : "pk_sigmoid_f64"; break;
-  case PK_EOP_RSQRT:
-    emit(E, f32 ? "(1.0f / sqrtf(" : "(1.0 / sqrt(");
-    emit_expr(E, e->args[0]);
-    emit(E, "))");
-    return;
-  default: unsupported(E, "this intrinsic"); return;
-  }
-  emit_call(E, libm, e->nargs, e->args);
-}
-
-static void emit_cast(emitter *E, const pk_lexpr *e) {
-  pkrt_dtype from = e->args[0]->dtype, to = e->dtype;
-  if (pk_dtype_is_int(to) && pk_dtype_is_float(from)) {
-    emit(E, "pk_from_f64_%s((double)", tsuffix(to));
-    emit_expr(E, e->args[0]);
-    emit(E, ")");
-    return;
-  }
-  /* int64 -> int32 keeps the low 32 bits (GCC defines the conversion that way). */
-  emit(E, "((%s)", ctype(to));
-  emit_expr(E, e->args[0]);
-  emit(E, ")");
-}
-
-static void emit_expr(emitter *E, const pk_lexpr *e) {
-  switch (e->kind) {
-  case PK_LX_INT: emit_int(E, e->ival, e->dtype); return;
-  case PK_LX_FLOAT: emit_float(E, e->fval, e->dtype); return;
-  case PK_LX_VAR: emit(E, "%s", e->var->name); return;
-  case PK_LX_LOAD:
-    emit(E, "%s[", e->buf->name);
-    emit_expr(E, e->args[0]);
-    emit(E, "]");
-    return;
-  case PK_LX_UNARY:
-    if (e->op == PK_EOP_NOT || pk_dtype_is_float(e->dtype) || e->index_math) {
-      emit(E, "(%s", e->op == PK_EOP_NOT ? "!" : "-");
-      emit_expr(E, e->args[0]);
-      emit(E, ")");
-    } else {
-      emit(E, "pk_neg_%s(", tsuffix(e->dtype));
-      emit_expr(E, e->args[0]);
-      emit(E, ")");
-    }
-    return;
-  case PK_LX_BINARY: emit_binary(E, e); return;
-  case PK_LX_SELECT:
-    emit(E, "(");
-    emit_expr(E, e->args[0]);
-    emit(E, " ? ");
-    emit_expr(E, e->args[1]);
-    emit(E, " : ");
-    emit_expr(E, e->args[2]);
-    emit(E, ")");
-    return;
-  case PK_LX_CALL: emit_intrinsic(E, e); return;
-  case PK_LX_CAST: emit_cast(E, e); return;
-  }
-}
-
-static void indent(emitter *E, int depth) {
-  for (int i = 0; i < depth; i++) emit(E, "  ");
-}
-
-static void emit_stmt(emitter *E, const pk_stmt *s, int depth);
-
-static void emit_for(emitter *E, const pk_stmt *s, int depth) {
-  switch (s->loop) {
-  case PK_LOOP_SERIAL: break;
-  case PK_LOOP_UNROLLED:
-    indent(E, depth);
-    emit(E, "#pragma GCC unroll %" PRId64 "\n", s->annotation > 0 ? s->annotation : 16);
-    break;
-  case PK_LOOP_PARALLEL: unsupported(E, "parallel loops yet"); return;
-  case PK_LOOP_VECTORIZED: unsupported(E, "vectorized loops yet"); return;
-  default: unsupported(E, "loops bound to GPU blocks or threads"); return;
-  }
-  const char *v = s->var->name;
-  indent(E, depth);
-  emit(E, "for (int64_t %s = ", v);
-  emit_expr(E, s->min);
-  emit(E, "; %s < ", v);
-  if (s->min->kind == PK_LX_INT && s->min->ival == 0) {
-    emit_expr(E, s->extent);
   } else {
-    emit(E, "(");
-    emit_expr(E, s->min);
-    emit(E, ") + (");
-    emit_expr(E, s->extent);
-    emit(E, ")");
+    char *big = pk_alloc(E->ctx, (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    pk_strbuf_append(E->out, big);
   }
-  emit(E, "; ++%s) {\n", v);
-  emit_stmt(E, s->body, depth + 1);
-  indent(E, depth);
-  emit(E, "}\n");
+  pk_strbuf_append(E->out, "\n");
 }
 
-static void emit_alloc(emitter *E, const pk_stmt *s, int depth) {
+const char *cg_fresh(cg *E, const char *prefix) {
+  return pk_sprintf(E->ctx, "%s%d", prefix, E->next_name++);
+}
+
+/* ---- scopes ----
+ * Each loop body, let body and unrolled iteration is a scope: its text is buffered so that
+ * index arithmetic found invariant inside it can be declared at its top (emit_c_index.c)
+ * once the whole body has been seen. */
+
+/* A fresh frame; scope 0's body is the function's own text. */
+void cg_frame_init(cg *E, cg_frame *fr) {
+  memset(fr, 0, sizeof *fr);
+  size_t n = (size_t)E->f->nvars + 1;
+  fr->var_level = pk_alloc(E->ctx, sizeof(int) * n);
+  fr->var_known = pk_alloc(E->ctx, sizeof(bool) * n);
+  fr->var_value = pk_alloc(E->ctx, sizeof(int64_t) * n);
+  fr->unroll_copies = 1;
+  pk_strbuf_init(&fr->scopes[0].temps);
+  pk_strbuf_init(&fr->scopes[0].body);
+}
+
+/* Frees every text the frame still holds, the function's own included. */
+void cg_frame_free(cg_frame *fr) {
+  for (int d = 0; d <= fr->depth; d++) {
+    pk_strbuf_free(&fr->scopes[d].temps);
+    pk_strbuf_free(&fr->scopes[d].body);
+  }
+  fr->depth = 0;
+}
+
+/* Scope 0 is the function's own text; scope d's text goes to scope d-1's when it closes. */
+void cg_scope_open(cg *E) {
+  cg_frame *fr = E->fr;
+  if (fr->depth == CG_MAX_DEPTH) { /* emission stops; keep opens and closes paired */
+    cg_unsupported(E, "loop nests deeper than 64 scopes");
+    fr->overflow++;
+    return;
+  }
+  cg_scope *sc = &fr->scopes[++fr->depth];
+  pk_strbuf_init(&sc->temps);
+  pk_strbuf_init(&sc->body);
+  sc->indent = E->indent;
+  E->out = &sc->body;
+}
+
+void cg_scope_close(cg *E) {
+  cg_frame *fr = E->fr;
+  if (fr->overflow) { fr->overflow--; return; }
+  cg_scope *sc = &fr->scopes[fr->depth];
+  pk_strbuf *parent = &fr->scopes[fr->depth - 1].body;
+  if (sc->temps.len) pk_strbuf_appendn(parent, sc->temps.data, sc->temps.len);
+  if (sc->body.len) pk_strbuf_appendn(parent, sc->body.data, sc->body.len);
+  pk_strbuf_free(&sc->temps);
+  pk_strbuf_free(&sc->body);
+  cg_temps_drop_level(E, fr->depth);
+  fr->depth--;
+  E->out = parent;
+}
+
+void cg_define_var(cg *E, const pk_lvar *v) {
+  E->fr->var_level[v->id] = E->fr->depth;
+  E->fr->var_known[v->id] = false;
+}
+
+/* ---- loops ---- */
+
+bool cg_const_extent(const pk_stmt *s, int64_t *extent) {
+  if (s->extent->kind != PK_LX_INT) return false;
+  *extent = s->extent->ival;
+  return true;
+}
+
+void cg_for_header(cg *E, const pk_stmt *s) {
+  const char *v = s->var->name;
+  const char *min = cg_x(E, s->min), *ext = cg_x(E, s->extent);
+  if (s->min->kind == PK_LX_INT && s->min->ival == 0)
+    cg_line(E, "for (int64_t %s = 0; %s < %s; ++%s) {", v, v, ext, v);
+  else
+    cg_line(E, "for (int64_t %s = %s; %s < (%s) + (%s); ++%s) {", v, min, v, min, ext, v);
+}
+
+void cg_serial_loop(cg *E, const pk_stmt *s, const char *why) {
+  if (why)
+    cg_line(E, "/* %s loop %s runs serially: %s */", pk_loop_kind_name(s->loop), s->var->name, why);
+  cg_for_header(E, s);
+  E->indent++;
+  cg_scope_open(E);
+  cg_define_var(E, s->var);
+  cg_stmt(E, s->body);
+  cg_scope_close(E);
+  E->indent--;
+  cg_line(E, "}");
+}
+
+/* The body once per iteration, the counter a constant in each copy: register tiles indexed
+ * by it get constant indices, which is what lets GCC keep them in registers. */
+void cg_unrolled_loop(cg *E, const pk_stmt *s, void (*body)(cg *, const pk_stmt *, void *),
+                      void *arg) {
+  int64_t n;
+  PK_ASSERT(cg_const_extent(s, &n));
+  cg_frame *fr = E->fr;
+  bool known = s->min->kind == PK_LX_INT;
+  const char *min = cg_x(E, s->min);
+  int saved_copies = fr->unroll_copies;
+  fr->unroll_copies *= (int)(n > 0 ? n : 1);
+  for (int64_t it = 0; it < n && E->status == PK_OK; it++) {
+    cg_line(E, "{");
+    E->indent++;
+    if (known)
+      cg_line(E, "const int64_t %s = %s;", s->var->name,
+              cg_int_text(E, s->min->ival + it, PKRT_DTYPE_I64));
+    else
+      cg_line(E, "const int64_t %s = (%s) + %" PRId64 ";", s->var->name, min, it);
+    cg_scope_open(E);
+    cg_define_var(E, s->var);
+    fr->var_known[s->var->id] = known;
+    fr->var_value[s->var->id] = known ? s->min->ival + it : 0;
+    if (body) body(E, s->body, arg);
+    else cg_stmt(E, s->body);
+    fr->var_known[s->var->id] = false;
+    cg_scope_close(E);
+    E->indent--;
+    cg_line(E, "}");
+  }
+  fr->unroll_copies = saved_copies;
+}
+
+/* annotation 0 or at least the extent asks for every iteration; a constant extent up to
+ * 64 and a bounded number of copies of the innermost body allow it. */
+bool cg_full_unroll(cg *E, const pk_stmt *s) {
+  int64_t n;
+  return cg_const_extent(s, &n) && n <= 64 && (s->annotation == 0 || s->annotation >= n) &&
+         (int64_t)E->fr->unroll_copies * n <= CG_UNROLL_BUDGET;
+}
+
+static void unroll_loop(cg *E, const pk_stmt *s) {
+  int64_t n;
+  bool full = cg_full_unroll(E, s);
+  if (full) {
+    cg_line(E, "/* %s unrolled */", s->var->name);
+    cg_unrolled_loop(E, s, NULL, NULL);
+    return;
+  }
+  int64_t factor = s->annotation > 0 ? s->annotation : cg_const_extent(s, &n) && n <= 64 ? n : 8;
+  if (factor > 65534) factor = 65534; /* GCC's limit */
+  cg_line(E, "#pragma GCC unroll %" PRId64, factor);
+  cg_serial_loop(E, s, NULL);
+}
+
+static void emit_for(cg *E, const pk_stmt *s) {
+  switch (s->loop) {
+  case PK_LOOP_SERIAL: cg_serial_loop(E, s, NULL); return;
+  case PK_LOOP_UNROLLED: unroll_loop(E, s); return;
+  case PK_LOOP_PARALLEL: cg_parallel_loop(E, s); return;
+  case PK_LOOP_VECTORIZED: cg_vector_loop(E, s); return;
+  default:
+    cg_unsupported(E, "loops bound to GPU blocks or threads: bind is for GPU targets; the C "
+                      "backend runs on the CPU");
+    return;
+  }
+}
+
+/* ---- buffers ---- */
+
+const char *cg_buf_elem_type(cg *E, const pk_lbuf *b) {
+  if (E->buf_kind[b->id] == CG_BUF_PLAIN) return cg_ctype(b->dtype);
+  return cg_vec_type(E, b->dtype, E->buf_lanes[b->id]);
+}
+
+static void emit_alloc(cg *E, const pk_stmt *s) {
   const pk_lbuf *b = s->buf;
-  indent(E, depth);
+  const char *ct = cg_ctype(b->dtype);
+  if (!ct || b->dtype == PKRT_DTYPE_BOOL) { cg_unsupported(E, "buffers of this dtype"); return; }
+  cg_line(E, "{");
+  E->indent++;
   switch (b->scope) {
-  case PK_SCOPE_LOCAL:
-    emit(E, "%s %s[%" PRId64 "];\n", ctype(b->dtype), b->name, b->numel);
+  case PK_SCOPE_LOCAL: {
+    int lanes = cg_vector_tile_lanes(E, b, s->body);
+    if (lanes) {
+      E->buf_kind[b->id] = CG_BUF_VECTORS;
+      E->buf_lanes[b->id] = lanes;
+      cg_line(E, "%s %s[%" PRId64 "]; /* a register tile: only vector loops touch it */",
+              cg_vec_type(E, b->dtype, lanes), b->name, b->numel / lanes);
+    } else if (b->numel * (int64_t)pkrt_dtype_size(b->dtype) >= 64) {
+      cg_line(E, "%s %s[%" PRId64 "] __attribute__((aligned(64)));", ct, b->name, b->numel);
+    } else {
+      cg_line(E, "%s %s[%" PRId64 "];", ct, b->name, b->numel);
+    }
     break;
-  case PK_SCOPE_WORKSPACE:
-    emit(E, "%s *restrict %s = (%s *)((char *)pk_workspace + %" PRId64 ");\n", ctype(b->dtype),
-         b->name, ctype(b->dtype), b->ws_offset);
-    break;
-  default: unsupported(E, "shared memory"); return;
   }
-  emit_stmt(E, s->body, depth);
+  case PK_SCOPE_WORKSPACE:
+    /* Workspace slices are disjoint while they live (the planner's contract), so restrict
+     * holds; the caller's workspace is 64-byte aligned (the ABI's contract). */
+    cg_line(E, "%s *restrict %s = (%s *)((char *)__builtin_assume_aligned(pk_workspace, 64) + "
+               "%" PRId64 ");", ct, b->name, ct, b->ws_offset);
+    break;
+  default:
+    cg_unsupported(E, "shared memory: it is for GPU targets; the C backend runs on the CPU");
+    break;
+  }
+  cg_stmt(E, s->body);
+  E->buf_kind[b->id] = CG_BUF_PLAIN;
+  E->indent--;
+  cg_line(E, "}");
 }
 
-static void emit_stmt(emitter *E, const pk_stmt *s, int depth) {
+/* ---- statements ---- */
+
+static void emit_let(cg *E, const pk_stmt *s) {
+  const char *ct = cg_ctype(s->var->dtype);
+  if (!ct) { cg_unsupported(E, "lets of this dtype"); return; }
+  cg_line(E, "{");
+  E->indent++;
+  cg_line(E, "const %s %s = %s;", ct, s->var->name, cg_x(E, s->value));
+  cg_scope_open(E);
+  cg_define_var(E, s->var);
+  cg_stmt(E, s->body);
+  cg_scope_close(E);
+  E->indent--;
+  cg_line(E, "}");
+}
+
+void cg_stmt(cg *E, const pk_stmt *s) {
   if (!s || E->status != PK_OK) return;
   switch (s->kind) {
   case PK_ST_SEQ:
-    for (int i = 0; i < s->n; i++) emit_stmt(E, s->stmts[i], depth);
+    for (int i = 0; i < s->n; i++) cg_stmt(E, s->stmts[i]);
     return;
-  case PK_ST_FOR: emit_for(E, s, depth); return;
+  case PK_ST_FOR: emit_for(E, s); return;
   case PK_ST_IF:
-    indent(E, depth);
-    emit(E, "if (");
-    emit_expr(E, s->cond);
-    emit(E, ") {\n");
-    emit_stmt(E, s->then_, depth + 1);
+    cg_line(E, "if (%s) {", cg_x(E, s->cond));
+    E->indent++;
+    cg_stmt(E, s->then_);
+    E->indent--;
     if (s->else_) {
-      indent(E, depth);
-      emit(E, "} else {\n");
-      emit_stmt(E, s->else_, depth + 1);
+      cg_line(E, "} else {");
+      E->indent++;
+      cg_stmt(E, s->else_);
+      E->indent--;
     }
-    indent(E, depth);
-    emit(E, "}\n");
+    cg_line(E, "}");
     return;
-  case PK_ST_STORE:
-    indent(E, depth);
-    if (s->mask) {
-      emit(E, "if (");
-      emit_expr(E, s->mask);
-      emit(E, ") ");
-    }
-    emit(E, "%s[", s->buf->name);
-    emit_expr(E, s->index);
-    emit(E, "] = ");
-    emit_expr(E, s->value);
-    emit(E, ";\n");
+  case PK_ST_STORE: {
+    const char *dst = cg_elem(E, s->buf, cg_index(E, s->index));
+    const char *val = cg_x(E, s->value);
+    if (s->mask) cg_line(E, "if (%s) %s = %s;", cg_x(E, s->mask), dst, val);
+    else cg_line(E, "%s = %s;", dst, val);
     return;
-  case PK_ST_ALLOC:
-    indent(E, depth);
-    emit(E, "{\n");
-    emit_alloc(E, s, depth + 1);
-    indent(E, depth);
-    emit(E, "}\n");
+  }
+  case PK_ST_ALLOC: emit_alloc(E, s); return;
+  case PK_ST_LET: emit_let(E, s); return;
+  case PK_ST_BARRIER:
+    cg_unsupported(E, "barriers: they synchronise GPU threads; the C backend runs on the CPU");
     return;
-  case PK_ST_LET:
-    indent(E, depth);
-    emit(E, "{\n");
-    indent(E, depth + 1);
-    emit(E, "const %s %s = ", ctype(s->var->dtype), s->var->name);
-    emit_expr(E, s->value);
-    emit(E, ";\n");
-    emit_stmt(E, s->body, depth + 1);
-    indent(E, depth);
-    emit(E, "}\n");
-    return;
-  case PK_ST_BARRIER: unsupported(E, "barriers"); return;
   }
 }
+
+/* ---- kernels and the module ---- */
 
 /* The canonical TE text has no user names; still, nothing may close the comment early. */
-static void emit_comment_text(emitter *E, const char *text) {
-  emit(E, "/*\n");
+static void emit_comment_text(pk_strbuf *out, const char *text) {
+  pk_strbuf_append(out, "/*\n");
   for (const char *p = text; *p; p++) {
-    if (p[0] == '*' && p[1] == '/') { emit(E, "* /"); p++; continue; }
-    pk_strbuf_appendn(E->out, p, 1);
+    if (p[0] == '*' && p[1] == '/') { pk_strbuf_append(out, "* /"); p++; continue; }
+    pk_strbuf_appendn(out, p, 1);
   }
-  emit(E, "*/\n");
+  pk_strbuf_append(out, "*/\n");
 }
 
-static void emit_shape_array(emitter *E, const char *what, const pk_lbuf *b, const int64_t *v) {
-  emit(E, "  static const int64_t %s_%s[] = {", b->name, what);
-  for (int d = 0; d < b->ndim; d++) emit(E, "%s%" PRId64, d ? ", " : "", v[d]);
-  emit(E, "%s};\n", b->ndim ? "" : "0");
+static void emit_shape_array(cg *E, const char *what, const pk_lbuf *b, const int64_t *v) {
+  pk_strbuf_printf(E->out, "  static const int64_t %s_%s[] = {", b->name, what);
+  for (int d = 0; d < b->ndim; d++) pk_strbuf_printf(E->out, "%s%" PRId64, d ? ", " : "", v[d]);
+  pk_strbuf_printf(E->out, "%s};\n", b->ndim ? "" : "0");
 }
 
-static void emit_function(emitter *E, const pk_lfunc *f) {
-  if (f->te_text) emit_comment_text(E, f->te_text);
-  emit(E,
+static void emit_function(cg *E, const pk_lfunc *f) {
+  E->f = f;
+  E->npar = 0;
+  E->next_name = 0;
+  E->buf_kind = pk_alloc(E->ctx, sizeof(cg_buf_kind) * (size_t)(f->nbufs + 1));
+  E->buf_lanes = pk_alloc(E->ctx, sizeof(int) * (size_t)(f->nbufs + 1));
+  E->buf_parts = pk_alloc(E->ctx, sizeof(int) * (size_t)(f->nbufs + 1));
+  cg_frame fr;
+  cg_frame_init(E, &fr);
+  E->fr = &fr;
+  E->out = &fr.scopes[0].body;
+  E->indent = 1;
+
+  if (f->te_text) emit_comment_text(E->out, f->te_text);
+  pk_strbuf_printf(E->out,
        "static int %s(const pkrt_buffer *pk_bufs, int32_t pk_nbufs, const int64_t *pk_scalars,\n"
-       "    int32_t pk_nscalars, void *pk_workspace, pkrt_exec_ctx *pk_exec) {\n",
-       f->name);
-  emit(E, "  (void)pk_scalars; (void)pk_workspace; (void)pk_exec;\n");
-  emit(E, "  if (pk_nbufs != %d || pk_nscalars != %d) return PKRT_KERNEL_BAD_ARGS;\n",
-       f->nparams, f->nscalars);
+       "    int32_t pk_nscalars, void *pk_workspace, pkrt_exec_ctx *pk_exec) {\n", f->name);
+  cg_line(E, "(void)pk_scalars; (void)pk_workspace; (void)pk_exec;");
+  cg_line(E, "if (pk_nbufs != %d || pk_nscalars != %d) return PKRT_KERNEL_BAD_ARGS;", f->nparams,
+          f->nscalars);
+  if (f->workspace_bytes > 0) cg_line(E, "if (!pk_workspace) return PKRT_KERNEL_BAD_ARGS;");
   for (int i = 0; i < f->nparams; i++) {
     const pk_lbuf *b = f->params[i];
-    const char *ct = ctype(b->dtype);
-    if (!ct || b->dtype == PKRT_DTYPE_BOOL) { unsupported(E, "buffers of this dtype"); return; }
+    const char *ct = cg_ctype(b->dtype);
+    if (!ct || b->dtype == PKRT_DTYPE_BOOL) { cg_unsupported(E, "buffers of this dtype"); break; }
     emit_shape_array(E, "shape", b, b->shape);
     emit_shape_array(E, "strides", b, b->strides);
-    emit(E, "  if (!pk_buffer_ok(&pk_bufs[%d], %d, %d, %s_shape, %s_strides)) return PKRT_KERNEL_BAD_ARGS;\n",
-         b->param, (int)b->dtype, b->ndim, b->name, b->name);
+    cg_line(E, "if (!pk_buffer_ok(&pk_bufs[%d], %d, %d, %s_shape, %s_strides)) "
+               "return PKRT_KERNEL_BAD_ARGS;", b->param, (int)b->dtype, b->ndim, b->name, b->name);
     /* Inputs are only read; buffers of one call never overlap (the caller's contract). */
-    emit(E, "  %s%s *restrict %s = (%s%s *)pk_bufs[%d].data + pk_bufs[%d].offset;\n",
-         b->tensor && b->tensor->kind == PK_TE_PLACEHOLDER ? "const " : "", ct, b->name,
-         b->tensor && b->tensor->kind == PK_TE_PLACEHOLDER ? "const " : "", ct, b->param, b->param);
+    const char *q = b->tensor && b->tensor->kind == PK_TE_PLACEHOLDER ? "const " : "";
+    cg_line(E, "%s%s *restrict %s = (%s%s *)pk_bufs[%d].data + pk_bufs[%d].offset;", q, ct,
+            b->name, q, ct, b->param, b->param);
   }
-  emit_stmt(E, f->body, 1);
-  emit(E, "  return PKRT_KERNEL_OK;\n}\n\n");
+  cg_scope_open(E);
+  cg_stmt(E, f->body);
+  cg_scope_close(E);
+  cg_line(E, "return PKRT_KERNEL_OK;");
+  pk_strbuf_append(E->out, "}\n\n");
+  if (E->status == PK_OK)
+    pk_strbuf_appendn(&E->functions, fr.scopes[0].body.data, fr.scopes[0].body.len);
+  cg_frame_free(&fr);
+  E->fr = NULL;
+  E->out = NULL;
 }
 
-pk_status pk_cgen_c(pk_ctx *ctx, pk_lfunc *const *funcs, int n, char **source) {
+int pk_cgen_host_vector_bytes(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return 64;
+  if (__builtin_cpu_supports("avx")) return 32;
+#endif
+  return 16;
+}
+
+pk_status pk_cgen_c_opts(pk_ctx *ctx, pk_lfunc *const *funcs, int n,
+                         const pk_cgen_c_options *opts, char **source) {
+  cg E;
+  memset(&E, 0, sizeof E);
+  E.ctx = ctx;
+  E.vector_bytes = opts && opts->vector_bytes ? opts->vector_bytes : pk_cgen_host_vector_bytes();
+  if (E.vector_bytes < 8 || E.vector_bytes > 256 || (E.vector_bytes & (E.vector_bytes - 1)))
+    return pk_ctx_fail(ctx, PK_ERR_USAGE, "vector_bytes must be a power of two in 8..256, not %d",
+                       E.vector_bytes);
+  pk_strbuf_init(&E.helpers);
+  pk_strbuf_init(&E.functions);
+  for (int i = 0; i < n && E.status == PK_OK; i++) emit_function(&E, funcs[i]);
+
   pk_strbuf out;
   pk_strbuf_init(&out);
-  emitter E = {ctx, &out, PK_OK};
-  emit(&E, "/* Generated by Pock %s (C codegen v%d). Do not edit. */\n", POCK_VERSION,
-       PK_CGEN_C_VERSION);
+  pk_strbuf_printf(&out, "/* Generated by Pock %s (C codegen v%d, %d-byte vectors). Do not edit. */\n",
+                   POCK_VERSION, PK_CGEN_C_VERSION, E.vector_bytes);
   pk_strbuf_append(&out, pk_cgen_abi_header);
   pk_strbuf_append(&out, pk_cgen_c_prelude);
-  emit(&E, "\n");
-  for (int i = 0; i < n && E.status == PK_OK; i++) emit_function(&E, funcs[i]);
-  emit(&E, "static const pkrt_kernel_desc pk_kernels[] = {\n");
+  pk_strbuf_append(&out, "\n");
+  if (E.helpers.len) pk_strbuf_appendn(&out, E.helpers.data, E.helpers.len);
+  pk_strbuf_append(&out, "\n");
+  if (E.functions.len) pk_strbuf_appendn(&out, E.functions.data, E.functions.len);
+  pk_strbuf_append(&out, "static const pkrt_kernel_desc pk_kernels[] = {\n");
   for (int i = 0; i < n; i++)
-    emit(&E, "  {\"%s\", %s, %d, %d, %" PRId64 ", \"%s\"},\n", funcs[i]->name, funcs[i]->name,
-         funcs[i]->nparams, funcs[i]->nscalars, funcs[i]->workspace_bytes,
-         funcs[i]->workload ? funcs[i]->workload : "");
-  if (n == 0) emit(&E, "  {0},\n");
-  emit(&E, "};\nPKRT_EXPORT const pkrt_module_desc pkrt_module = {PKRT_ABI_VERSION, %d, pk_kernels};\n", n);
+    pk_strbuf_printf(&out, "  {\"%s\", %s, %d, %d, %" PRId64 ", \"%s\"},\n", funcs[i]->name,
+                     funcs[i]->name, funcs[i]->nparams, funcs[i]->nscalars,
+                     funcs[i]->workspace_bytes, funcs[i]->workload ? funcs[i]->workload : "");
+  if (n == 0) pk_strbuf_append(&out, "  {0},\n");
+  pk_strbuf_printf(&out, "};\nPKRT_EXPORT const pkrt_module_desc pkrt_module = "
+                         "{PKRT_ABI_VERSION, %d, pk_kernels};\n", n);
+  pk_strbuf_free(&E.helpers);
+  pk_strbuf_free(&E.functions);
   if (E.status != PK_OK) {
     pk_strbuf_free(&out);
     return E.status;
   }
   *source = pk_strbuf_finish(ctx, &out);
   return PK_OK;
+}
+
+pk_status pk_cgen_c(pk_ctx *ctx, pk_lfunc *const *funcs, int n, char **source) {
+  return pk_cgen_c_opts(ctx, funcs, n, NULL, source);
 }

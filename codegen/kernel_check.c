@@ -2,26 +2,14 @@
  * against the reference interpreter on seeded random inputs. Tests, `pock te run` and (later)
  * the tuner's measurer all go through here, and through the runtime's one loader. */
 #include "pk_codegen.h"
+#include "pk_schedule.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 pk_status pk_build_programs(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *const *progs,
                             int n, pkrt_module **out) {
-  pk_lfunc **funcs = pk_alloc(ctx, sizeof(pk_lfunc *) * (size_t)(n ? n : 1));
-  for (int i = 0; i < n; i++) {
-    pk_status s = pk_sched_lower(ctx, progs[i], NULL, pk_sprintf(ctx, "k%d", i), &funcs[i]);
-    if (s != PK_OK) return s;
-  }
-  char *source;
-  pk_status s = pk_cgen_c(ctx, funcs, n, &source);
-  if (s != PK_OK) return s;
-  pk_cc_result built;
-  s = pk_cc_build(cc, source, &built);
-  if (s != PK_OK) return s;
-  if (pkrt_module_load_file(rt, built.so_path, out) != PKRT_OK)
-    return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "%s", pkrt_ctx_error(rt));
-  return PK_OK;
+  return pk_build_scheduled(ctx, cc, rt, progs, NULL, n, out);
 }
 
 pk_status pk_host_buffers_new(pk_ctx *ctx, const pk_te_program *prog, pk_host_buffers *out) {
@@ -60,8 +48,17 @@ void pk_host_buffers_free(pk_host_buffers *hb) {
 
 pk_status pk_kernel_check(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
                           const pkrt_kernel_desc *k, uint64_t seed, pk_kernel_check_result *res) {
+  return pk_kernel_check_scheduled(ctx, rt, prog, NULL, k, seed, res);
+}
+
+pk_status pk_kernel_check_scheduled(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
+                                    const pk_schedule *sched, const pkrt_kernel_desc *k,
+                                    uint64_t seed, pk_kernel_check_result *res) {
   memset(res, 0, sizeof *res);
   if (!k) return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel not found in the module");
+  if (k->workspace_bytes < 0 || k->workspace_bytes % 64)
+    return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel %s asks for a workspace of %lld bytes", k->name,
+                       (long long)k->workspace_bytes);
   pk_te_ref *ref = pk_te_ref_new(ctx, prog);
   pk_te_ref_fill_random(prog, ref, seed);
   pk_host_buffers hb;
@@ -71,7 +68,15 @@ pk_status pk_kernel_check(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
     if (prog->tensors[i]->kind == PK_TE_PLACEHOLDER)
       pk_te_ref_to_buffer(prog->tensors[i], &ref->tensors[i], hb.data[i]);
 
-  int rc = k->fn(hb.bufs, hb.n, NULL, 0, NULL, pkrt_ctx_exec(rt));
+  void *workspace = k->workspace_bytes ? aligned_alloc(64, (size_t)k->workspace_bytes) : NULL;
+  if (k->workspace_bytes && !workspace) {
+    pk_host_buffers_free(&hb);
+    return pk_ctx_fail(ctx, PK_ERR_NOMEM, "out of memory for a %lld-byte workspace",
+                       (long long)k->workspace_bytes);
+  }
+  if (workspace) memset(workspace, 0xff, (size_t)k->workspace_bytes); /* NaNs: no reliance on zeros */
+  int rc = k->fn(hb.bufs, hb.n, NULL, 0, workspace, pkrt_ctx_exec(rt));
+  free(workspace);
   if (rc != PKRT_KERNEL_OK) {
     pk_host_buffers_free(&hb);
     return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel %s returned status %d", k->name, rc);
@@ -79,7 +84,8 @@ pk_status pk_kernel_check(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
   s = pk_te_interp_run(ctx, prog, ref);
   for (int i = 0; i < prog->ntensors && s == PK_OK; i++) {
     const pk_te_tensor *t = prog->tensors[i];
-    if (t->kind != PK_TE_COMPUTE) continue;
+    /* an inlined compute's parameter is left unwritten */
+    if (t->kind != PK_TE_COMPUTE || (sched && !pk_sched_is_materialized(sched, i))) continue;
     pk_verify_result vr;
     s = pk_te_verify_output(ctx, t, &ref->tensors[i], hb.data[i], &vr);
     res->noutputs++;

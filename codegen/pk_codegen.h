@@ -16,7 +16,7 @@
 #include "pk_loopir.h"
 #include "pk_verify.h"
 
-#define PK_CGEN_C_VERSION 1 /* bump when emitted C changes for the same IR */
+#define PK_CGEN_C_VERSION 2 /* bump when emitted C changes for the same IR */
 
 /* Several kernels in one source: compiling one file is much cheaper than many. Function
  * names must be Pock-made identifiers ([a-z_][a-z0-9_]*). */
@@ -53,6 +53,11 @@ pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out);
 pk_status pk_build_programs(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *const *progs,
                             int n, pkrt_module **out);
 
+/* Each program lowered with its schedule (scheds NULL, or an entry NULL: the default) as
+ * kernel "k<i>", in one source, built and loaded. */
+pk_status pk_build_scheduled(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *const *progs,
+                             pk_schedule *const *scheds, int n, pkrt_module **out);
+
 /* ---- checking a kernel against the interpreter ---- */
 typedef struct pk_kernel_check_result {
   int noutputs;
@@ -66,6 +71,12 @@ typedef struct pk_kernel_check_result {
 pk_status pk_kernel_check(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
                           const pkrt_kernel_desc *k, uint64_t seed, pk_kernel_check_result *res);
 
+/* The same for a kernel lowered with sched (NULL: the default schedule): outputs that the
+ * schedule inlined are not compared; the kernel gets its workspace (64-byte aligned). */
+pk_status pk_kernel_check_scheduled(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
+                                    const pk_schedule *sched, const pkrt_kernel_desc *k,
+                                    uint64_t seed, pk_kernel_check_result *res);
+
 /* Host buffers for running a kernel on a program's tensors (dense, 64-byte aligned). */
 typedef struct pk_host_buffers {
   int n;
@@ -74,5 +85,17 @@ typedef struct pk_host_buffers {
 } pk_host_buffers;
 pk_status pk_host_buffers_new(pk_ctx *ctx, const pk_te_program *prog, pk_host_buffers *out);
 void pk_host_buffers_free(pk_host_buffers *hb);
+
+/* ---- C emitter options ----
+ * Vectorized loops are emitted as GCC vector-extension code in parts as wide as one
+ * hardware vector: GCC splits wider vector types badly (through memory), so the width
+ * must match what the source is compiled for. */
+typedef struct pk_cgen_c_options {
+  int vector_bytes; /* 16 (SSE, NEON), 32 (AVX2), 64 (AVX-512); 0: the host's widest */
+} pk_cgen_c_options;
+
+pk_status pk_cgen_c_opts(pk_ctx *ctx, pk_lfunc *const *funcs, int n,
+                         const pk_cgen_c_options *opts, char **source);
+int pk_cgen_host_vector_bytes(void); /* 64 with AVX-512F, 32 with AVX, else 16 */
 
 #endif

@@ -1,189 +1,261 @@
-/* lower.c — lowers a checked TE program to one loop-IR kernel. Each compute becomes a loop
- * nest writing its output buffer; a reduction accumulates in a local buffer of one
- * element, which is also the shape cache_write will generalise to a register tile. */
-#include "pk_loopir.h"
+/* lower.c — lowers a TE program with its schedule to one loop-IR kernel: the parameters,
+ * the stages' buffers and workspace layout, the checks only lowering can make, the two
+ * passes over the stages (lower_stage.c), and names numbered in the order they appear. */
+#include "lower_impl.h"
 
-#include <math.h>
-#include <stdint.h>
 #include <string.h>
 
-typedef struct lowering {
+#define WORKSPACE_ALIGN 64
+
+stage_lowering *lower_stage_of(lowering *L, const pk_te_tensor *t) {
+  if (t->kind != PK_TE_COMPUTE) return NULL;
+  const pk_schedule *s = L->s;
+  for (int i = 0; i < s->nstages; i++)
+    if (s->stages[i]->tensor == t) return &L->sl[i];
+  /* A user's compute whose stage now evaluates a private copy (a step rewrote its body). */
+  const pk_te_program *orig = s->orig;
+  if (t->id >= 0 && t->id < orig->ntensors && orig->tensors[t->id] == t)
+    for (int i = 0; i < s->nstages; i++)
+      if (s->stages[i]->scope == PK_SCOPE_GLOBAL && s->stages[i]->param == t->id) return &L->sl[i];
+  return NULL;
+}
+
+int lower_iter_index(const pk_stage *st, const pk_iter *it) {
+  for (int i = 0; i < st->niters; i++)
+    if (st->iters[i] == it) return i;
+  pk_assert_fail(__FILE__, __LINE__, "iter of another stage");
+}
+
+/* ---- attachments ---- */
+
+static bool reads_stage(lowering *L, const pk_expr *e, const stage_lowering *sl) {
+  if (e->kind == PK_EXPR_READ && lower_stage_of(L, e->tensor) == sl) return true;
+  for (int i = 0; i < e->nargs; i++)
+    if (reads_stage(L, e->args[i], sl)) return true;
+  return false;
+}
+
+/* Resolves sl's target and loop. Bound inference sees only the target's reads, so any other
+ * reader would find the stage's region missing what it needs. */
+static pk_status resolve_attachment(lowering *L, stage_lowering *sl) {
+  const pk_schedule *s = L->s;
+  const pk_stage *st = sl->st;
+  int t = -1;
+  for (int i = 0; i < s->nstages; i++)
+    if (s->stages[i] == st->attach_stage) t = i;
+  if (t <= sl->order)
+    return pk_ctx_fail(L->ctx, PK_ERR_SCHEDULE, "lowering: %s is computed at %s, which is not a later stage",
+                       st->name, st->attach_stage ? st->attach_stage->name : "(none)");
+  stage_lowering *target = &L->sl[t];
+  if (target->st->attach == PK_ATTACH_INLINE)
+    return pk_ctx_fail(L->ctx, PK_ERR_SCHEDULE, "lowering: %s is computed at inlined %s", st->name,
+                       target->st->name);
+  sl->target = target;
+  sl->attach_pos = -1;
+  for (int p = 0; p < target->st->nleaf; p++)
+    if (target->st->leaf[p] == st->attach_iter) sl->attach_pos = p;
+  if (sl->attach_pos < 0)
+    return pk_ctx_fail(L->ctx, PK_ERR_SCHEDULE, "lowering: %s is computed at '%s', not a loop of %s",
+                       st->name, st->attach_iter ? st->attach_iter->name : "(none)", target->st->name);
+  for (int i = sl->order + 1; i < s->nstages; i++)
+    if (i != t && reads_stage(L, s->stages[i]->tensor->body, sl))
+      return pk_ctx_fail(L->ctx, PK_ERR_SCHEDULE, "lowering: %s is computed at %s but %s reads it too",
+                         st->name, target->st->name, s->stages[i]->name);
+  return PK_OK;
+}
+
+/* First pass, from the last stage back: regions, variables and axis values. */
+static pk_status setup_stage(lowering *L, stage_lowering *sl) {
+  const pk_stage *st = sl->st;
+  const pk_te_tensor *t = st->tensor;
+  if (st->attach == PK_ATTACH_INLINE) return PK_OK;
+  if (st->attach == PK_ATTACH_ROOT) {
+    for (int d = 0; d < t->ndim; d++) {
+      sl->region_min[d] = pk_lx_int(L->ctx, 0);
+      sl->region_ext[d] = t->shape[d];
+    }
+  } else {
+    pk_status s = resolve_attachment(L, sl);
+    if (s != PK_OK) return s;
+    const stage_lowering *tg = sl->target;
+    sl->in_parallel = tg->in_parallel;
+    for (int p = 0; p <= sl->attach_pos; p++)
+      sl->in_parallel = sl->in_parallel || tg->st->leaf[p]->kind == PK_LOOP_PARALLEL;
+    /* Every thread would compute into the same workspace bytes. */
+    if (sl->in_parallel && st->scope == PK_SCOPE_WORKSPACE)
+      return pk_ctx_fail(L->ctx, PK_ERR_SCHEDULE,
+                         "lowering: workspace stage %s is computed inside a parallel loop", st->name);
+    if ((s = bound_infer_region(L, sl)) != PK_OK) return s;
+  }
+  stage_setup(L, sl);
+  return PK_OK;
+}
+
+/* A local stage at the root lives for the whole call; past this size its stack array would
+ * risk the stack, so it goes to the workspace (which no two threads share at the root). */
+#define ROOT_LOCAL_MAX_BYTES (64 * 1024)
+
+/* GLOBAL stages write their kernel parameter; the others get a buffer of their region,
+ * workspace ones at fixed, aligned offsets (no reuse: every slice lives for the call). */
+static pk_status make_buffer(lowering *L, stage_lowering *sl) {
+  const pk_stage *st = sl->st;
+  if (st->attach == PK_ATTACH_INLINE) return PK_OK;
+  if (st->scope == PK_SCOPE_GLOBAL) {
+    if (st->param < 0 || st->param >= L->f->nparams || L->s->orig->tensors[st->param]->kind != PK_TE_COMPUTE)
+      return pk_ctx_fail(L->ctx, PK_ERR_SCHEDULE, "lowering: %s writes no output parameter", st->name);
+    sl->buf = L->f->params[st->param];
+    return PK_OK;
+  }
+  const pk_te_tensor *t = st->tensor;
+  pk_mem_scope scope = st->scope;
+  sl->buf = pk_lbuf_new(L->ctx, L->f, t->dtype, scope, t->ndim, sl->region_ext);
+  if (scope == PK_SCOPE_LOCAL && st->attach == PK_ATTACH_ROOT &&
+      sl->buf->numel > ROOT_LOCAL_MAX_BYTES / (int64_t)pkrt_dtype_size(t->dtype))
+    sl->buf->scope = scope = PK_SCOPE_WORKSPACE;
+  sl->buf->tensor = t;
+  sl->relative = true;
+  if (scope == PK_SCOPE_WORKSPACE) {
+    int64_t at = (L->ws_bytes + WORKSPACE_ALIGN - 1) / WORKSPACE_ALIGN * WORKSPACE_ALIGN;
+    sl->buf->ws_offset = at;
+    L->ws_bytes = at + sl->buf->numel * (int64_t)pkrt_dtype_size(t->dtype);
+  }
+  return PK_OK;
+}
+
+/* Root nests in stage order; a root stage with its own buffer holds it for the rest. */
+static pk_stmt *kernel_body(lowering *L) {
+  int n = L->s->nstages, nrest = 0;
+  pk_stmt **rest = pk_alloc(L->ctx, sizeof(pk_stmt *) * (size_t)(n + 1));
+  for (int i = n - 1; i >= 0; i--) {
+    stage_lowering *sl = &L->sl[i];
+    if (sl->st->attach != PK_ATTACH_ROOT) continue;
+    memmove(rest + 1, rest, sizeof(pk_stmt *) * (size_t)nrest++);
+    rest[0] = stage_nest(L, sl);
+    if (sl->st->scope != PK_SCOPE_GLOBAL) {
+      rest[0] = pk_st_alloc(L->ctx, sl->buf, pk_st_seq(L->ctx, nrest, rest));
+      nrest = 1;
+    }
+  }
+  return pk_st_seq(L->ctx, nrest, rest);
+}
+
+/* ---- names in order of appearance ---- */
+
+typedef struct renamer {
   pk_ctx *ctx;
-  pk_lfunc *f;
-  pk_lbuf **buf_of;        /* per tensor id */
-  pk_lexpr **spatial;      /* value of the current compute's spatial axis d */
-  pk_lexpr **reduce;       /* value of reduce axis id (NULL outside its reduction) */
-} lowering;
+  bool *var_seen, *buf_seen; /* by the ids given at creation */
+  pk_lvar **vars;
+  pk_lbuf **bufs;
+  int nvars, nbufs;
+} renamer;
 
-static pk_lexpr *lower_expr(lowering *L, const pk_expr *e, bool in_index);
-
-/* Flat element index of tensor t at the given per-dimension indices. */
-static pk_lexpr *flat_index(lowering *L, const pk_lbuf *b, pk_lexpr **idx) {
-  pk_lexpr *flat = pk_lx_int(L->ctx, 0);
-  for (int d = 0; d < b->ndim; d++)
-    flat = pk_lx_index_add(L->ctx, flat, pk_lx_index_mul(L->ctx, idx[d], b->strides[d]));
-  return flat;
+static void see_var(renamer *R, pk_lvar *v) {
+  if (R->var_seen[v->id]) return;
+  R->var_seen[v->id] = true;
+  R->vars[R->nvars++] = v;
 }
 
-static pk_lexpr *lower_literal(lowering *L, const pk_expr *e) {
-  if (pk_dtype_is_float(e->dtype))
-    return pk_lx_float(L->ctx, e->kind == PK_EXPR_INT ? (double)e->ival : e->fval, e->dtype);
-  pk_lexpr *x = pk_lx_int(L->ctx, e->ival);
-  x->dtype = e->dtype;
-  return x;
+static void see_buf(renamer *R, pk_lbuf *b) {
+  if (R->buf_seen[b->id]) return;
+  R->buf_seen[b->id] = true;
+  R->bufs[R->nbufs++] = b;
 }
 
-static pk_lexpr *lower_read(lowering *L, const pk_expr *e) {
-  pk_lexpr *idx[PK_TE_MAX_DIMS];
-  for (int d = 0; d < e->nargs; d++) {
-    idx[d] = lower_expr(L, e->args[d], true);
-    if (idx[d]->dtype != PKRT_DTYPE_I64) idx[d] = pk_lx_cast(L->ctx, PKRT_DTYPE_I64, idx[d]);
-  }
-  pk_lbuf *b = L->buf_of[e->tensor->id];
-  return pk_lx_load(L->ctx, b, flat_index(L, b, idx));
+static void see_expr(renamer *R, const pk_lexpr *e) {
+  if (!e) return;
+  if (e->kind == PK_LX_VAR) see_var(R, e->var);
+  if (e->kind == PK_LX_LOAD) see_buf(R, e->buf);
+  for (int i = 0; i < e->nargs; i++) see_expr(R, e->args[i]);
 }
 
-/* in_index: the expression computes a tensor index, so integer arithmetic over axes and
- * literals cannot overflow (the checker's interval analysis proved every subexpression
- * fits in int64) and the emitter may use plain signed arithmetic. */
-static pk_lexpr *lower_expr(lowering *L, const pk_expr *e, bool in_index) {
-  pk_ctx *ctx = L->ctx;
-  switch (e->kind) {
-  case PK_EXPR_INT:
-  case PK_EXPR_FLOAT:
-    return lower_literal(L, e);
-  case PK_EXPR_AXIS: {
-    pk_lexpr *v = e->axis->reduce ? L->reduce[e->axis->id] : L->spatial[e->axis->id];
-    PK_ASSERT(v != NULL);
-    return v;
+static void see_stmt(renamer *R, const pk_stmt *s) {
+  if (!s) return;
+  switch (s->kind) {
+  case PK_ST_SEQ:
+    for (int i = 0; i < s->n; i++) see_stmt(R, s->stmts[i]);
+    return;
+  case PK_ST_FOR:
+    see_var(R, s->var);
+    see_expr(R, s->min);
+    see_expr(R, s->extent);
+    see_stmt(R, s->body);
+    return;
+  case PK_ST_IF:
+    see_expr(R, s->cond);
+    see_stmt(R, s->then_);
+    see_stmt(R, s->else_);
+    return;
+  case PK_ST_STORE:
+    see_buf(R, s->buf);
+    see_expr(R, s->mask);
+    see_expr(R, s->index);
+    see_expr(R, s->value);
+    return;
+  case PK_ST_ALLOC:
+    see_buf(R, s->buf);
+    see_stmt(R, s->body);
+    return;
+  case PK_ST_LET:
+    see_var(R, s->var);
+    see_expr(R, s->value);
+    see_stmt(R, s->body);
+    return;
+  case PK_ST_BARRIER: return;
   }
-  case PK_EXPR_READ:
-    return lower_read(L, e);
-  case PK_EXPR_UNARY: {
-    pk_lexpr *a = lower_expr(L, e->args[0], in_index);
-    pk_lexpr *x = pk_lx_unary(ctx, e->op, a, e->dtype);
-    x->index_math = in_index && a->index_math && pk_dtype_is_int(e->dtype);
-    return x;
-  }
-  case PK_EXPR_BINARY: {
-    pk_lexpr *a = lower_expr(L, e->args[0], in_index);
-    pk_lexpr *b = lower_expr(L, e->args[1], in_index);
-    pk_lexpr *x = pk_lx_binary(ctx, e->op, a, b, e->dtype);
-    x->index_math = in_index && a->index_math && b->index_math && pk_dtype_is_int(e->dtype);
-    return x;
-  }
-  case PK_EXPR_SELECT:
-    return pk_lx_select(ctx, lower_expr(L, e->args[0], in_index),
-                        lower_expr(L, e->args[1], in_index), lower_expr(L, e->args[2], in_index));
-  case PK_EXPR_CALL: {
-    pk_lexpr *args[2];
-    PK_ASSERT(e->nargs >= 1 && e->nargs <= 2);
-    for (int i = 0; i < e->nargs; i++) args[i] = lower_expr(L, e->args[i], in_index);
-    return pk_lx_call(ctx, e->op, e->nargs, args, e->dtype);
-  }
-  case PK_EXPR_CAST:
-    return pk_lx_cast(ctx, e->dtype, lower_expr(L, e->args[0], in_index));
-  case PK_EXPR_REDUCE:
-    break; /* the checker allows reductions only as a whole body: lower_compute handles it */
-  }
-  pk_assert_fail(__FILE__, __LINE__, "reduction below the top of a compute");
 }
 
-/* The identity of a reducer in the accumulator's type. */
-static pk_lexpr *reduce_init(lowering *L, pk_eop op, pkrt_dtype t) {
-  if (pk_dtype_is_float(t)) {
-    double v = op == PK_EOP_SUM ? 0.0 : op == PK_EOP_RMAX ? -INFINITY : INFINITY;
-    return pk_lx_float(L->ctx, v, t);
+/* Creation order follows the passes (the first one runs backwards); readers of the IR
+ * and of the C expect v0 outermost, so variables and buffers are renumbered as they
+ * appear, parameters first. */
+static void number_in_order(pk_ctx *ctx, pk_lfunc *f) {
+  renamer R = {ctx, NULL, NULL, NULL, NULL, 0, 0};
+  R.var_seen = pk_alloc(ctx, sizeof(bool) * (size_t)(f->nvars + 1));
+  R.buf_seen = pk_alloc(ctx, sizeof(bool) * (size_t)(f->nbufs + 1));
+  R.vars = pk_alloc(ctx, sizeof(pk_lvar *) * (size_t)(f->nvars + 1));
+  R.bufs = pk_alloc(ctx, sizeof(pk_lbuf *) * (size_t)(f->nbufs + 1));
+  for (int i = 0; i < f->nparams; i++) see_buf(&R, f->params[i]);
+  see_stmt(&R, f->body);
+  for (int i = 0; i < R.nvars; i++) {
+    R.vars[i]->id = i;
+    R.vars[i]->name = pk_sprintf(ctx, "v%d", i);
   }
-  int64_t lo = t == PKRT_DTYPE_I32 ? INT32_MIN : INT64_MIN;
-  int64_t hi = t == PKRT_DTYPE_I32 ? INT32_MAX : INT64_MAX;
-  pk_lexpr *x = pk_lx_int(L->ctx, op == PK_EOP_SUM ? 0 : op == PK_EOP_RMAX ? lo : hi);
-  x->dtype = t;
-  return x;
-}
-
-static pk_eop reduce_combiner(pk_eop op) {
-  return op == PK_EOP_SUM ? PK_EOP_ADD : op == PK_EOP_RMAX ? PK_EOP_MAX : PK_EOP_MIN;
-}
-
-/* for v in [lo, hi): body, for each axis from the outermost. */
-static pk_stmt *wrap_loops(lowering *L, int n, pk_lvar **vars, const int64_t *lo,
-                           const int64_t *hi, pk_stmt *body) {
-  for (int i = n - 1; i >= 0; i--)
-    body = pk_st_for(L->ctx, vars[i], pk_lx_int(L->ctx, lo[i]), pk_lx_int(L->ctx, hi[i] - lo[i]),
-                     PK_LOOP_SERIAL, body);
-  return body;
-}
-
-static pk_stmt *lower_reduction(lowering *L, const pk_te_tensor *t, pk_lbuf *out,
-                                pk_lexpr *out_index) {
-  pk_ctx *ctx = L->ctx;
-  const pk_expr *r = t->body;
-  int64_t one = 1, lo[PK_TE_MAX_DIMS * 2], hi[PK_TE_MAX_DIMS * 2];
-  pk_lvar *vars[PK_TE_MAX_DIMS * 2];
-  PK_ASSERT(r->naxes <= PK_TE_MAX_DIMS * 2);
-  for (int i = 0; i < r->naxes; i++) {
-    vars[i] = pk_lvar_new(ctx, L->f, PKRT_DTYPE_I64);
-    lo[i] = r->axes[i]->lo;
-    hi[i] = r->axes[i]->hi;
-    L->reduce[r->axes[i]->id] = pk_lx_var(ctx, vars[i]);
+  for (int i = 0; i < R.nbufs; i++) {
+    R.bufs[i]->id = i;
+    R.bufs[i]->name = pk_sprintf(ctx, "b%d", i);
   }
-  pk_lbuf *acc = pk_lbuf_new(ctx, L->f, t->dtype, PK_SCOPE_LOCAL, 1, &one);
-  pk_lexpr *zero = pk_lx_int(ctx, 0);
-  pk_lexpr *term = lower_expr(L, r->args[0], false);
-  pk_lexpr *next = pk_lx_binary(ctx, reduce_combiner(r->op), pk_lx_load(ctx, acc, zero), term,
-                                t->dtype);
-  pk_stmt *steps[3] = {
-      pk_st_store(ctx, acc, zero, reduce_init(L, r->op, t->dtype)),
-      wrap_loops(L, r->naxes, vars, lo, hi, pk_st_store(ctx, acc, zero, next)),
-      pk_st_store(ctx, out, out_index, pk_lx_load(ctx, acc, zero)),
-  };
-  for (int i = 0; i < r->naxes; i++) L->reduce[r->axes[i]->id] = NULL;
-  return pk_st_alloc(ctx, acc, pk_st_seq(ctx, 3, steps));
-}
-
-static pk_stmt *lower_compute(lowering *L, const pk_te_tensor *t) {
-  pk_ctx *ctx = L->ctx;
-  pk_lvar *vars[PK_TE_MAX_DIMS];
-  pk_lexpr *idx[PK_TE_MAX_DIMS];
-  int64_t lo[PK_TE_MAX_DIMS] = {0};
-  for (int d = 0; d < t->ndim; d++) {
-    vars[d] = pk_lvar_new(ctx, L->f, PKRT_DTYPE_I64);
-    idx[d] = L->spatial[d] = pk_lx_var(ctx, vars[d]);
-  }
-  pk_lbuf *out = L->buf_of[t->id];
-  pk_lexpr *out_index = flat_index(L, out, idx);
-  pk_stmt *body = t->body->kind == PK_EXPR_REDUCE
-                      ? lower_reduction(L, t, out, out_index)
-                      : pk_st_store(ctx, out, out_index, lower_expr(L, t->body, false));
-  return wrap_loops(L, t->ndim, vars, lo, t->shape, body);
+  f->nvars = R.nvars;
+  f->nbufs = R.nbufs;
 }
 
 pk_status pk_sched_lower(pk_ctx *ctx, const pk_te_program *prog, const pk_schedule *sched,
                          const char *name, pk_lfunc **out) {
-  if (sched)
-    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "schedules other than the default are not available yet");
+  if (!sched) sched = pk_sched_new(ctx, prog); /* the default: a schedule with no steps */
+  else if (sched->orig != prog)
+    return pk_ctx_fail(ctx, PK_ERR_SCHEDULE, "lowering: the schedule was made for another program");
   pk_lfunc *f = pk_lfunc_new(ctx, name);
-  lowering L = {ctx, f, NULL, NULL, NULL};
-  L.buf_of = pk_alloc(ctx, sizeof(pk_lbuf *) * (size_t)prog->ntensors);
-  L.spatial = pk_alloc(ctx, sizeof(pk_lexpr *) * PK_TE_MAX_DIMS);
-  L.reduce = pk_alloc(ctx, sizeof(pk_lexpr *) * (size_t)(prog->nreduce + 1));
+  lowering L = {.ctx = ctx, .f = f, .s = sched, .ranges = pk_lranges_new(ctx)};
+  L.sl = pk_alloc(ctx, sizeof(stage_lowering) * (size_t)(sched->nstages + 1));
 
   f->nparams = prog->ntensors;
-  f->params = pk_alloc(ctx, sizeof(pk_lbuf *) * (size_t)prog->ntensors);
+  f->params = pk_alloc(ctx, sizeof(pk_lbuf *) * (size_t)(prog->ntensors + 1));
   for (int i = 0; i < prog->ntensors; i++) {
     const pk_te_tensor *t = prog->tensors[i];
     pk_lbuf *b = pk_lbuf_new(ctx, f, t->dtype, PK_SCOPE_GLOBAL, t->ndim, t->shape);
     b->param = i;
     b->tensor = t;
-    f->params[i] = L.buf_of[i] = b;
+    f->params[i] = b;
   }
-
-  int ncomputes = 0;
-  pk_stmt **nests = pk_alloc(ctx, sizeof(pk_stmt *) * (size_t)prog->ntensors);
-  for (int i = 0; i < prog->ntensors; i++)
-    if (prog->tensors[i]->kind == PK_TE_COMPUTE) nests[ncomputes++] = lower_compute(&L, prog->tensors[i]);
-  f->body = pk_st_seq(ctx, ncomputes, nests);
+  for (int i = 0; i < sched->nstages; i++) {
+    L.sl[i].st = sched->stages[i];
+    L.sl[i].order = i;
+  }
+  pk_status s = PK_OK;
+  for (int i = sched->nstages - 1; i >= 0 && s == PK_OK; i--) s = setup_stage(&L, &L.sl[i]);
+  for (int i = 0; i < sched->nstages && s == PK_OK; i++) s = make_buffer(&L, &L.sl[i]);
+  if (s != PK_OK) return s;
+  f->body = kernel_body(&L);
+  f->workspace_bytes = (L.ws_bytes + WORKSPACE_ALIGN - 1) / WORKSPACE_ALIGN * WORKSPACE_ALIGN;
+  number_in_order(ctx, f);
 
   f->te_text = pk_te_print(ctx, prog);
   char hex[2 * PKRT_SHA256_BYTES + 1];

@@ -148,12 +148,70 @@ pk_stmt *pk_st_barrier(pk_ctx *ctx);
 /* Readable text of a function, one statement per line (for dumps and golden tests). */
 char *pk_lfunc_print(pk_ctx *ctx, const pk_lfunc *f);
 
-/* ---- lowering ----
- * Lowers every compute of prog, in order, into one kernel whose parameters are the
- * program's tensors in definition order (placeholders are inputs, computes outputs).
- * sched == NULL uses the default schedule: one loop nest per compute, spatial axes outer
- * in order, reduce axes inner, a local accumulator per reduction. Schedules (a later
- * issue) plug in here without changing the IR. */
+/* ---- index simplification (simplify.c) ----
+ * Lowering simplifies every index it builds, so split- and layout-derived indices stay
+ * cheap in inner loops: (jo*16 + ji) / 16 is jo when ji is in [0, 16). Everything here is
+ * sound: an expression the ranges cannot decide is left as it is.
+ *
+ *   pk_lranges *r = pk_lranges_new(ctx);
+ *   pk_lranges_set(r, jo, 0, 7); pk_lranges_set(r, ji, 0, 15);   // inclusive
+ *   pk_lexpr *s = pk_lx_simplify(ctx, r, e);
+ */
+typedef struct pk_lranges pk_lranges; /* inclusive value ranges of variables, by var id */
+pk_lranges *pk_lranges_new(pk_ctx *ctx);
+void pk_lranges_set(pk_lranges *r, const pk_lvar *v, int64_t lo, int64_t hi);
+bool pk_lranges_get(const pk_lranges *r, const pk_lvar *v, int64_t *lo, int64_t *hi);
+
+/* Inclusive bounds of an integer (or bool) expression; false when unknown: loads, floats,
+ * variables without a range, possible overflow. */
+bool pk_lx_bounds(const pk_lranges *r, const pk_lexpr *e, int64_t *lo, int64_t *hi);
+/* Same tree: kinds, operators, dtypes, constants, variables and buffers. */
+bool pk_lx_equal(const pk_lexpr *a, const pk_lexpr *b);
+/* Constant folding; i64 index arithmetic (index_math) in canonical affine form Σ c·x + c0
+ * (variables in creation order, then other atoms); floor div/mod by a positive constant
+ * resolved when the remainder provably stays in one period; min/max, comparisons, select,
+ * && and || decided when the ranges prove them. Returns e itself when nothing changed. */
+pk_lexpr *pk_lx_simplify(pk_ctx *ctx, const pk_lranges *r, pk_lexpr *e);
+
+/* The affine view of an i64 index expression: Σ coef[i]·atom[i] + c0, where an atom is a
+ * variable or an opaque subexpression (a load, min/max, an undecided division, ...);
+ * atoms are distinct (pk_lx_equal) with non-zero coefficients. */
+#define PK_AFFINE_MAX 16
+typedef struct pk_affine {
+  int n;
+  pk_lexpr *atom[PK_AFFINE_MAX];
+  int64_t coef[PK_AFFINE_MAX];
+  int64_t c0;
+} pk_affine;
+/* False when the form does not fit (more than PK_AFFINE_MAX atoms, coefficient overflow). */
+bool pk_lx_affine(pk_ctx *ctx, const pk_lranges *r, pk_lexpr *e, pk_affine *out);
+/* a += scale * b; false on overflow or too many atoms. */
+bool pk_affine_add(pk_affine *a, const pk_affine *b, int64_t scale);
+pk_lexpr *pk_affine_expr(pk_ctx *ctx, const pk_affine *a); /* canonical expression */
+
+/* ---- lowering (schedule/lower.c and the files lower_impl.h lists) ----
+ * Lowers prog with sched (made by pk_sched_new(ctx, prog); NULL: the default, which is
+ * exactly a schedule with no steps) into one kernel whose parameters are prog's tensors in
+ * definition order: placeholders are inputs, computes outputs (an inlined compute's
+ * parameter is left unwritten: pk_sched_is_materialized). What code generators get:
+ *   - every FOR runs from 0 over a constant extent; kinds come from the schedule
+ *     (VECTORIZED: annotation = lanes = extent, 2..64; UNROLLED: annotation = depth); a
+ *     PARALLEL loop never nests in another;
+ *   - a split that does not divide leaves an IF (counter < extent) in the innermost loop
+ *     whose variable it reads; in a vectorized loop such a guard is instead the STORE's
+ *     mask, which covers evaluating the value too (no loads on masked-off lanes);
+ *   - a stage computed at a loop sits at the start of the loop's body: LETs binding the
+ *     region's clamped mins, the ALLOC of its LOCAL or WORKSPACE buffer (shape = the
+ *     region's extents, indices relative to the region) around its nest and the rest of
+ *     the body; a root LOCAL/WORKSPACE stage is an ALLOC around the rest of the kernel
+ *     (root LOCAL stages over 64 KiB are put in the workspace);
+ *   - WORKSPACE buffers sit at fixed 64-byte aligned ws_offset, never inside a parallel
+ *     loop; workspace_bytes is their total, 64-byte aligned;
+ *   - a reduction whose reduce loops are innermost, with nothing attached among them,
+ *     accumulates in a 1-element LOCAL buffer; otherwise in its own buffer, initialised
+ *     by a nest just before its outermost reduce loop.
+ * PK_ERR_SCHEDULE for what only lowering sees: a workspace stage inside a parallel loop,
+ * an attachment to a loop that is not there or to a stage that does not follow. */
 typedef struct pk_schedule pk_schedule;
 pk_status pk_sched_lower(pk_ctx *ctx, const pk_te_program *prog, const pk_schedule *sched,
                          const char *name, pk_lfunc **out);

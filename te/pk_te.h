@@ -166,4 +166,10 @@ typedef struct pk_te_ref {
 pk_te_ref *pk_te_ref_new(pk_ctx *ctx, const pk_te_program *p);
 pk_status pk_te_interp_run(pk_ctx *ctx, const pk_te_program *p, pk_te_ref *ref);
 
+/* ---- canonical ids (appended for schedules: stage/iter names use the same numbering) ----
+ * ids[a->id] = n where reduce axis a prints as "k<n>" in pk_te_print(p): numbered by first
+ * use in canonical print order, unused axes after, in declaration order. ids holds
+ * p->nreduce entries. (te/canon_ids.c; agrees with printer.c, which tests check.) */
+void pk_te_reduce_axis_canon_ids(const pk_te_program *p, int *ids);
+
 #endif

@@ -2,3 +2,4 @@
 pk_add_test(test_ops_codegen LIBS pk_codegen LABELS codegen)
 pk_add_test(test_random_te LIBS pk_codegen LABELS codegen)
 pk_add_test(test_codegen_unit LIBS pk_codegen LABELS codegen sanitize)
+pk_add_test(test_random_schedule LIBS pk_codegen pk_te LABELS codegen schedule TIMEOUT 600)

@@ -1,7 +1,8 @@
 /* test_codegen_unit.c — the C backend's contracts: the build cache (hit on the same source,
  * miss on other flags), compiler failures as PK_ERR_BUILD with the compiler's message,
- * kernels refusing wrong buffers, views through offsets, loop kinds the C backend cannot
- * emit yet refused clearly, and several kernels in one object. */
+ * kernels refusing wrong buffers, views through offsets, GPU loop kinds refused clearly by
+ * the C backend, and several kernels in one object. (Parallel, vectorized and unrolled loops
+ * are tested in test_emit_c.c.) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +102,7 @@ static void test_kernel_contracts(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt) {
 
 static void test_unsupported_loops(pk_ctx *ctx) {
   pk_te_program *p = parse(ctx, scale_te);
-  const pk_loop_kind kinds[] = {PK_LOOP_PARALLEL, PK_LOOP_VECTORIZED, PK_LOOP_GPU_THREAD_X};
+  const pk_loop_kind kinds[] = {PK_LOOP_GPU_BLOCK_X, PK_LOOP_GPU_THREAD_Y, PK_LOOP_GPU_THREAD_X};
   for (int i = 0; i < 3; i++) {
     pk_lfunc *f;
     pk_sched_lower(ctx, p, NULL, "k0", &f);

@@ -1,0 +1,187 @@
+/* bench_matmul.c — GFLOP/s of generated matmul kernels (default schedule and the hand
+ * schedule of bench/hand_schedules.c) beside OpenBLAS cblas_sgemm, one pinned thread, in
+ * one run; and conv2d 3x3 (hand vs default). Every kernel is first checked against the
+ * interpreter (outputs compared element by element), so a fast wrong kernel cannot pass.
+ * Prints a markdown table. Never fails on a timing: exit 1 only on a wrong result.
+ *
+ * Usage: bench_matmul [--quick]     (--quick: 10 ms repeats, for smoke runs in CI) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hand_schedules.h"
+#include "pk_measure.h"
+#include "pk_ops.h"
+
+#define SGEMM_SIGNATURE "void(i32,i32,i32,i32,i32,i32,f32,ptr,i32,ptr,i32,f32,ptr,i32)"
+
+typedef struct gemm_case {
+  int64_t m, n, k;
+  bool trans_a, trans_b;
+} gemm_case;
+
+static const gemm_case cases[] = {
+    {1024, 1024, 1024, false, false},
+    {128, 3072, 768, false, false},
+    {32, 256, 784, false, true},  /* MLP forward: X · W^T */
+    {256, 784, 32, true, false},  /* its weight gradient: dY^T · X */
+    {3072, 768, 128, true, false},
+};
+
+typedef struct run_arg {
+  const pkrt_kernel_desc *k;
+  pk_host_buffers *hb;
+  void *workspace;
+  pkrt_exec_ctx *exec;
+} run_arg;
+
+static int run_kernel(void *p) {
+  run_arg *r = p;
+  return r->k->fn(r->hb->bufs, r->hb->n, NULL, 0, r->workspace, r->exec);
+}
+
+typedef struct sgemm_arg {
+  const pkrt_extern *fn;
+  int32_t ta, tb, m, n, k, lda, ldb;
+  const void *a, *b;
+  void *c;
+} sgemm_arg;
+
+static int run_sgemm(void *p) {
+  sgemm_arg *r = p;
+  int32_t order = 101, ldc = r->n;
+  float alpha = 1, beta = 0;
+  void *args[] = {&order, &r->ta, &r->tb, &r->m, &r->n, &r->k, &alpha, (void *)&r->a, &r->lda,
+                  (void *)&r->b, &r->ldb, &beta, &r->c, &ldc};
+  pkrt_extern_call(r->fn, args, NULL);
+  return 0;
+}
+
+/* Builds prog with sched, checks it against the interpreter, and times it. */
+static int time_scheduled(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *prog,
+                          pk_schedule *sched, int64_t min_ns, pk_host_buffers *hb, double *ns) {
+  pkrt_module *m;
+  if (pk_build_scheduled(ctx, cc, rt, &prog, &sched, 1, &m) != PK_OK) {
+    fprintf(stderr, "build: %s\n", pk_ctx_error(ctx));
+    return 1;
+  }
+  const pkrt_kernel_desc *k = pkrt_module_find(m, "k0");
+  pk_kernel_check_result res;
+  if (pk_kernel_check_scheduled(ctx, rt, prog, sched, k, 11, &res) != PK_OK) {
+    fprintf(stderr, "WRONG RESULT: %s\n", pk_ctx_error(ctx));
+    pkrt_module_free(m);
+    return 1;
+  }
+  void *ws = k->workspace_bytes ? aligned_alloc(64, ((size_t)k->workspace_bytes + 63) / 64 * 64) : NULL;
+  run_arg ra = {k, hb, ws, pkrt_ctx_exec(rt)};
+  pk_timing t;
+  int rc = pk_measure(run_kernel, &ra, min_ns, &t);
+  *ns = t.median_ns;
+  free(ws);
+  pkrt_module_free(m);
+  return rc != 0;
+}
+
+static pk_te_program *matmul_program(pk_ctx *ctx, const gemm_case *c) {
+  pk_op_params prm = {.ninputs = 2};
+  prm.in[0] = (pk_op_input){2, {c->trans_a ? c->k : c->m, c->trans_a ? c->m : c->k}, PKRT_DTYPE_F32};
+  prm.in[1] = (pk_op_input){2, {c->trans_b ? c->n : c->k, c->trans_b ? c->k : c->n}, PKRT_DTYPE_F32};
+  prm.attrs.trans_a = c->trans_a;
+  prm.attrs.trans_b = c->trans_b;
+  pk_te_program *p = NULL;
+  if (pk_op_build(ctx, PK_OP_MATMUL, &prm, &p) != PK_OK) fprintf(stderr, "%s\n", pk_ctx_error(ctx));
+  return p;
+}
+
+static int bench_gemm(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const pkrt_extern *sgemm,
+                      const gemm_case *c, int64_t min_ns) {
+  pk_te_program *p = matmul_program(ctx, c);
+  if (!p) return 1;
+  pk_host_buffers hb;
+  pk_te_ref *ref = pk_te_ref_new(ctx, p);
+  pk_te_ref_fill_random(p, ref, 3);
+  if (pk_host_buffers_new(ctx, p, &hb) != PK_OK) return 1;
+  for (int i = 0; i < 2; i++) pk_te_ref_to_buffer(p->tensors[i], &ref->tensors[i], hb.data[i]);
+
+  double flops = 2.0 * (double)c->m * (double)c->n * (double)c->k;
+  double naive_ns = 0, hand_ns = 0, blas_ns = 0;
+  int bad = 0;
+  /* The naive kernel takes seconds at 1024^3: time it with the minimum repeats only. */
+  bad |= time_scheduled(ctx, cc, rt, p, pk_sched_new(ctx, p), min_ns / 10, &hb, &naive_ns);
+  pk_schedule *hand = pk_sched_new(ctx, p);
+  if (pk_hand_schedule_matmul(hand) != PK_OK) {
+    fprintf(stderr, "hand schedule: %s\n", pk_ctx_error(ctx));
+    return 1;
+  }
+  bad |= time_scheduled(ctx, cc, rt, p, hand, min_ns, &hb, &hand_ns);
+  if (sgemm) {
+    sgemm_arg sa = {sgemm, c->trans_a ? 112 : 111, c->trans_b ? 112 : 111, (int32_t)c->m,
+                    (int32_t)c->n, (int32_t)c->k, (int32_t)p->tensors[0]->shape[1],
+                    (int32_t)p->tensors[1]->shape[1], hb.data[0], hb.data[1], hb.data[2]};
+    pk_timing t;
+    pk_measure(run_sgemm, &sa, min_ns, &t);
+    blas_ns = t.median_ns;
+  }
+  printf("| %lld×%lld×%lld %s%s | %.2f | %.1f | %.1f | %.0f%% |\n", (long long)c->m,
+         (long long)c->n, (long long)c->k, c->trans_a ? "T" : "N", c->trans_b ? "T" : "N",
+         flops / naive_ns, flops / hand_ns, blas_ns > 0 ? flops / blas_ns : 0.0,
+         blas_ns > 0 ? 100.0 * blas_ns / hand_ns : 0.0);
+  fflush(stdout);
+  pk_host_buffers_free(&hb);
+  return bad;
+}
+
+static int bench_conv(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, int64_t min_ns) {
+  pk_op_params prm = {.ninputs = 2};
+  prm.in[0] = (pk_op_input){4, {8, 64, 32, 32}, PKRT_DTYPE_F32};
+  prm.in[1] = (pk_op_input){4, {64, 64, 3, 3}, PKRT_DTYPE_F32};
+  prm.attrs.pad[0] = prm.attrs.pad[1] = prm.attrs.pad[2] = prm.attrs.pad[3] = 1;
+  pk_te_program *p;
+  if (pk_op_build(ctx, PK_OP_CONV2D, &prm, &p) != PK_OK) return 1;
+  pk_host_buffers hb;
+  pk_te_ref *ref = pk_te_ref_new(ctx, p);
+  pk_te_ref_fill_random(p, ref, 3);
+  if (pk_host_buffers_new(ctx, p, &hb) != PK_OK) return 1;
+  for (int i = 0; i < 2; i++) pk_te_ref_to_buffer(p->tensors[i], &ref->tensors[i], hb.data[i]);
+  double flops = 2.0 * 8 * 64 * 32 * 32 * 64 * 9;
+  double naive_ns = 0, hand_ns = 0;
+  int bad = time_scheduled(ctx, cc, rt, p, pk_sched_new(ctx, p), min_ns / 10, &hb, &naive_ns);
+  pk_schedule *hand = pk_sched_new(ctx, p);
+  if (pk_hand_schedule_conv2d(hand) != PK_OK) {
+    fprintf(stderr, "hand schedule: %s\n", pk_ctx_error(ctx));
+    return 1;
+  }
+  bad |= time_scheduled(ctx, cc, rt, p, hand, min_ns, &hb, &hand_ns);
+  printf("\n| conv2d 3×3, N=8, C=O=64, 32×32, pad 1 | default GFLOP/s | hand GFLOP/s | hand / default |\n"
+         "|---|---|---|---|\n| | %.2f | %.1f | %.1f× |\n",
+         flops / naive_ns, flops / hand_ns, naive_ns / hand_ns);
+  pk_host_buffers_free(&hb);
+  return bad;
+}
+
+int main(int argc, char **argv) {
+  int64_t min_ns = argc > 1 && !strcmp(argv[1], "--quick") ? PK_MEASURE_MIN_NS / 5 : PK_MEASURE_MIN_NS;
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  int cpu = pk_measure_pin_thread();
+  pk_ctx *ctx = pk_ctx_new();
+  pkrt_ctx *rt = pkrt_ctx_new(1);
+  pk_cc *cc;
+  if (pk_cc_new(ctx, NULL, &cc) != PK_OK) {
+    fprintf(stderr, "%s\n", pk_ctx_error(ctx));
+    return 1;
+  }
+  pkrt_extern *sgemm = NULL;
+  if (pkrt_extern_open(rt, "libopenblas.so.0", "cblas_sgemm", SGEMM_SIGNATURE, &sgemm) != PKRT_OK)
+    printf("OpenBLAS unavailable: %s\n", pkrt_ctx_error(rt));
+  printf("pock bench_matmul: 1 thread pinned to CPU %d, fp32, median of repeats >= %lld ms, %s\n\n",
+         cpu, (long long)(min_ns / 1000000), pk_cc_version(cc));
+  printf("| M×N×K layout | default GFLOP/s | hand GFLOP/s | OpenBLAS GFLOP/s | hand / OpenBLAS |\n"
+         "|---|---|---|---|---|\n");
+  int bad = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) bad |= bench_gemm(ctx, cc, rt, sgemm, &cases[i], min_ns);
+  bad |= bench_conv(ctx, cc, rt, min_ns);
+  if (sgemm) pkrt_extern_free(sgemm);
+  pkrt_ctx_free(rt);
+  pk_ctx_free(ctx);
+  return bad;
+}

@@ -1,0 +1,62 @@
+/* hand_schedules.c — the hand schedules for GEMM and conv2d, written with the public
+ * schedule primitives only (so each is also a trace the tuner could have found). */
+#include "hand_schedules.h"
+
+#define TRY(call)                     \
+  do {                                \
+    pk_status st_ = (call);           \
+    if (st_ != PK_OK) return st_;     \
+  } while (0)
+
+/* Tensor ids of pk_op_build(PK_OP_MATMUL): t0 = A, t1 = B, t2 = C; C's axes i0 (rows),
+ * i1 (columns), reduce axis k0. */
+pk_status pk_hand_schedule_matmul(pk_schedule *s) {
+  /* 6 rows × 2 vectors: 12 accumulators, 2 B vectors and a broadcast A fit the 16
+   * vector registers of AVX2 and of AVX-512 alike. */
+  const int64_t LANES = pk_cgen_host_vector_bytes() / 4, MR = 6, NR = 2 * LANES;
+  const char *readers[] = {"t2"};
+  /* B packed as [N/32][K][32]: the micro-kernel reads 32 contiguous floats per k. The
+   * block dim is B's column dim: 1 for B[K, N], 0 for B[N, K] (trans_b). */
+  int b_cols_dim = s->orig->tensors[1]->shape[1] == s->orig->tensors[2]->shape[1] ? 1 : 0;
+  TRY(pk_sched_cache_read(s, "t1", "ws", 1, readers, b_cols_dim, NR));
+  TRY(pk_sched_cache_write(s, "t2", "local"));
+  /* C's tiles: columns outermost so one packed B panel (K × 32) stays in L2 while every
+   * row tile streams past it. */
+  TRY(pk_sched_tile(s, "t2", "i0", "i1", MR, NR));
+  const char *order[] = {"i1.o", "i0.o", "i0.i", "i1.i"};
+  TRY(pk_sched_reorder(s, "t2", 4, order));
+  TRY(pk_sched_split(s, "t2", "i1.i", LANES));
+  TRY(pk_sched_vectorize(s, "t2", "i1.i.i"));
+  /* The accumulator tile: k outside, 6 rows × 2 vectors unrolled inside. */
+  TRY(pk_sched_compute_at(s, "t2.local", "t2", "i0.o"));
+  TRY(pk_sched_split(s, "t2.local", "i0", MR));
+  TRY(pk_sched_split(s, "t2.local", "i1", NR));
+  TRY(pk_sched_split(s, "t2.local", "i1.i", LANES));
+  const char *tile[] = {"i0.o", "i1.o", "k0", "i0.i", "i1.i.o", "i1.i.i"};
+  TRY(pk_sched_reorder(s, "t2.local", 6, tile));
+  TRY(pk_sched_unroll(s, "t2.local", "i0.i", 0));
+  TRY(pk_sched_unroll(s, "t2.local", "i1.i.o", 0));
+  TRY(pk_sched_vectorize(s, "t2.local", "i1.i.i"));
+  return PK_OK;
+}
+
+/* Tensor ids of pk_op_build(PK_OP_CONV2D): t0 = X, t1 = W, t2 = Y[n, o, h, w]; reduce
+ * axes k0 (input channel), k1, k2 (kernel rows, columns). */
+pk_status pk_hand_schedule_conv2d(pk_schedule *s) {
+  const int64_t OR = 4, WR = pk_cgen_host_vector_bytes() / 4 * 2;
+  TRY(pk_sched_cache_write(s, "t2", "local"));
+  TRY(pk_sched_split(s, "t2", "i1", OR));
+  TRY(pk_sched_split(s, "t2", "i3", WR));
+  const char *order[] = {"i0", "i1.o", "i2", "i3.o", "i1.i", "i3.i"};
+  TRY(pk_sched_reorder(s, "t2", 6, order));
+  TRY(pk_sched_vectorize(s, "t2", "i3.i"));
+  TRY(pk_sched_compute_at(s, "t2.local", "t2", "i3.o"));
+  TRY(pk_sched_split(s, "t2.local", "i1", OR));
+  TRY(pk_sched_split(s, "t2.local", "i3", WR));
+  const char *tile[] = {"i0", "i1.o", "i2", "i3.o", "k0", "k1", "k2", "i1.i", "i3.i"};
+  TRY(pk_sched_reorder(s, "t2.local", 9, tile));
+  TRY(pk_sched_unroll(s, "t2.local", "i1.i", 0));
+  TRY(pk_sched_unroll(s, "t2.local", "k2", 0));
+  TRY(pk_sched_vectorize(s, "t2.local", "i3.i"));
+  return PK_OK;
+}

@@ -1,0 +1,16 @@
+/* hand_schedules.h — schedules written by hand for the benchmark shapes: what the tuner's
+ * search space must at least contain, and the yardstick its results are compared with. */
+#ifndef PK_HAND_SCHEDULES_H
+#define PK_HAND_SCHEDULES_H
+
+#include "pk_codegen.h"
+#include "pk_schedule.h"
+
+/* C = A·B (program from pk_op_build(PK_OP_MATMUL), any transposes): packed B panels in the
+ * workspace, a 6 × (2 vectors) register tile of accumulators, k outermost in the tile. */
+pk_status pk_hand_schedule_matmul(pk_schedule *s);
+/* conv2d NCHW (program from pk_op_build(PK_OP_CONV2D)): a 4-channel × (2 vectors of
+ * columns) register tile, reductions over c, r, s outside it, columns vectorized. */
+pk_status pk_hand_schedule_conv2d(pk_schedule *s);
+
+#endif
