@@ -13,12 +13,14 @@ typedef struct te_options {
   const char *dump_after; /* "parse" or "lower" (te c) */
   const char *schedule;   /* a JSON schedule trace (docs/schedule.md) */
   int64_t seed;
+  int64_t threads; /* the runtime's thread pool for parallel loops */
   bool bench;
 } te_options;
 
 static int parse_options(int argc, char **argv, te_options *o) {
   memset(o, 0, sizeof *o);
   o->seed = 1;
+  o->threads = 1;
   if (argc < 1) return pk_cli_usage("te: expected a verb: check, c or run");
   o->verb = argv[0];
   if (strcmp(o->verb, "check") && strcmp(o->verb, "c") && strcmp(o->verb, "run"))
@@ -31,6 +33,9 @@ static int parse_options(int argc, char **argv, te_options *o) {
     } else if (!strcmp(a, "--seed")) {
       if (!has_value || !pk_cli_parse_i64(argv[++i], &o->seed) || o->seed < 0)
         return pk_cli_usage("te: --seed needs a non-negative integer");
+    } else if (!strcmp(a, "--threads")) {
+      if (!has_value || !pk_cli_parse_i64(argv[++i], &o->threads) || o->threads < 1 || o->threads > 512)
+        return pk_cli_usage("te: --threads needs an integer in 1..512");
     } else if (!strcmp(a, "--cc") || !strcmp(a, "--cflags") || !strcmp(a, "--dump-after") ||
                !strcmp(a, "--schedule")) {
       if (!has_value) return pk_cli_usage("te: %s needs a value", a);
@@ -80,7 +85,7 @@ static int te_run(pk_ctx *ctx, const te_options *o, pk_te_program *prog, pk_sche
   pk_cc_options copts = {o->cc, o->cflags, NULL};
   pk_status s = pk_cc_new(ctx, &copts, &cc);
   if (s != PK_OK) return pk_cli_fail(ctx, s);
-  pkrt_ctx *rt = pkrt_ctx_new(1);
+  pkrt_ctx *rt = pkrt_ctx_new((int)o->threads);
   pkrt_module *m = NULL;
   int rc = PK_EXIT_OK;
   s = pk_build_scheduled(ctx, cc, rt, &prog, &sched, 1, &m);

@@ -14,7 +14,7 @@ static const char usage[] =
     "  te check FILE            parse and check a tensor expression; print its canonical form\n"
     "  te c FILE                print the generated C (--dump-after parse|lower for the IR)\n"
     "  te run FILE              build, run on random inputs, compare with the interpreter\n"
-    "                           [--seed N] [--bench] [--cc CC] [--cflags FLAGS]\n"
+    "                           [--seed N] [--bench] [--threads N] [--cc CC] [--cflags FLAGS]\n"
     "  (te c and te run take --schedule S.json: a schedule trace, docs/schedule.md)\n"
     "  --version                print the version\n"
     "\n"

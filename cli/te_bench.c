@@ -118,7 +118,8 @@ pk_status pk_cli_te_bench(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
     return pk_ctx_fail(ctx, PK_ERR_NOMEM, "out of memory for the kernel's workspace");
   }
   kernel_run kr = {k, &hb, ws, pkrt_ctx_exec(rt)};
-  int cpu = pk_measure_pin_thread();
+  /* Pinning the caller would squeeze a thread pool onto one CPU: pin only when serial. */
+  int cpu = pkrt_ctx_threads(rt) == 1 ? pk_measure_pin_thread() : -1;
   pk_timing kt;
   if (pk_measure(run_kernel, &kr, PK_MEASURE_MIN_NS, &kt) != 0) {
     free(ws);
@@ -126,8 +127,9 @@ pk_status pk_cli_te_bench(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
     return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel %s failed while benchmarking", k->name);
   }
   double kns = kt.median_ns;
-  printf("bench: %.0f FLOP per call, 1 thread%s, median of %d repeats (>= 50 ms)\n", flops,
-         cpu >= 0 ? " pinned" : "", kt.repeats);
+  printf("bench: %.0f FLOP per call, %d thread%s%s, median of %d repeats (>= 50 ms)\n", flops,
+         pkrt_ctx_threads(rt), pkrt_ctx_threads(rt) == 1 ? "" : "s",
+         cpu >= 0 && pkrt_ctx_threads(rt) == 1 ? " pinned" : "", kt.repeats);
   printf("  pock kernel                     %10.1f us  %8.2f GFLOP/s\n", kns * 1e-3, flops / kns);
 
   matmul_shape mm;

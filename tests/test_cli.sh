@@ -44,6 +44,16 @@ done
 expect c_has_descriptor 0 'pkrt_module' -- te c "$src/examples/te/matmul_512.te"
 expect c_dump_lower 0 '^func k0' -- te c "$src/examples/te/matmul_512.te" --dump-after lower
 expect bench_matmul 0 'openblas cblas_sgemm' -- te run "$src/examples/te/matmul_512.te" --bench
+expect run_scheduled 0 'schedule: .*13 steps' -- te run "$src/examples/te/matmul_512.te" \
+  --schedule "$src/examples/schedules/matmul_512.json" --threads 2
+expect c_scheduled 0 'parallel_for' -- te c "$src/examples/te/matmul_512.te" \
+  --schedule "$src/examples/schedules/matmul_512.json"
+expect bad_threads 2 'threads' -- te run x.te --threads 0
+printf '{"version":1,"steps":[{"step":"split","stage":"t2","axis":"i9","factor":4}]}' >"$tmp/bad_axis.json"
+expect schedule_illegal 1 "step 0 \\(split\\).*i9" -- te run "$src/examples/te/matmul_512.te" --schedule "$tmp/bad_axis.json"
+printf '{"version":1,"steps":[{"step":"split"' >"$tmp/trunc.json"
+expect schedule_malformed 1 'schedule trace' -- te run "$src/examples/te/matmul_512.te" --schedule "$tmp/trunc.json"
+expect schedule_with_check 2 'schedule' -- te check "$src/examples/te/matmul_512.te" --schedule "$tmp/trunc.json"
 
 # Bad input: clear message naming the problem, exit 1, never a crash.
 bad() { # bad NAME PATTERN TEXT

@@ -86,7 +86,18 @@ static pk_status random_step(rng *r, pk_schedule *s) {
     return pk_sched_cache_read(s, tname, pick(r, 2) ? "ws" : "local", 1, readers, block_dim,
                                block_dim < 0 ? 0 : random_factor(r, t->shape[block_dim]));
   }
-  default: return pk_sched_rfactor(s, name, random_leaf(r, st));
+  default: { /* rfactor takes the inner half of a split reduce axis: make one if needed */
+    const pk_iter *red = NULL;
+    for (int i = 0; i < st->nleaf; i++)
+      if (st->leaf[i]->reduce && (!red || pick(r, 2))) red = st->leaf[i];
+    if (!red) return PK_ERR_SCHEDULE;
+    if (red->rel != PK_ITER_SPLIT_INNER) {
+      pk_status sp = pk_sched_split(s, name, red->name, random_factor(r, red->extent));
+      if (sp != PK_OK) return sp;
+      red = red->split_inner;
+    }
+    return pk_sched_rfactor(s, name, red->name);
+  }
   }
 }
 
@@ -104,6 +115,7 @@ static pk_schedule *random_schedule(pk_ctx *ctx, rng *r, const pk_te_program *p,
 }
 
 static int failures;
+static int legal_by_kind[PK_STEP_COUNT_];
 
 /* Lowers both the schedule and its JSON replay; the C must be identical. */
 static bool replay_gives_same_c(pk_ctx *ctx, const pk_te_program *p, pk_schedule *s) {
@@ -143,8 +155,8 @@ int main(int argc, char **argv) {
     while (done < per_op) {
       pk_te_program *progs[BATCH];
       pk_schedule *scheds[BATCH];
-      int n = 0;
-      while (n < BATCH && done + n < per_op) {
+      int n = 0, attempts = 0;
+      while (n < BATCH && done + n < per_op && attempts++ < 2 * BATCH) {
         const pk_op_example *e = &ex[mine[(done + n) % nmine]];
         if (pk_op_build(ctx, e->op, &e->prm, &progs[n]) != PK_OK) {
           printf("FAIL build %s: %s\n", e->label, pk_ctx_error(ctx));
@@ -165,6 +177,7 @@ int main(int argc, char **argv) {
           pk_ctx_clear_error(ctx);
           continue; /* draw another */
         }
+        for (int i = 0; i < scheds[n]->nsteps; i++) legal_by_kind[scheds[n]->steps[i].kind]++;
         n++;
       }
       pkrt_module *m;
@@ -202,6 +215,17 @@ int main(int argc, char **argv) {
     printf("%s %s: %d random schedules\n", failures ? "...." : "PASS", pk_op_name((pk_op_kind)op), done);
     fflush(stdout);
   }
+  /* The test is only as strong as the steps it draws: every primitive the generator
+   * calls must have succeeded somewhere (bind is GPU-only; compute_root is the default). */
+  printf("legal steps by primitive:");
+  for (int k = 0; k < PK_STEP_COUNT_; k++) {
+    printf(" %s %d", pk_step_kind_name((pk_step_kind)k), legal_by_kind[k]);
+    if (!legal_by_kind[k] && k != PK_STEP_BIND && k != PK_STEP_COMPUTE_ROOT && per_op >= 50) {
+      printf(" (FAIL: never drawn legally)");
+      failures++;
+    }
+  }
+  printf("\n");
   printf("%s random_schedule: %d schedules (%d legal steps) checked, %d failures\n",
          failures ? "FAIL" : "PASS", total, steps_total, failures);
   pkrt_ctx_free(rt);
