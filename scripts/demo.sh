@@ -13,3 +13,5 @@ for f in examples/te/*.te; do
 done
 echo "== pock te run examples/te/matmul_512.te --bench"
 build/cli/pock te run examples/te/matmul_512.te --bench
+echo "== the same TE with a schedule trace (docs/schedule.md)"
+build/cli/pock te run examples/te/matmul_512.te --schedule examples/schedules/matmul_512.json --bench

@@ -1,0 +1,106 @@
+/* measure_impl.h — the measurer's internals shared by its files: one candidate's job as it
+ * goes through build and measurement, the worker's request/reply messages, and the
+ * EINTR-safe process and pipe helpers. */
+#ifndef PK_MEASURE_IMPL_H
+#define PK_MEASURE_IMPL_H
+
+#include <sys/types.h>
+
+#include "pk_measurer.h"
+
+#define MEAS_ERROR_BYTES 1024 /* a reply's message; keeps a reply below PIPE_BUF (atomic) */
+
+/* cblas_sgemm's arguments for a program whose only compute is C = A·B (either operand
+ * possibly transposed), with the tensors' ids to pass as A, B and C. */
+typedef struct meas_sgemm_plan {
+  int32_t a, b, c;
+  int32_t trans_a, trans_b;
+  int32_t m, n, k, lda, ldb, ldc;
+} meas_sgemm_plan;
+
+/* One candidate on its way through the measurer. */
+typedef struct meas_job {
+  /* what to build: a trace (NULL: the default schedule), or hand-written source */
+  const char *trace;
+  const char *source;
+  /* an extern candidate instead: nothing to build */
+  bool is_extern;
+  const char *lib, *sym, *sig;
+  meas_sgemm_plan plan;
+  /* result of the build phase; a job that is not ready with status OK is still to build */
+  bool ready;             /* built (or extern): to be measured */
+  pk_meas_status status;  /* when not ready: why not */
+  const char *error;
+  const char *so_path;
+  const char *check_mask; /* per tensor of the program: '1' = compare this output */
+} meas_job;
+
+struct pk_measurer {
+  pk_ctx *ctx;            /* the caller's: measurement messages, failures */
+  pk_ctx *own;            /* the compiler driver, settings JSON */
+  pk_measure_settings settings;
+  pk_cc *cc;
+  int jobs;
+  int pinned_cpu;         /* the CPU children pin to (-1: none) */
+  const char *settings_json;
+  pid_t worker;           /* -1 once reaped */
+  int link;               /* socket to the worker (requests out, replies in); -1 closed */
+  bool broken;            /* the worker died: nothing more can be measured */
+};
+
+/* ---- the worker's protocol: a fixed head, then the strings it counts ---- */
+enum { MEAS_REQ_KERNEL = 1, MEAS_REQ_SGEMM = 2 };
+
+typedef struct meas_request {
+  int32_t kind;
+  int32_t pin;
+  uint64_t seed;
+  int64_t min_ns;
+  double timeout_s;
+  meas_sgemm_plan plan;
+  uint32_t len[5]; /* strings that follow, NUL included: te, so/lib, kernel/sym, mask, sig */
+} meas_request;
+
+typedef struct meas_reply {
+  int32_t status;  /* pk_meas_status */
+  int32_t cpu;     /* where it ran pinned (-1: not pinned) */
+  pk_timing timing;
+  char error[MEAS_ERROR_BYTES];
+} meas_reply;
+
+/* ---- build phase (measure_build.c) ---- */
+/* Lowers, emits and compiles the ready-to-build jobs in child processes, up to m->jobs at
+ * once; fills each job's ready/status/error/so_path/check_mask. Strings go in run. */
+void meas_build_batch(pk_measurer *m, pk_ctx *run, const pk_te_program *prog, meas_job *jobs,
+                      int n);
+
+/* ---- worker (measure_worker.c) and its children (measure_child.c) ---- */
+noreturn void meas_worker_main(int link);
+/* Runs in the child: loads, checks and times; writes one meas_reply to result_fd; exits. */
+noreturn void meas_child_main(pk_ctx *ctx, const pk_te_program *prog, const pk_te_ref *ref,
+                              const meas_request *rq, char *const *str, int result_fd);
+
+/* ---- extern kernels (measure_extern.c) ---- */
+/* True when prog computes exactly one C = A·B that cblas_sgemm can compute. */
+bool meas_sgemm_plan_of(const pk_te_program *prog, meas_sgemm_plan *plan);
+void meas_sgemm_call(const pkrt_extern *fn, const meas_sgemm_plan *plan, void *const *data);
+
+/* ---- processes and pipes (measure_io.c) ---- */
+/* Whole reads/writes, retried on EINTR and short counts. read: 1 done, 0 clean EOF before
+ * any byte, -1 error or EOF midway. write: 0 done, -1 error (a socket whose peer is gone
+ * is an error, never a SIGPIPE). */
+int meas_read_full(int fd, void *buf, size_t len);
+int meas_write_full(int fd, const void *buf, size_t len);
+/* waitpid retried on EINTR; returns the wait status, or -1. */
+int meas_wait(pid_t pid);
+/* Closes every descriptor above 2 except those in keep (in a freshly forked child, so
+ * pipes of other processes do not stay open through it). */
+void meas_close_fds_except(const int *keep, int nkeep);
+/* Asks for SIGKILL when the parent dies (it cannot leave a runaway behind); exits at once
+ * if the parent is already gone. */
+void meas_die_with_parent(pid_t parent);
+/* Copies s (may be NULL) into a reply's message buffer, truncating. */
+void meas_set_error(char *dst, const char *s);
+const char *meas_signal_name(int sig);
+
+#endif

@@ -1,0 +1,82 @@
+/* pk_measurer.h — the tuner's measurer: builds a batch of candidates on all cores, then
+ * times each one, alone, in its own process, checked against the interpreter, with a time
+ * limit, so a crash, hang or wrong result is a failed measurement, never the end of a run.
+ *
+ * Usage (what `pock tune` does; docs/measurer.md has the design):
+ *   pk_measure_settings set; pk_measure_settings_default(&set);    // 50 ms, 10 s, pinned
+ *   set.timeout_s = 5;
+ *   pk_measurer *m;
+ *   pk_measurer_new(ctx, &set, &m);    // FIRST: before any thread or database exists
+ *   ...
+ *   pk_measurement out[16];
+ *   if (pk_measurer_run(m, &task, cands, 16, out) != PK_OK) ... // the measurer broke (rare)
+ *   for (i...) record.meas = out[i]; pk_measurer_fill_record(m, &record); ... commit
+ *   pk_measurer_free(m);               // stops the worker; no process is left behind
+ *
+ * Processes. pk_measurer_new forks the measurement worker at once: it must never have
+ * threads, because forking a threaded process can hang the child (a lock held by another
+ * thread stays held forever). The worker forks one child per candidate; the child loads the
+ * kernel through the runtime's loader, runs it once on seeded random inputs, compares every
+ * output with the interpreter (computed once per task in the worker), then times it pinned
+ * to one CPU. Builds run in child processes of the caller, up to `jobs` at a time.
+ */
+#ifndef PK_MEASURER_H
+#define PK_MEASURER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pk_autotune.h"
+
+typedef struct pk_measure_settings {
+  int64_t min_ns;         /* timed repeats last at least this long (>= 5 calls after one
+                             warm-up); default PK_MEASURE_MIN_NS (50 ms) */
+  double timeout_s;       /* per candidate: load + check + timing, then SIGKILL; default 10 */
+  double build_timeout_s; /* per candidate: lowering + compiling; default 120 */
+  bool pin;               /* pin the measuring process to one CPU; default true */
+  int jobs;               /* parallel builds; 0 (default): the CPUs this process may use */
+  uint64_t seed;          /* random inputs; the reference is computed once per task + seed */
+  pk_cc_options cc;       /* compiler, flags, kernel cache (NULL fields: the defaults) */
+  /* Called after each candidate's result is final, in index order, while the batch goes
+   * on: commit the record and print progress here. NULL: no call. */
+  void (*on_measured)(void *arg, int index, const pk_measurement *meas);
+  void *on_measured_arg;
+} pk_measure_settings;
+
+void pk_measure_settings_default(pk_measure_settings *s);
+
+typedef struct pk_measurer pk_measurer;
+
+/* Forks the worker and finds the compiler. settings NULL: the defaults. Strings in the
+ * measurements (error messages) and the getters' strings live in ctx. */
+pk_status pk_measurer_new(pk_ctx *ctx, const pk_measure_settings *settings, pk_measurer **out);
+
+/* Builds all n candidates (in parallel), then measures each that built, one at a time.
+ * out[i] is candidate i's result, whatever happened to it. Returns PK_OK unless the
+ * measurer itself failed (the task's text does not parse, the worker died): then the
+ * message is in ctx, the candidates not measured say why, and the measurer is unusable. */
+pk_status pk_measurer_run(pk_measurer *m, const pk_task *task, const pk_candidate *cands, int n,
+                          pk_measurement *out);
+
+/* Test hook: measures hand-written kernel objects (C source, each exporting a kernel "k0"
+ * that computes every output of the task) exactly as generated candidates are measured. */
+pk_status pk_measurer_run_sources(pk_measurer *m, const pk_task *task,
+                                  const char *const *c_sources, int n, pk_measurement *out);
+
+/* Stops the worker (waiting at most one candidate's time limit) and reaps it. NULL is ok. */
+void pk_measurer_free(pk_measurer *m);
+
+/* ---- what a record needs to say how it was measured ---- */
+const char *pk_measurer_compiler(const pk_measurer *m);  /* first line of `cc --version` */
+const char *pk_measurer_flags(const pk_measurer *m);     /* the compiler flags */
+int pk_measurer_codegen_version(const pk_measurer *m);   /* PK_CGEN_C_VERSION */
+/* Canonical JSON, e.g. {"min_ns":50000000,"min_repeats":5,"warmup":1,"stat":"median",
+ * "timeout_s":10,"pin":true,"cpu":15,"threads":1,"seed":1} */
+const char *pk_measurer_settings_json(const pk_measurer *m);
+/* Fills r->compiler, flags, codegen_version and measure_settings from the above. */
+void pk_measurer_fill_record(const pk_measurer *m, pk_record *r);
+
+/* The worker's process id (tests check it has one thread and is gone after free). */
+int pk_measurer_worker_pid(const pk_measurer *m);
+
+#endif
