@@ -1,0 +1,48 @@
+/* pk_report.h — tuning reports: per task, the default schedule, the best generated kernel
+ * and the extern kernel side by side, the tuning curve and failures by status, written as
+ * text, CSV, JSON or one self-contained HTML file with inline SVG charts (no external URLs).
+ *
+ * Usage:
+ *   pk_report_task tasks[n] = ...;          // filled from the tuning database
+ *   pk_report_write(ctx, tasks, n, PK_REPORT_HTML, stdout);
+ */
+#ifndef PK_REPORT_H
+#define PK_REPORT_H
+
+#include <stdio.h>
+
+#include "pk_autotune.h"
+
+typedef enum pk_report_format {
+  PK_REPORT_TEXT, PK_REPORT_CSV, PK_REPORT_JSON, PK_REPORT_HTML
+} pk_report_format;
+
+/* "text" | "csv" | "json" | "html" → format; false if unknown. */
+bool pk_report_format_from_name(const char *name, pk_report_format *out);
+
+/* One point of a tuning curve: after `trial` trials, the best GFLOP/s so far. */
+typedef struct pk_curve_point {
+  int64_t trial;
+  double best_gflops;
+} pk_curve_point;
+
+typedef struct pk_report_task {
+  const char *name;         /* readable task name (escaped on output) */
+  const char *workload;     /* hex key */
+  const char *target;
+  double default_gflops;    /* 0: not measured */
+  double best_gflops;       /* best generated kernel; 0: none */
+  double extern_gflops;     /* best extern kernel; 0: none */
+  const char *best_trace;   /* JSON trace of the best generated kernel, may be NULL */
+  int64_t trials;
+  int64_t failures[PK_MEAS_RUNTIME_ERROR + 1]; /* records by pk_meas_status (index 0 = ok) */
+  int npoints;
+  const pk_curve_point *curve;
+} pk_report_task;
+
+/* Writes the report; PK_ERR_IO if the stream fails. Names and traces are escaped for the
+ * format (HTML entities, CSV quoting, JSON strings), so nothing in them can inject markup. */
+pk_status pk_report_write(pk_ctx *ctx, const pk_report_task *tasks, int n, pk_report_format fmt,
+                          FILE *out);
+
+#endif
