@@ -7,16 +7,9 @@
 #include <sys/types.h>
 
 #include "pk_measurer.h"
+#include "pk_search.h" /* pk_sgemm_shape: one matcher for the space and the measurer */
 
 #define MEAS_ERROR_BYTES 1024 /* a reply's message; keeps a reply below PIPE_BUF (atomic) */
-
-/* cblas_sgemm's arguments for a program whose only compute is C = A·B (either operand
- * possibly transposed), with the tensors' ids to pass as A, B and C. */
-typedef struct meas_sgemm_plan {
-  int32_t a, b, c;
-  int32_t trans_a, trans_b;
-  int32_t m, n, k, lda, ldb, ldc;
-} meas_sgemm_plan;
 
 /* One candidate on its way through the measurer. */
 typedef struct meas_job {
@@ -26,7 +19,7 @@ typedef struct meas_job {
   /* an extern candidate instead: nothing to build */
   bool is_extern;
   const char *lib, *sym, *sig;
-  meas_sgemm_plan plan;
+  pk_sgemm_shape sgemm;
   /* result of the build phase; a job that is not ready with status OK is still to build */
   bool ready;             /* built (or extern): to be measured */
   pk_meas_status status;  /* when not ready: why not */
@@ -37,12 +30,12 @@ typedef struct meas_job {
 
 struct pk_measurer {
   pk_ctx *ctx;            /* the caller's: measurement messages, failures */
-  pk_ctx *own;            /* the compiler driver, settings JSON */
+  pk_ctx *own;            /* the compiler driver */
   pk_measure_settings settings;
   pk_cc *cc;
   int jobs;
   int pinned_cpu;         /* the CPU children pin to (-1: none) */
-  const char *settings_json;
+  const char *settings_json, *compiler, *flags; /* in ctx, for records */
   pid_t worker;           /* -1 once reaped */
   int link;               /* socket to the worker (requests out, replies in); -1 closed */
   bool broken;            /* the worker died: nothing more can be measured */
@@ -57,13 +50,12 @@ typedef struct meas_request {
   uint64_t seed;
   int64_t min_ns;
   double timeout_s;
-  meas_sgemm_plan plan;
+  pk_sgemm_shape sgemm;  /* SGEMM: the call */
   uint32_t len[5]; /* strings that follow, NUL included: te, so/lib, kernel/sym, mask, sig */
 } meas_request;
 
 typedef struct meas_reply {
   int32_t status;  /* pk_meas_status */
-  int32_t cpu;     /* where it ran pinned (-1: not pinned) */
   pk_timing timing;
   char error[MEAS_ERROR_BYTES];
 } meas_reply;
@@ -81,9 +73,8 @@ noreturn void meas_child_main(pk_ctx *ctx, const pk_te_program *prog, const pk_t
                               const meas_request *rq, char *const *str, int result_fd);
 
 /* ---- extern kernels (measure_extern.c) ---- */
-/* True when prog computes exactly one C = A·B that cblas_sgemm can compute. */
-bool meas_sgemm_plan_of(const pk_te_program *prog, meas_sgemm_plan *plan);
-void meas_sgemm_call(const pkrt_extern *fn, const meas_sgemm_plan *plan, void *const *data);
+/* Calls cblas_sgemm (fn) with the shape's arguments on the task's buffers data[]. */
+void meas_sgemm_call(const pkrt_extern *fn, const pk_sgemm_shape *shape, void *const *data);
 
 /* ---- processes and pipes (measure_io.c) ---- */
 /* Whole reads/writes, retried on EINTR and short counts. read: 1 done, 0 clean EOF before

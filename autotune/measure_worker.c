@@ -73,7 +73,6 @@ static size_t collect_reply(int fd, int64_t deadline, meas_reply *r, bool *timed
 static void judge(meas_reply *r, size_t got, bool timed_out, int wstatus, double timeout_s) {
   if (got == sizeof *r) return; /* it finished and said how it went */
   memset(r, 0, sizeof *r);
-  r->cpu = -1;
   if (timed_out) {
     r->status = PK_MEAS_TIMEOUT;
     snprintf(r->error, sizeof r->error, "ran past the time limit of %g s and was killed", timeout_s);
@@ -138,6 +137,7 @@ noreturn void meas_worker_main(int link) {
    * into a bogus failure. The worker ends when the tuner closes the link or dies. */
   signal(SIGINT, SIG_IGN);
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGCHLD, SIG_DFL); /* a caller's SIG_IGN would reap children before waitpid could */
   worker_task wt = {0};
   for (;;) {
     pk_ctx *rctx = pk_ctx_new();
@@ -147,7 +147,7 @@ noreturn void meas_worker_main(int link) {
       pk_ctx_free(rctx);
       break;
     }
-    meas_reply r = {.status = PK_MEAS_OK, .cpu = -1};
+    meas_reply r = {.status = PK_MEAS_OK};
     if (prepare_task(&wt, str[0], rq.seed, &r) == PK_OK) measure_in_child(&wt, &rq, str, &r);
     pk_ctx_free(rctx);
     if (meas_write_full(link, &r, sizeof r) != 0) break;

@@ -52,9 +52,11 @@ typedef struct pk_measurer pk_measurer;
 pk_status pk_measurer_new(pk_ctx *ctx, const pk_measure_settings *settings, pk_measurer **out);
 
 /* Builds all n candidates (in parallel), then measures each that built, one at a time.
- * out[i] is candidate i's result, whatever happened to it. Returns PK_OK unless the
- * measurer itself failed (the task's text does not parse, the worker died): then the
- * message is in ctx, the candidates not measured say why, and the measurer is unusable. */
+ * out[i] is candidate i's result, whatever happened to it: a failed candidate is a result,
+ * and the call still returns PK_OK. It fails only when the measurer itself does: the
+ * task's canonical text does not parse, or the worker died (then the measurer is unusable,
+ * and candidates not measured get PK_MEAS_RUNTIME_ERROR "not measured: ..." and no
+ * on_measured call: do not record them). The message is in ctx. */
 pk_status pk_measurer_run(pk_measurer *m, const pk_task *task, const pk_candidate *cands, int n,
                           pk_measurement *out);
 

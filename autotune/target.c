@@ -105,6 +105,7 @@ static void isa_from_cpuinfo(const char *cpuinfo, bool have[NFEATURES]) {
  * stdout+stderr in *output. */
 static int run_capture(pk_ctx *ctx, char *const *argv, char **output) {
   int fds[2];
+  *output = "";
   if (pipe2(fds, O_CLOEXEC) != 0) return -1;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);

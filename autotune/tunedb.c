@@ -72,23 +72,36 @@ const char *pk_db_column_text(pk_tunedb *db, sqlite3_stmt *st, int col) {
 
 /* ---------------------------------------------------------------- open, close, check */
 
-/* Per-connection settings; journal_mode=WAL is stored in the file by the first opener. */
+/* journal_mode=WAL is stored in the file by its first opener. Switching needs an exclusive
+ * lock, and SQLite answers "locked" at once instead of calling the busy handler while
+ * another process holds one (two tuners starting on a new file), so wait here. */
+static pk_status set_wal(pk_tunedb *db) {
+  for (int waited_ms = 0;; waited_ms += 10) {
+    int rc = sqlite3_exec(db->sq, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
+    bool busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+    if (rc == SQLITE_OK) return PK_OK;
+    if (!busy || waited_ms >= PK_DB_BUSY_TIMEOUT_MS) return pk_db_fail_sql(db, "opening");
+    sqlite3_sleep(10);
+  }
+}
+
+/* Per-connection settings. */
 static pk_status configure(pk_tunedb *db) {
   sqlite3_extended_result_codes(db->sq, 1);
   sqlite3_busy_timeout(db->sq, PK_DB_BUSY_TIMEOUT_MS);
   /* synchronous=FULL: a committed record survives power loss, not only a killed process;
    * one fsync per record is nothing next to measuring it. */
-  return pk_db_exec(db, "PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; "
-                        "PRAGMA synchronous = FULL;",
-                    "opening");
+  pk_status s = pk_db_exec(db, "PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;", "opening");
+  return s == PK_OK ? set_wal(db) : s;
 }
 
 pk_status pk_db_open(pk_ctx *ctx, const char *path, pk_db_open_mode mode, pk_tunedb **out) {
   *out = NULL;
   struct stat sb;
-  if (mode == PK_DB_OPEN_EXISTING && stat(path, &sb) != 0)
+  bool exists = stat(path, &sb) == 0;
+  if (!exists && mode == PK_DB_OPEN_EXISTING)
     return pk_ctx_fail(ctx, PK_ERR_IO, "%s: cannot open tuning database: %s", path, strerror(errno));
-  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+  if (exists && S_ISDIR(sb.st_mode))
     return pk_ctx_fail(ctx, PK_ERR_IO, "%s: is a directory, not a tuning database", path);
 
   pk_tunedb *db = calloc(1, sizeof *db);

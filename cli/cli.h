@@ -17,6 +17,9 @@ int pk_cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool pk_cli_parse_i64(const char *s, int64_t *out);
 
 int pk_cmd_te(int argc, char **argv);
+int pk_cmd_db(int argc, char **argv);
+int pk_cmd_tune(int argc, char **argv);
+int pk_cmd_report(int argc, char **argv);
 
 /* Times k on its buffers and, for a matmul-shaped program, OpenBLAS sgemm on the same
  * data, printing GFLOP/s side by side (te_bench.c). */

@@ -16,6 +16,18 @@ static const char usage[] =
     "  te run FILE              build, run on random inputs, compare with the interpreter\n"
     "                           [--seed N] [--bench] [--threads N] [--cc CC] [--cflags FLAGS]\n"
     "  (te c and te run take --schedule S.json: a schedule trace, docs/schedule.md)\n"
+    "  tune FILE --db DB        autotune a TE's kernel on this device into a SQLite database\n"
+    "                           [--tuner evo|random|grid] [--trials N] [--time-budget S]\n"
+    "                           [--timeout S] [--batch N] [--patience N] [--min-ms M]\n"
+    "                           [--target T] [--resume] [--seed N]\n"
+    "  report --db DB           per task: default, best generated, extern; tuning curves\n"
+    "                           [--format text|csv|json|html] [-o OUT]\n"
+    "  db best DB [--workload HEX|--te FILE] [--target T]   fastest record per workload\n"
+    "  db history DB (--workload HEX|--te FILE) [--target T] a workload's tuning curve\n"
+    "  db stats DB              records by status, best GFLOP/s, generated vs extern\n"
+    "  db merge DB OTHER...     add other databases' records (idempotent)\n"
+    "  db export DB             every record as JSON lines on stdout\n"
+    "  db import DB FILE        add records from JSON lines (docs/tuning-db.md)\n"
     "  --version                print the version\n"
     "\n"
     "Exit status: 0 success, 1 error (bad input, build or mismatch), 2 usage.\n";
@@ -61,5 +73,8 @@ int main(int argc, char **argv) {
     return PK_EXIT_OK;
   }
   if (!strcmp(cmd, "te")) return pk_cmd_te(argc - 2, argv + 2);
+  if (!strcmp(cmd, "db")) return pk_cmd_db(argc - 2, argv + 2);
+  if (!strcmp(cmd, "tune")) return pk_cmd_tune(argc - 2, argv + 2);
+  if (!strcmp(cmd, "report")) return pk_cmd_report(argc - 2, argv + 2);
   return pk_cli_usage("unknown command '%s'", cmd);
 }

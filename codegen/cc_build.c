@@ -180,8 +180,12 @@ pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out) {
   out->build_seconds = (double)(pkrt_now_ns() - t0) * 1e-9;
   if (rc != 0) {
     unlink(tmp_so);
+    /* Keep the failing source where the message points, under a name the next build of
+     * the same source overwrites (no pile of temporaries in the cache). */
+    const char *kept = pk_sprintf(ctx, "%s/%s.c", cc->cache_dir, hex);
+    if (rename(src, kept) != 0) unlink(src), kept = "(source removed)";
     return pk_ctx_fail(ctx, PK_ERR_BUILD, "the C compiler '%s' failed on %s (exit %d):\n%s",
-                       cc->cc, src, rc, log_head(ctx, log));
+                       cc->cc, kept, rc, log_head(ctx, log));
   }
   /* Keep the source and how it was built beside the object, for debugging and records. */
   const char *final_src = pk_sprintf(ctx, "%s/%s.c", cc->cache_dir, hex);

@@ -1,0 +1,140 @@
+/* measure_run.c — one batch: candidates become jobs, every job is built (in parallel),
+ * then the worker measures those that built, one at a time, with nothing else compiling. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "measure_impl.h"
+
+static void refuse(pk_ctx *run, meas_job *job, const char *why) {
+  job->ready = false;
+  job->status = PK_MEAS_ILLEGAL;
+  job->error = pk_strdup(run, why);
+}
+
+/* An extern candidate needs no build: it is ready once its call's shape is known. */
+static void plan_extern(pk_ctx *run, const pk_te_program *prog, const pk_candidate *c,
+                        meas_job *job) {
+  job->is_extern = true;
+  job->lib = c->extern_lib;
+  job->sym = c->extern_sym;
+  job->sig = c->extern_sig;
+  if (!job->lib || !job->sym || !job->sig)
+    return refuse(run, job, "an extern candidate needs a library, a symbol and a signature");
+  if (strcmp(job->sym, PK_SGEMM_SYM) != 0)
+    return refuse(run, job, pk_sprintf(run, "the measurer can call cblas_sgemm only, not %s", job->sym));
+  /* From the program, not the knobs: the program is what the kernel must compute. */
+  if (!pk_match_sgemm(prog, &job->sgemm))
+    return refuse(run, job, "cblas_sgemm does not compute this task (it needs a program whose "
+                            "only compute is a 2-D f32 C = A·B)");
+  char *mask = pk_alloc(run, (size_t)prog->ntensors + 1);
+  for (int i = 0; i < prog->ntensors; i++) mask[i] = i == job->sgemm.c ? '1' : '0';
+  job->check_mask = mask;
+  job->ready = true;
+}
+
+/* Sends one job to the worker and waits for its verdict; false if the worker is gone. */
+static bool ask_worker(pk_measurer *m, const char *te, const meas_job *job, meas_reply *r) {
+  meas_request rq = {.kind = job->is_extern ? MEAS_REQ_SGEMM : MEAS_REQ_KERNEL,
+                     .pin = m->settings.pin, .seed = m->settings.seed,
+                     .min_ns = m->settings.min_ns, .timeout_s = m->settings.timeout_s,
+                     .sgemm = job->sgemm};
+  const char *str[5] = {te, job->is_extern ? job->lib : job->so_path,
+                        job->is_extern ? job->sym : "k0", job->check_mask,
+                        job->is_extern ? job->sig : ""};
+  for (int i = 0; i < 5; i++) rq.len[i] = (uint32_t)strlen(str[i]) + 1;
+  if (meas_write_full(m->link, &rq, sizeof rq) != 0) return false;
+  for (int i = 0; i < 5; i++)
+    if (meas_write_full(m->link, str[i], rq.len[i]) != 0) return false;
+  return meas_read_full(m->link, r, sizeof *r) == 1;
+}
+
+/* The worker never dies of a candidate (each runs in its own child): if it is gone, so is
+ * the measurer. Reap it now so no zombie waits for pk_measurer_free. */
+static void break_measurer(pk_measurer *m) {
+  m->broken = true;
+  close(m->link);
+  m->link = -1;
+  kill(m->worker, SIGKILL);
+  meas_wait(m->worker);
+  m->worker = -1;
+}
+
+static pk_status measure_jobs(pk_measurer *m, pk_ctx *run, const pk_task *task,
+                              const pk_te_program *prog, meas_job *jobs, int n,
+                              pk_measurement *out) {
+  meas_build_batch(m, run, prog, jobs, n);
+  for (int i = 0; i < n; i++) {
+    pk_measurement *o = &out[i];
+    *o = (pk_measurement){.status = jobs[i].status};
+    meas_reply r;
+    if (!jobs[i].ready) {
+      o->error = pk_strdup(m->ctx, jobs[i].error);
+    } else if (m->broken || !ask_worker(m, task->canonical, &jobs[i], &r)) {
+      if (!m->broken) break_measurer(m);
+      for (int j = i; j < n; j++)
+        out[j] = (pk_measurement){.status = PK_MEAS_RUNTIME_ERROR,
+                                  .error = "not measured: the measurement worker is gone"};
+      return pk_ctx_fail(m->ctx, PK_ERR_RUNTIME, "measurer: the measurement worker died");
+    } else {
+      o->status = (pk_meas_status)r.status;
+      if (o->status == PK_MEAS_OK) {
+        o->timing = r.timing;
+        o->gflops = r.timing.median_ns > 0 ? task->flops / r.timing.median_ns : 0;
+      } else {
+        o->error = pk_strdup(m->ctx, r.error);
+      }
+    }
+    if (m->settings.on_measured) m->settings.on_measured(m->settings.on_measured_arg, i, o);
+  }
+  return PK_OK;
+}
+
+/* Parses the task's canonical text: the worker parses the same text, so kernel parameters
+ * and reference tensors are in the same order on both sides by construction. */
+static pk_status parse_task(pk_measurer *m, pk_ctx *run, const pk_task *task, int n,
+                            pk_measurement *out, pk_te_program **prog) {
+  if (m->broken) {
+    for (int i = 0; i < n; i++)
+      out[i] = (pk_measurement){.status = PK_MEAS_RUNTIME_ERROR,
+                                .error = "not measured: the measurement worker is gone"};
+    return pk_ctx_fail(m->ctx, PK_ERR_RUNTIME, "measurer: the measurement worker died earlier");
+  }
+  pk_status s = pk_te_parse(run, task->canonical, strlen(task->canonical), "task.te", prog);
+  if (s == PK_OK) return PK_OK;
+  for (int i = 0; i < n; i++)
+    out[i] = (pk_measurement){.status = PK_MEAS_COMPILE_ERROR, .error = "the task does not parse"};
+  return pk_ctx_fail(m->ctx, s, "measurer: task %s: %s", task->name, pk_ctx_error(run));
+}
+
+pk_status pk_measurer_run(pk_measurer *m, const pk_task *task, const pk_candidate *cands, int n,
+                          pk_measurement *out) {
+  pk_ctx *run = pk_ctx_new(); /* everything of this batch, freed at its end */
+  pk_te_program *prog;
+  pk_status s = parse_task(m, run, task, n, out, &prog);
+  if (s == PK_OK) {
+    meas_job *jobs = pk_alloc(run, sizeof(meas_job) * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) {
+      if (cands[i].kind == PK_CAND_EXTERN) plan_extern(run, prog, &cands[i], &jobs[i]);
+      else jobs[i].trace = cands[i].trace;
+    }
+    s = measure_jobs(m, run, task, prog, jobs, n, out);
+  }
+  pk_ctx_free(run);
+  return s;
+}
+
+pk_status pk_measurer_run_sources(pk_measurer *m, const pk_task *task,
+                                  const char *const *c_sources, int n, pk_measurement *out) {
+  pk_ctx *run = pk_ctx_new();
+  pk_te_program *prog;
+  pk_status s = parse_task(m, run, task, n, out, &prog);
+  if (s == PK_OK) {
+    meas_job *jobs = pk_alloc(run, sizeof(meas_job) * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) jobs[i].source = c_sources[i];
+    s = measure_jobs(m, run, task, prog, jobs, n, out);
+  }
+  pk_ctx_free(run);
+  return s;
+}

@@ -1,0 +1,359 @@
+/* space.c — config spaces: knobs and their values, enumeration, sampling, mutation, and
+ * building a config into a candidate through its op class's template. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "space_impl.h"
+
+void pk_space_options_default(pk_space_options *o) {
+  memset(o, 0, sizeof *o);
+}
+
+/* ---- knobs ---- */
+
+int space_add_knob(pk_space *sp, const char *name, const int64_t *values, int n) {
+  PK_ASSERT(sp->nknobs < PK_SPACE_MAX_KNOBS && n >= 1);
+  pk_knob *k = &sp->knobs[sp->nknobs];
+  k->name = name;
+  k->nvalues = 0;
+  for (int i = 0; i < n && k->nvalues < PK_SPACE_MAX_VALUES; i++) {
+    bool seen = false;
+    for (int j = 0; j < k->nvalues; j++) seen |= k->values[j] == values[i];
+    if (!seen) k->values[k->nvalues++] = values[i];
+  }
+  return sp->nknobs++;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+int space_tile_values(int64_t extent, const int64_t *preferred, int npreferred, int64_t min_div,
+                      int64_t max_div, int64_t *out) {
+  int n = 0;
+  for (int i = 0; i < npreferred && n < PK_SPACE_MAX_VALUES; i++)
+    if (preferred[i] <= extent) out[n++] = preferred[i];
+  for (int64_t d = min_div > 1 ? min_div : 1; d <= max_div && d <= extent && n < PK_SPACE_MAX_VALUES; d++)
+    if (extent % d == 0) out[n++] = d;
+  if (extent <= max_div && n < PK_SPACE_MAX_VALUES) out[n++] = extent;
+  qsort(out, (size_t)n, sizeof *out, cmp_i64);
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (m == 0 || out[m - 1] != out[i]) out[m++] = out[i];
+  return m;
+}
+
+int space_vector_values(const pk_space *sp, int64_t max_lanes, int64_t *out) {
+  int n = 0;
+  out[n++] = 1;
+  for (int64_t v = 4; v <= 2 * sp->lanes && v <= 64 && v <= max_lanes; v *= 2) out[n++] = v;
+  return n;
+}
+
+const char *space_name(pk_schedule *s, const char *base, const char *suffix) {
+  return pk_sprintf(s->ctx, "%s%s", base, suffix);
+}
+
+bool space_uses_axis(const pk_expr *e, const pk_te_axis *ax) {
+  if (e->kind == PK_EXPR_AXIS) return e->axis == ax;
+  for (int i = 0; i < e->nargs; i++)
+    if (space_uses_axis(e->args[i], ax)) return true;
+  return false;
+}
+
+int space_bare_dim(const pk_expr *r, const pk_te_axis *ax) {
+  if (r->kind != PK_EXPR_READ) return -1;
+  for (int d = 0; d < r->nargs; d++)
+    if (r->args[d]->kind == PK_EXPR_AXIS && r->args[d]->axis == ax) return d;
+  return -1;
+}
+
+const pk_te_tensor *space_product_stage(const pk_te_program *p) {
+  for (int i = 0; i < p->ntensors; i++) {
+    const pk_te_tensor *t = p->tensors[i];
+    if (t->kind != PK_TE_COMPUTE || t->body->kind != PK_EXPR_REDUCE) continue;
+    const pk_expr *r = t->body;
+    if (r->op == PK_EOP_SUM && r->args[0]->kind == PK_EXPR_BINARY && r->args[0]->op == PK_EOP_MUL)
+      return t;
+  }
+  return NULL;
+}
+
+/* ---- the space ---- */
+
+/* Knobs JSON lists keys in byte order (the project's canonical JSON): a few knobs, so an
+ * insertion sort of their indices. */
+static void sort_knobs_by_name(pk_space *sp) {
+  for (int i = 0; i < sp->nknobs; i++) {
+    int k = i, j = i;
+    for (; j > 0 && strcmp(sp->knobs[sp->by_name[j - 1]].name, sp->knobs[k].name) > 0; j--)
+      sp->by_name[j] = sp->by_name[j - 1];
+    sp->by_name[j] = k;
+  }
+}
+
+pk_status pk_space_new(pk_ctx *ctx, const pk_task *task, pk_space **out) {
+  return pk_space_new_opts(ctx, task, NULL, out);
+}
+
+pk_status pk_space_new_opts(pk_ctx *ctx, const pk_task *task, const pk_space_options *opts,
+                            pk_space **out) {
+  *out = NULL;
+  pk_space *sp = pk_alloc(ctx, sizeof *sp);
+  sp->ctx = ctx;
+  sp->task = task;
+  if (opts) sp->opts = *opts;
+  else pk_space_options_default(&sp->opts);
+  const pk_te_tensor *last = NULL;
+  for (int i = 0; i < task->prog->ntensors; i++)
+    if (task->prog->tensors[i]->kind == PK_TE_COMPUTE) last = task->prog->tensors[i];
+  if (!last) return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "space: the task has no compute");
+  int vector_bytes = sp->opts.vector_bytes > 0 ? sp->opts.vector_bytes : pk_cgen_host_vector_bytes();
+  size_t elem = pkrt_dtype_size(last->dtype);
+  sp->lanes = elem ? (int)(vector_bytes / (int)elem) : 1;
+  if (sp->lanes < 1) sp->lanes = 1;
+
+  /* A class's own template first; the generic ones take any program it cannot shape
+   * (a "matmul" whose output is a vector, a conv with one spatial dim, ...). */
+  const space_class *tries[3];
+  int ntries = 0;
+  if (task->cls == PK_TASK_MATMUL) tries[ntries++] = &pk_space_class_matmul;
+  if (task->cls == PK_TASK_CONV) tries[ntries++] = &pk_space_class_conv;
+  if (task->cls != PK_TASK_INJECTIVE) tries[ntries++] = &pk_space_class_reduction;
+  tries[ntries++] = &pk_space_class_injective;
+  pk_status st = PK_ERR_UNSUPPORTED;
+  for (int i = 0; i < ntries && st == PK_ERR_UNSUPPORTED; i++) {
+    sp->nknobs = 0;
+    sp->plan = NULL;
+    sp->cls = tries[i];
+    st = sp->cls->init(sp);
+  }
+  if (st != PK_OK) return st == PK_ERR_UNSUPPORTED && !pk_ctx_error(ctx)[0]
+             ? pk_ctx_fail(ctx, st, "space: no template fits task %s", task->name) : st;
+  sort_knobs_by_name(sp);
+  space_extern_init(sp);
+  sp->scratch = pk_ctx_new();
+  *out = sp;
+  return PK_OK;
+}
+
+void pk_space_free(pk_space *sp) {
+  if (sp) pk_ctx_free(sp->scratch);
+}
+
+const pk_task *pk_space_task(const pk_space *sp) { return sp->task; }
+int pk_space_nknobs(const pk_space *sp) { return sp->nknobs; }
+const pk_knob *pk_space_knob(const pk_space *sp, int i) {
+  return i >= 0 && i < sp->nknobs ? &sp->knobs[i] : NULL;
+}
+int pk_space_knob_index(const pk_space *sp, const char *name) {
+  for (int i = 0; i < sp->nknobs; i++)
+    if (!strcmp(sp->knobs[i].name, name)) return i;
+  return -1;
+}
+
+uint64_t pk_space_size(const pk_space *sp) {
+  uint64_t size = 1;
+  for (int i = 0; i < sp->nknobs; i++)
+    if (__builtin_mul_overflow(size, (uint64_t)sp->knobs[i].nvalues, &size)) return UINT64_MAX;
+  return size;
+}
+
+void pk_space_config_at(const pk_space *sp, uint64_t index, pk_config *out) {
+  memset(out, 0, sizeof *out);
+  out->n = sp->nknobs;
+  for (int i = 0; i < sp->nknobs; i++) {
+    uint64_t nv = (uint64_t)sp->knobs[i].nvalues;
+    out->idx[i] = (int)(index % nv);
+    index /= nv;
+  }
+}
+
+uint64_t pk_space_index_of(const pk_space *sp, const pk_config *c) {
+  uint64_t index = 0;
+  for (int i = sp->nknobs - 1; i >= 0; i--) index = index * (uint64_t)sp->knobs[i].nvalues + (uint64_t)c->idx[i];
+  return index;
+}
+
+void pk_space_sample(const pk_space *sp, pk_rng *rng, pk_config *out) {
+  memset(out, 0, sizeof *out);
+  out->n = sp->nknobs;
+  for (int i = 0; i < sp->nknobs; i++) out->idx[i] = (int)pk_rng_below(rng, (uint32_t)sp->knobs[i].nvalues);
+}
+
+/* A neighbouring value (tile 8 -> 6 or 12) is usually a small step in run time, so local
+ * moves are favoured; far jumps keep the search from getting stuck. */
+static void mutate_knob(const pk_space *sp, pk_config *c, int k, pk_rng *rng) {
+  int nv = sp->knobs[k].nvalues, cur = c->idx[k], next;
+  if (nv < 2) return;
+  if (pk_rng_unit(rng) < 0.6) {
+    next = cur + (pk_rng_below(rng, 2) ? 1 : -1);
+    if (next < 0) next = 1;
+    if (next >= nv) next = nv - 2;
+  } else {
+    next = (int)pk_rng_below(rng, (uint32_t)(nv - 1));
+    if (next >= cur) next++;
+  }
+  c->idx[k] = next;
+}
+
+void pk_space_mutate(const pk_space *sp, const pk_config *in, pk_rng *rng, pk_config *out) {
+  *out = *in;
+  int movable[PK_SPACE_MAX_KNOBS], n = 0;
+  for (int i = 0; i < sp->nknobs; i++)
+    if (sp->knobs[i].nvalues > 1) movable[n++] = i;
+  if (!n) return;
+  mutate_knob(sp, out, movable[pk_rng_below(rng, (uint32_t)n)], rng);
+  if (n > 1 && pk_rng_unit(rng) < 0.25) mutate_knob(sp, out, movable[pk_rng_below(rng, (uint32_t)n)], rng);
+}
+
+void pk_space_crossover(const pk_space *sp, const pk_config *a, const pk_config *b, pk_rng *rng,
+                        pk_config *out) {
+  *out = *a;
+  for (int i = 0; i < sp->nknobs; i++)
+    if (pk_rng_below(rng, 2)) out->idx[i] = b->idx[i];
+}
+
+bool pk_space_preset(const pk_space *sp, pk_config *out) {
+  int64_t v[PK_SPACE_MAX_KNOBS];
+  if (!sp->cls->preset || !sp->cls->preset(sp, v)) return false;
+  memset(out, 0, sizeof *out);
+  out->n = sp->nknobs;
+  for (int i = 0; i < sp->nknobs; i++) {
+    int found = -1;
+    for (int j = 0; j < sp->knobs[i].nvalues && found < 0; j++)
+      if (sp->knobs[i].values[j] == v[i]) found = j;
+    if (found < 0) return false; /* the shape rules the hand value out (a tile > extent) */
+    out->idx[i] = found;
+  }
+  return true;
+}
+
+bool pk_config_equal(const pk_config *a, const pk_config *b) {
+  if (a->n != b->n) return false;
+  for (int i = 0; i < a->n; i++)
+    if (a->idx[i] != b->idx[i]) return false;
+  return true;
+}
+
+uint64_t pk_config_hash(const pk_config *c) {
+  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a over the indices */
+  for (int i = 0; i < c->n; i++) {
+    h ^= (uint64_t)(uint32_t)c->idx[i] + 1;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+/* ---- building ---- */
+
+static void config_values(const pk_space *sp, const pk_config *c, int64_t *v) {
+  PK_ASSERT(c->n == sp->nknobs);
+  for (int i = 0; i < sp->nknobs; i++) {
+    PK_ASSERT(c->idx[i] >= 0 && c->idx[i] < sp->knobs[i].nvalues);
+    v[i] = sp->knobs[i].values[c->idx[i]];
+  }
+}
+
+pk_status pk_space_schedule(const pk_space *sp, pk_ctx *ctx, const pk_config *c,
+                            pk_schedule **out) {
+  int64_t v[PK_SPACE_MAX_KNOBS];
+  config_values(sp, c, v);
+  pk_schedule *s = pk_sched_new(ctx, sp->task->prog);
+  pk_status st = sp->cls->apply(sp, s, v);
+  *out = st == PK_OK ? s : NULL;
+  return st;
+}
+
+pk_ctx *space_scratch(pk_space *sp) {
+  if (++sp->scratch_uses > 256) {
+    pk_ctx_free(sp->scratch);
+    sp->scratch = pk_ctx_new();
+    sp->scratch_uses = 1;
+  }
+  return sp->scratch;
+}
+
+void space_knob_features(const pk_space *sp, const pk_config *c, double *out) {
+  int64_t v[PK_SPACE_MAX_KNOBS];
+  config_values(sp, c, v);
+  for (int i = 0; i < PK_SPACE_MAX_KNOBS; i++) {
+    double x = i < sp->nknobs ? (double)llabs(v[sp->by_name[i]]) : 0;
+    out[i] = i < sp->nknobs ? __builtin_log2(1 + x) : 0;
+  }
+}
+
+pk_status space_build_trace(pk_space *sp, const pk_config *c, const char **trace,
+                            char hash[2 * PKRT_SHA256_BYTES + 1], double *features) {
+  pk_ctx *scratch = space_scratch(sp);
+  pk_ctx_clear_error(scratch);
+  pk_schedule *s;
+  pk_lfunc *f = NULL;
+  pk_status st = pk_space_schedule(sp, scratch, c, &s);
+  if (st == PK_OK) st = pk_sched_lower(scratch, sp->task->prog, s, "k0", &f);
+  if (st != PK_OK) return st;
+  if (features) {
+    pk_features_of_lfunc(scratch, sp->task, f, features);
+    space_knob_features(sp, c, features + PK_FEATURE_LOOP_COUNT);
+  }
+  *trace = pk_sched_to_json(s);
+  pkrt_sha256_hex(*trace, strlen(*trace), hash);
+  return PK_OK;
+}
+
+pk_status pk_space_build(pk_space *sp, const pk_config *c, pk_candidate *out) {
+  const char *trace;
+  char hash[2 * PKRT_SHA256_BYTES + 1];
+  memset(out, 0, sizeof *out);
+  pk_status st = space_build_trace(sp, c, &trace, hash, NULL);
+  if (st != PK_OK) return pk_ctx_fail(sp->ctx, st, "%s", pk_ctx_error(sp->scratch));
+  out->kind = PK_CAND_SCHEDULE;
+  out->trace = pk_strdup(sp->ctx, trace);
+  out->trace_hash = pk_strdup(sp->ctx, hash);
+  out->knobs = pk_space_knobs_json(sp->ctx, sp, c);
+  return PK_OK;
+}
+
+char *pk_space_knobs_json(pk_ctx *ctx, const pk_space *sp, const pk_config *c) {
+  int64_t v[PK_SPACE_MAX_KNOBS];
+  config_values(sp, c, v);
+  pk_strbuf sb;
+  pk_strbuf_init(&sb);
+  pk_strbuf_append(&sb, "{");
+  for (int i = 0; i < sp->nknobs; i++) {
+    int k = sp->by_name[i];
+    pk_strbuf_printf(&sb, "%s\"%s\":%lld", i ? "," : "", sp->knobs[k].name, (long long)v[k]);
+  }
+  pk_strbuf_append(&sb, "}");
+  return pk_strbuf_finish(ctx, &sb);
+}
+
+pk_status pk_space_config_from_knobs(const pk_space *sp, const char *knobs_json, pk_config *out) {
+  cJSON *root = knobs_json ? cJSON_Parse(knobs_json) : NULL;
+  pk_status st = PK_OK;
+  if (!cJSON_IsObject(root) || cJSON_GetArraySize(root) != sp->nknobs) {
+    st = pk_ctx_fail(sp->ctx, PK_ERR_CHECK, "knobs: not an object of %d knobs", sp->nknobs);
+    goto done;
+  }
+  memset(out, 0, sizeof *out);
+  out->n = sp->nknobs;
+  for (int i = 0; i < sp->nknobs && st == PK_OK; i++) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, sp->knobs[i].name);
+    int found = -1;
+    for (int j = 0; cJSON_IsNumber(item) && j < sp->knobs[i].nvalues && found < 0; j++)
+      if ((double)sp->knobs[i].values[j] == item->valuedouble) found = j;
+    if (found < 0) st = pk_ctx_fail(sp->ctx, PK_ERR_CHECK, "knobs: '%s' missing or not a value of the knob", sp->knobs[i].name);
+    out->idx[i] = found;
+  }
+done:
+  cJSON_Delete(root);
+  return st;
+}
+
+int pk_space_nexterns(const pk_space *sp) { return sp->nexterns; }
+const pk_candidate *pk_space_extern(const pk_space *sp, int i) {
+  return i >= 0 && i < sp->nexterns ? &sp->externs[i] : NULL;
+}

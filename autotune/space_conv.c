@@ -1,0 +1,235 @@
+/* space_conv.c — the conv-class template: a register tile of tile_oc output channels ×
+ * tile_h rows × tile_w columns (columns vectorized), the reductions (channels, kernel rows
+ * and columns) in a chosen order outside it, accumulated in a cache_write stage or in the
+ * output, the weight optionally packed by channel tile. Its preset is
+ * bench/hand_schedules.c's conv2d schedule, step for step. */
+#include <string.h>
+
+#include "space_impl.h"
+
+enum {
+  CV_TILE_OC, CV_TILE_W, CV_TILE_H, CV_VECTOR, CV_CACHE_WRITE, CV_REDUCE_ORDER, CV_ORDER,
+  CV_UNROLL, CV_UNROLL_K, CV_PACK_W, CV_PARALLEL, CV_NKNOBS
+};
+
+#define CV_MAX_ORDERS 6
+
+typedef struct conv_plan {
+  const char *stage, *local;
+  int ndim;
+  const char *root[PK_TE_MAX_DIMS]; /* spatial roots */
+  int oc, h, w;                     /* dims: output channels, rows (-1: none), columns */
+  int nreduce;
+  const char *k[PK_TE_MAX_DIMS];    /* reduce roots sorted by name */
+  int norders;
+  int orders[CV_MAX_ORDERS][PK_TE_MAX_DIMS]; /* permutations of k: the reduce_order knob */
+  const char *weight;               /* operand read at bare oc ("t1"); NULL: none */
+  int weight_dim;
+  int nother;
+  const char *other[64];
+} conv_plan;
+
+/* Permutations of 0..n-1 in lexicographic order, the first `max`. */
+static int permutations(int n, int max, int out[][PK_TE_MAX_DIMS]) {
+  int a[PK_TE_MAX_DIMS], count = 0;
+  for (int i = 0; i < n; i++) a[i] = i;
+  for (;;) {
+    memcpy(out[count++], a, sizeof a);
+    if (count == max) return count;
+    int i = n - 2;
+    while (i >= 0 && a[i] > a[i + 1]) i--;
+    if (i < 0) return count;
+    int j = n - 1;
+    while (a[j] < a[i]) j--;
+    int t = a[i]; a[i] = a[j]; a[j] = t;
+    for (int l = i + 1, r = n - 1; l < r; l++, r--) { t = a[l]; a[l] = a[r]; a[r] = t; }
+  }
+}
+
+static pk_status conv_init(pk_space *sp) {
+  const pk_te_program *prog = sp->task->prog;
+  const pk_te_tensor *t = space_product_stage(prog);
+  if (!t || t->ndim < 3) return PK_ERR_UNSUPPORTED;
+  pk_ctx *ctx = sp->ctx;
+  conv_plan *p = pk_alloc(ctx, sizeof *p);
+  pk_ctx *tmp = pk_ctx_new();
+  pk_schedule *s0 = pk_sched_new(tmp, prog);
+  p->stage = pk_sprintf(ctx, "t%d", t->id);
+  p->local = pk_sprintf(ctx, "t%d.local", t->id);
+  const pk_stage *st = pk_sched_find_stage(s0, p->stage);
+  PK_ASSERT(st && st->nroot == t->ndim + t->body->naxes);
+  p->ndim = t->ndim;
+  for (int d = 0; d < t->ndim; d++) p->root[d] = pk_strdup(ctx, st->root[d]->name);
+  p->nreduce = t->body->naxes;
+  /* sorted by name, so order 0 is k0, k1, k2: kernel rows, columns, then channels for
+   * conv2d (the hand schedule's order) */
+  for (int r = 0; r < p->nreduce; r++) {
+    const char *name = st->root[t->ndim + r]->name;
+    int j = r;
+    for (; j > 0 && strcmp(p->k[j - 1], name) > 0; j--) p->k[j] = p->k[j - 1];
+    p->k[j] = pk_strdup(ctx, name);
+  }
+  for (int i = 0; i < s0->nstages && p->nother < 64; i++)
+    if (strcmp(s0->stages[i]->name, p->stage) != 0) p->other[p->nother++] = pk_strdup(ctx, s0->stages[i]->name);
+  pk_ctx_free(tmp);
+  p->norders = permutations(p->nreduce, CV_MAX_ORDERS, p->orders);
+  p->oc = 1;
+  p->w = t->ndim - 1;
+  p->h = t->ndim >= 4 ? t->ndim - 2 : -1;
+  const pk_expr *mul = t->body->args[0];
+  for (int i = 0; i < 2 && !p->weight; i++) {
+    int d = space_bare_dim(mul->args[i], t->axes[p->oc]);
+    if (d >= 0) {
+      p->weight = pk_sprintf(ctx, "t%d", mul->args[i]->tensor->id);
+      p->weight_dim = d;
+    }
+  }
+  sp->plan = p;
+
+  int64_t OC = t->shape[p->oc], W = t->shape[p->w], H = p->h >= 0 ? t->shape[p->h] : 1;
+  int64_t v[PK_SPACE_MAX_VALUES];
+  static const int64_t chans[] = {1, 2, 3, 4, 6, 8, 12, 16};
+  static const int64_t cols[] = {1, 2, 4, 8, 16, 32, 64};
+  static const int64_t rows[] = {1, 2, 4};
+  space_add_knob(sp, "tile_oc", v, space_tile_values(OC, chans, 8, 2, 16, v));
+  space_add_knob(sp, "tile_w", v, space_tile_values(W, cols, 7, 4, 64, v));
+  space_add_knob(sp, "tile_h", v, space_tile_values(H, rows, 3, 0, 0, v));
+  space_add_knob(sp, "vector", v, space_vector_values(sp, W, v));
+  space_add_knob(sp, "cache_write", (int64_t[]){0, 1}, 2);
+  int n = 0;
+  for (int i = 0; i < p->norders; i++) v[n++] = i;
+  space_add_knob(sp, "reduce_order", v, n);
+  space_add_knob(sp, "order", (int64_t[]){0, 1}, 2);
+  space_add_knob(sp, "unroll", (int64_t[]){0, 1}, 2);
+  /* depth of the innermost reduction's unroll: 1 none, 0 full (as pk_sched_unroll) */
+  space_add_knob(sp, "unroll_k", (int64_t[]){1, 2, 4, 0}, 4);
+  space_add_knob(sp, "pack_w", (int64_t[]){0, 1}, p->weight ? 2 : 1);
+  space_add_knob(sp, "parallel", (int64_t[]){0, 1}, sp->opts.allow_parallel ? 2 : 1);
+  PK_ASSERT(sp->nknobs == CV_NKNOBS);
+  return PK_OK;
+}
+
+#define N_(base, suffix) space_name(s, base, suffix)
+
+/* The loops of the tile (everything but the reductions), outer ones in the chosen order. */
+typedef struct conv_loops {
+  int nouter;
+  const char *outer[PK_TE_MAX_DIMS];
+  int ninner;
+  const char *inner[4];
+  const char *vec;    /* the vectorized leaf (NULL: none) */
+  const char *unroll[3];
+  int nunroll;
+} conv_loops;
+
+static void conv_loop_names(const conv_plan *p, pk_schedule *s, const int64_t *v, conv_loops *l) {
+  int64_t V = v[CV_VECTOR], WR = v[CV_TILE_W];
+  bool split_h = p->h >= 0 && v[CV_TILE_H] > 1;
+  const char *oc = p->root[p->oc], *w = p->root[p->w], *h = p->h >= 0 ? p->root[p->h] : NULL;
+  memset(l, 0, sizeof *l);
+  for (int d = 0; d < p->ndim; d++)
+    if (d != p->oc && d != p->h && d != p->w) l->outer[l->nouter++] = p->root[d];
+  const char *tiles[3];
+  int nt = 0;
+  if (v[CV_ORDER] == 0) tiles[nt++] = N_(oc, ".o"); /* channels outermost: reuse inputs */
+  if (h) tiles[nt++] = split_h ? N_(h, ".o") : h;
+  tiles[nt++] = N_(w, ".o");
+  if (v[CV_ORDER] == 1) tiles[nt++] = N_(oc, ".o");  /* channels innermost: reuse weights */
+  for (int i = 0; i < nt; i++) l->outer[l->nouter++] = tiles[i];
+  l->inner[l->ninner++] = N_(oc, ".i");
+  l->unroll[l->nunroll++] = N_(oc, ".i");
+  if (split_h) {
+    l->inner[l->ninner++] = N_(h, ".i");
+    l->unroll[l->nunroll++] = N_(h, ".i");
+  }
+  const char *wi = N_(w, ".i");
+  if (V > 1 && V != WR) {
+    l->inner[l->ninner++] = N_(wi, ".o");
+    l->inner[l->ninner++] = N_(wi, ".i");
+    l->unroll[l->nunroll++] = N_(wi, ".o");
+    l->vec = N_(wi, ".i");
+  } else {
+    l->inner[l->ninner++] = wi;
+    l->vec = V > 1 ? wi : NULL;
+  }
+}
+
+/* Splits oc, h, w of stage and orders its loops: outer tiles, [reductions], inner tile. */
+static pk_status conv_shape(const conv_plan *p, pk_schedule *s, const char *stage,
+                            const int64_t *v, const conv_loops *l, bool with_reduce) {
+  int64_t V = v[CV_VECTOR], WR = v[CV_TILE_W];
+  SPACE_TRY(pk_sched_split(s, stage, p->root[p->oc], v[CV_TILE_OC]));
+  if (p->h >= 0 && v[CV_TILE_H] > 1) SPACE_TRY(pk_sched_split(s, stage, p->root[p->h], v[CV_TILE_H]));
+  SPACE_TRY(pk_sched_split(s, stage, p->root[p->w], WR));
+  if (V > 1 && V != WR) SPACE_TRY(pk_sched_split(s, stage, N_(p->root[p->w], ".i"), V));
+  const char *order[2 * PK_TE_MAX_DIMS + 8];
+  int n = 0;
+  for (int i = 0; i < l->nouter; i++) order[n++] = l->outer[i];
+  if (with_reduce)
+    for (int r = 0; r < p->nreduce; r++) order[n++] = p->k[p->orders[v[CV_REDUCE_ORDER]][r]];
+  for (int i = 0; i < l->ninner; i++) order[n++] = l->inner[i];
+  return pk_sched_reorder(s, stage, n, order);
+}
+
+static pk_status conv_unroll_and_vectorize(const conv_plan *p, pk_schedule *s, const char *stage,
+                                           const int64_t *v, const conv_loops *l, bool reduce) {
+  if (v[CV_UNROLL])
+    for (int i = 0; i < l->nunroll; i++) SPACE_TRY(pk_sched_unroll(s, stage, l->unroll[i], 0));
+  if (reduce && v[CV_UNROLL_K] != 1) {
+    const char *innermost = p->k[p->orders[v[CV_REDUCE_ORDER]][p->nreduce - 1]];
+    SPACE_TRY(pk_sched_unroll(s, stage, innermost, v[CV_UNROLL_K]));
+  }
+  if (l->vec) SPACE_TRY(pk_sched_vectorize(s, stage, l->vec));
+  return PK_OK;
+}
+
+static pk_status conv_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
+  const conv_plan *p = sp->plan;
+  const char *T = p->stage;
+  bool local = v[CV_CACHE_WRITE] != 0;
+  conv_loops l;
+  conv_loop_names(p, s, v, &l);
+  if (v[CV_PACK_W]) {
+    /* the weight as [O/tile_oc][C][KH][KW][tile_oc]: the tile's channels side by side */
+    const char *readers[] = {T};
+    SPACE_TRY(pk_sched_cache_read(s, p->weight, "ws", 1, readers, p->weight_dim, v[CV_TILE_OC]));
+  }
+  if (local) {
+    /* T copies the accumulator tile out (vectorized); T.local holds it in registers */
+    SPACE_TRY(pk_sched_cache_write(s, T, "local"));
+    SPACE_TRY(conv_shape(p, s, T, v, &l, false));
+    if (l.vec) SPACE_TRY(pk_sched_vectorize(s, T, l.vec));
+    SPACE_TRY(pk_sched_compute_at(s, p->local, T, l.outer[l.nouter - 1]));
+    SPACE_TRY(conv_shape(p, s, p->local, v, &l, true));
+    SPACE_TRY(conv_unroll_and_vectorize(p, s, p->local, v, &l, true));
+  } else {
+    SPACE_TRY(conv_shape(p, s, T, v, &l, true));
+    SPACE_TRY(conv_unroll_and_vectorize(p, s, T, v, &l, true));
+  }
+  if (v[CV_PARALLEL]) {
+    /* the first tile loop: batch dims are often 1 */
+    int first = l.nouter - (p->h >= 0 ? 3 : 2);
+    SPACE_TRY(pk_sched_parallel(s, T, l.outer[first]));
+  }
+  for (int i = 0; i < p->nother; i++) {
+    const pk_stage *st = pk_sched_find_stage(s, p->other[i]);
+    if (st) SPACE_TRY(space_schedule_injective(s, st, v[CV_VECTOR], 1, v[CV_PARALLEL] != 0, false, false));
+  }
+  return PK_OK;
+}
+
+/* bench/hand_schedules.c: 4 channels × 2 vectors of columns, reductions k0, k1, k2 outside
+ * the tile, channels and the innermost reduction fully unrolled. */
+static bool conv_preset(const pk_space *sp, int64_t *v) {
+  memset(v, 0, CV_NKNOBS * sizeof *v);
+  v[CV_TILE_OC] = 4;
+  v[CV_TILE_W] = 2 * (int64_t)sp->lanes;
+  v[CV_TILE_H] = 1;
+  v[CV_VECTOR] = 2 * (int64_t)sp->lanes;
+  v[CV_CACHE_WRITE] = 1;
+  v[CV_UNROLL] = 1;
+  v[CV_UNROLL_K] = 0;
+  return true;
+}
+
+const space_class pk_space_class_conv = {"conv", conv_init, conv_apply, conv_preset};

@@ -1,0 +1,193 @@
+/* space_generic.c — the templates for reductions (rfactor into vector lanes, or the
+ * reduction moved outside a vectorized spatial loop) and for injective programs (fused,
+ * vectorized, unrolled loops), and the shaping of injective stages every template uses. */
+#include <string.h>
+
+#include "space_impl.h"
+
+#define N_(base, suffix) space_name(s, base, suffix)
+
+pk_status space_schedule_injective(pk_schedule *s, const pk_stage *st, int64_t vector,
+                                   int64_t unroll, bool parallel, bool fuse, bool strict) {
+  if (st->attach != PK_ATTACH_ROOT || st->tensor->body->kind == PK_EXPR_REDUCE) return PK_OK;
+  const char *name = st->name;
+  if (fuse)
+    while (st->nleaf > 1) /* st is re-read after each step: the leaves change */
+      SPACE_TRY(pk_sched_fuse(s, name, st->leaf[0]->name, st->leaf[1]->name));
+  const pk_iter *inner = st->leaf[st->nleaf - 1];
+  const char *in = inner->name, *outside = in;
+  if (vector > 1 && (strict || inner->extent >= vector)) {
+    SPACE_TRY(pk_sched_split(s, name, in, vector));
+    SPACE_TRY(pk_sched_vectorize(s, name, N_(in, ".i")));
+    outside = N_(in, ".o");
+  }
+  if (unroll > 1) {
+    const pk_iter *it = pk_sched_find_iter(st, outside);
+    if (strict || (it && it->extent >= unroll)) SPACE_TRY(pk_sched_unroll(s, name, outside, unroll));
+  }
+  if (parallel && (strict || st->leaf[0]->kind == PK_LOOP_SERIAL))
+    SPACE_TRY(pk_sched_parallel(s, name, st->leaf[0]->name));
+  return PK_OK;
+}
+
+/* Names of a schedule's stages at the start (one per compute), kept in the plan. */
+typedef struct generic_plan {
+  int nstages;
+  const char *stage[64];
+} generic_plan;
+
+static generic_plan *plan_stages(pk_space *sp) {
+  generic_plan *p = pk_alloc(sp->ctx, sizeof *p);
+  pk_ctx *tmp = pk_ctx_new();
+  pk_schedule *s0 = pk_sched_new(tmp, sp->task->prog);
+  for (int i = 0; i < s0->nstages && p->nstages < 64; i++)
+    p->stage[p->nstages++] = pk_strdup(sp->ctx, s0->stages[i]->name);
+  pk_ctx_free(tmp);
+  sp->plan = p;
+  return p;
+}
+
+static int64_t last_extent(const pk_te_tensor *t) { return t->shape[t->ndim - 1]; }
+
+/* ---- reductions ---- */
+
+enum { RD_VECTOR, RD_RFACTOR, RD_REDUCE_POS, RD_UNROLL, RD_PARALLEL, RD_NKNOBS };
+
+static pk_status reduction_init(pk_space *sp) {
+  const pk_te_program *prog = sp->task->prog;
+  int64_t max_rf = 0, max_lanes = 1;
+  bool any = false;
+  for (int i = 0; i < prog->ntensors; i++) {
+    const pk_te_tensor *t = prog->tensors[i];
+    if (t->kind != PK_TE_COMPUTE) continue;
+    if (last_extent(t) > max_lanes) max_lanes = last_extent(t);
+    if (t->body->kind != PK_EXPR_REDUCE) continue;
+    any = true;
+    const pk_te_axis *k = t->body->axes[t->body->naxes - 1];
+    max_rf = k->hi - k->lo; /* the last reduction is the main one */
+  }
+  if (!any) return PK_ERR_UNSUPPORTED;
+  plan_stages(sp);
+  int64_t v[PK_SPACE_MAX_VALUES];
+  int n = 0;
+  v[n++] = 0;
+  for (int64_t f = 4; f <= 64 && f <= max_rf; f *= 2) v[n++] = f;
+  if (max_rf > 1) max_lanes = max_lanes > max_rf ? max_lanes : max_rf;
+  space_add_knob(sp, "vector", v + 16, space_vector_values(sp, max_lanes, v + 16));
+  space_add_knob(sp, "rfactor", v, n);
+  space_add_knob(sp, "reduce_pos", (int64_t[]){0, 1}, 2);
+  space_add_knob(sp, "unroll", (int64_t[]){1, 2, 4, 8}, 4);
+  space_add_knob(sp, "parallel", (int64_t[]){0, 1}, sp->opts.allow_parallel ? 2 : 1);
+  PK_ASSERT(sp->nknobs == RD_NKNOBS);
+  return PK_OK;
+}
+
+/* rfactor: the last reduce axis split by f, its inner part made a spatial dim of a partial
+ * result (S.rf) that runs innermost as f vector lanes; S then sums the f lanes. */
+static pk_status reduction_rfactor(pk_schedule *s, const char *S, const int64_t *v) {
+  const pk_stage *st = pk_sched_find_stage(s, S);
+  int nsp = st->tensor->ndim, nred = st->nroot - nsp;
+  const char *k = st->root[nsp + nred - 1]->name;
+  SPACE_TRY(pk_sched_split(s, S, k, v[RD_RFACTOR]));
+  SPACE_TRY(pk_sched_rfactor(s, S, N_(k, ".i")));
+  const char *RF = N_(S, ".rf");
+  const pk_stage *rf = pk_sched_find_stage(s, RF);
+  const char *lane = rf->root[nsp]->name; /* i<nsp>: the partial index */
+  const char *order[PK_TE_MAX_DIMS + 2];
+  int n = 0;
+  for (int r = 0; r < nred; r++) order[n++] = rf->root[nsp + 1 + r]->name;
+  /* reduce_pos 1: the reduction also goes outside the innermost original spatial loop */
+  if (v[RD_REDUCE_POS] && nsp >= 1) order[n++] = rf->root[nsp - 1]->name;
+  order[n++] = lane;
+  SPACE_TRY(pk_sched_reorder(s, RF, n, order));
+  if (v[RD_VECTOR] > 1) {
+    SPACE_TRY(pk_sched_split(s, RF, lane, v[RD_VECTOR]));
+    SPACE_TRY(pk_sched_vectorize(s, RF, N_(lane, ".i")));
+  }
+  if (v[RD_UNROLL] > 1) SPACE_TRY(pk_sched_unroll(s, RF, rf->root[nsp + nred]->name, v[RD_UNROLL]));
+  if (v[RD_PARALLEL]) {
+    SPACE_TRY(pk_sched_parallel(s, RF, rf->leaf[0]->name));
+    SPACE_TRY(pk_sched_parallel(s, S, st->leaf[0]->name));
+  }
+  return PK_OK;
+}
+
+/* Without rfactor: the reduction innermost (reduce_pos 0: nothing to vectorize there, so a
+ * vector width > 1 is refused), or outside the innermost spatial loop, which then runs as
+ * vector lanes (reduce_pos 1: sums along a non-innermost axis, pools). */
+static pk_status reduction_plain(pk_schedule *s, const char *S, const int64_t *v) {
+  const pk_stage *st = pk_sched_find_stage(s, S);
+  int nsp = st->tensor->ndim, nred = st->nroot - nsp;
+  const char *red[PK_TE_MAX_DIMS];
+  for (int r = 0; r < nred; r++) red[r] = st->root[nsp + r]->name;
+  const char *in = st->root[nsp - 1]->name;
+  if (v[RD_REDUCE_POS]) {
+    const char *order[PK_TE_MAX_DIMS + 2];
+    int n = 0;
+    if (v[RD_VECTOR] > 1) {
+      SPACE_TRY(pk_sched_split(s, S, in, v[RD_VECTOR]));
+      order[n++] = N_(in, ".o");
+      in = N_(in, ".i");
+    }
+    for (int r = 0; r < nred; r++) order[n++] = red[r];
+    order[n++] = in;
+    SPACE_TRY(pk_sched_reorder(s, S, n, order));
+  }
+  if (v[RD_UNROLL] > 1) SPACE_TRY(pk_sched_unroll(s, S, red[nred - 1], v[RD_UNROLL]));
+  if (v[RD_VECTOR] > 1) SPACE_TRY(pk_sched_vectorize(s, S, st->leaf[st->nleaf - 1]->name));
+  if (v[RD_PARALLEL]) SPACE_TRY(pk_sched_parallel(s, S, st->leaf[0]->name));
+  return PK_OK;
+}
+
+static pk_status reduction_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
+  const generic_plan *p = sp->plan;
+  for (int i = 0; i < p->nstages; i++) {
+    const pk_stage *st = pk_sched_find_stage(s, p->stage[i]);
+    if (st->tensor->body->kind != PK_EXPR_REDUCE)
+      SPACE_TRY(space_schedule_injective(s, st, v[RD_VECTOR], v[RD_UNROLL], v[RD_PARALLEL] != 0, false, false));
+    else if (v[RD_RFACTOR])
+      SPACE_TRY(reduction_rfactor(s, p->stage[i], v));
+    else
+      SPACE_TRY(reduction_plain(s, p->stage[i], v));
+  }
+  return PK_OK;
+}
+
+const space_class pk_space_class_reduction = {"reduction", reduction_init, reduction_apply, NULL};
+
+/* ---- injective programs ---- */
+
+enum { IJ_VECTOR, IJ_FUSE, IJ_UNROLL, IJ_PARALLEL, IJ_NKNOBS };
+
+static pk_status injective_init(pk_space *sp) {
+  const pk_te_program *prog = sp->task->prog;
+  int64_t max_lanes = 1, numel = 1;
+  for (int i = 0; i < prog->ntensors; i++) {
+    const pk_te_tensor *t = prog->tensors[i];
+    if (t->kind != PK_TE_COMPUTE) continue;
+    if (t->body->kind == PK_EXPR_REDUCE) return PK_ERR_UNSUPPORTED;
+    if (last_extent(t) > max_lanes) max_lanes = last_extent(t);
+    if (pk_te_tensor_numel(t) > numel) numel = pk_te_tensor_numel(t);
+  }
+  plan_stages(sp);
+  int64_t v[PK_SPACE_MAX_VALUES];
+  /* fused, the whole tensor is one loop: lanes up to its size */
+  space_add_knob(sp, "vector", v, space_vector_values(sp, numel > max_lanes ? numel : max_lanes, v));
+  space_add_knob(sp, "fuse", (int64_t[]){0, 1}, 2);
+  space_add_knob(sp, "unroll", (int64_t[]){1, 2, 4, 8}, 4);
+  space_add_knob(sp, "parallel", (int64_t[]){0, 1}, sp->opts.allow_parallel ? 2 : 1);
+  PK_ASSERT(sp->nknobs == IJ_NKNOBS);
+  return PK_OK;
+}
+
+static pk_status injective_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
+  const generic_plan *p = sp->plan;
+  for (int i = 0; i < p->nstages; i++) {
+    const pk_stage *st = pk_sched_find_stage(s, p->stage[i]);
+    SPACE_TRY(space_schedule_injective(s, st, v[IJ_VECTOR], v[IJ_UNROLL], v[IJ_PARALLEL] != 0,
+                                       v[IJ_FUSE] != 0, true));
+  }
+  return PK_OK;
+}
+
+const space_class pk_space_class_injective = {"injective", injective_init, injective_apply, NULL};

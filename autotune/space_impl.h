@@ -1,0 +1,95 @@
+/* space_impl.h — the layout of a config space and the interface each op class's template
+ * implements (space_matmul.c, space_conv.c, space_generic.c). Internal to autotune/. */
+#ifndef PK_SPACE_IMPL_H
+#define PK_SPACE_IMPL_H
+
+#include "pk_search.h"
+
+typedef struct space_class space_class;
+
+struct pk_space {
+  pk_ctx *ctx;                  /* results, messages, the plan */
+  const pk_task *task;
+  pk_space_options opts;
+  int lanes;                    /* hardware vector lanes for the task's dtype */
+  int nknobs;
+  pk_knob knobs[PK_SPACE_MAX_KNOBS];
+  int by_name[PK_SPACE_MAX_KNOBS]; /* knob indices in name order: knobs JSON key order */
+  const space_class *cls;
+  void *plan;                   /* the class's analysis of the program */
+  int nexterns;
+  pk_candidate externs[1];
+  /* pk_space_build's throwaway arena: schedules and lowered IR are garbage once the trace
+   * is printed, and a tuning run builds thousands of them. Recycled every few hundred. */
+  pk_ctx *scratch;
+  int scratch_uses;
+};
+
+/* One op class's template: it reads the program once (init: adds the knobs and keeps a
+ * plan), then turns knob values into primitive calls (apply). */
+struct space_class {
+  const char *name;
+  /* PK_ERR_UNSUPPORTED when the program does not have the class's shape (pk_space_new then
+   * falls back to the generic template). */
+  pk_status (*init)(pk_space *sp);
+  /* v[i]: the value of knob i. Returns the first refused primitive's status. */
+  pk_status (*apply)(const pk_space *sp, pk_schedule *s, const int64_t *v);
+  /* The hand schedule's knob values (NULL: no preset). */
+  bool (*preset)(const pk_space *sp, int64_t *v);
+};
+
+extern const space_class pk_space_class_matmul;
+extern const space_class pk_space_class_conv;
+extern const space_class pk_space_class_reduction;
+extern const space_class pk_space_class_injective;
+
+/* ---- helpers for the templates (space.c) ---- */
+#define SPACE_TRY(call)               \
+  do {                                \
+    pk_status st_ = (call);           \
+    if (st_ != PK_OK) return st_;     \
+  } while (0)
+
+/* Adds a knob with values (deduplicated, kept in the given order; at most
+ * PK_SPACE_MAX_VALUES). Returns its index. */
+int space_add_knob(pk_space *sp, const char *name, const int64_t *values, int n);
+/* Sorted, distinct tile sizes for an axis of this extent: each of `preferred` that fits,
+ * the divisors of extent in [min_div, max_div] (so both divisors and non-divisors are
+ * offered), and the extent itself when it is at most max_div. */
+int space_tile_values(int64_t extent, const int64_t *preferred, int npreferred, int64_t min_div,
+                      int64_t max_div, int64_t *out);
+/* Vector widths: 1, then 4, 8, ... up to 2 hardware vectors (the C backend emits wider
+ * vectors as several hardware ones), at most max_lanes. */
+int space_vector_values(const pk_space *sp, int64_t max_lanes, int64_t *out);
+/* "<base><suffix>" in the schedule's context. */
+const char *space_name(pk_schedule *s, const char *base, const char *suffix);
+/* The compute that classifies the task: the first sum of a product (matmul, conv). */
+const pk_te_tensor *space_product_stage(const pk_te_program *p);
+/* The index of the dim of READ r that is exactly the bare axis ax, or -1. */
+int space_bare_dim(const pk_expr *r, const pk_te_axis *ax);
+/* Does e use axis ax anywhere? */
+bool space_uses_axis(const pk_expr *e, const pk_te_axis *ax);
+
+/* ---- shared with the tuners and space_extern.c ---- */
+void space_extern_init(pk_space *sp);
+/* The scratch arena for one build (recycled now and then: nothing from an earlier build
+ * may be kept). */
+pk_ctx *space_scratch(pk_space *sp);
+/* The knob part of the features (PK_SPACE_MAX_KNOBS values, knobs JSON key order). */
+void space_knob_features(const pk_space *sp, const pk_config *c, double *out);
+/* Schedules and lowers a config in the scratch arena; on success *trace is its canonical
+ * trace (valid until the next build), hash its hex SHA-256 and, when features is not NULL,
+ * the PK_FEATURE_COUNT features are filled. A refusal's message stays in the scratch
+ * context (pk_space_build copies it; the tuners only count it). */
+pk_status space_build_trace(pk_space *sp, const pk_config *c, const char **trace,
+                            char hash[2 * PKRT_SHA256_BYTES + 1], double *features);
+
+/* How the generic templates shape an injective root stage (also an epilogue such as a
+ * ReLU after a matmul): fuse its loops into one (fuse), split the innermost loop by
+ * `vector` and vectorize the inner part, unroll the loop outside it by `unroll` (> 1), run
+ * the outermost loop in parallel. strict: every step is attempted, so a knob that does not
+ * fit is refused (the config is illegal); otherwise steps that cannot apply are skipped. */
+pk_status space_schedule_injective(pk_schedule *s, const pk_stage *st, int64_t vector,
+                                   int64_t unroll, bool parallel, bool fuse, bool strict);
+
+#endif

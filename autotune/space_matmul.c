@@ -1,0 +1,236 @@
+/* space_matmul.c — the matmul-class template: a register tile of tile_m rows × tile_n
+ * columns (vectorized, unrolled), accumulated in a cache_write stage or straight into C
+ * (then with optional K blocking), B and A optionally packed into panels. Its preset is
+ * bench/hand_schedules.c's GEMM schedule, step for step. */
+#include <string.h>
+
+#include "space_impl.h"
+
+enum {
+  MM_TILE_M, MM_TILE_N, MM_VECTOR, MM_CACHE_WRITE, MM_PACK_B, MM_PACK_A, MM_ORDER,
+  MM_K_UNROLL, MM_K_BLOCK, MM_UNROLL, MM_PARALLEL, MM_NKNOBS
+};
+
+typedef struct matmul_plan {
+  const char *stage, *local; /* "t2", "t2.local" */
+  const char *m, *n;         /* the last two spatial roots: rows and columns */
+  int nreduce;
+  const char *k[PK_TE_MAX_DIMS]; /* reduce roots in root order; k[0] is the one tiled */
+  int64_t k_extent;
+  const char *a, *b;         /* the operands read at bare m / bare n ("t0"); NULL: none */
+  int a_dim, b_dim;          /* their dim indexed by m / n: the packed panel's dim */
+  int nother;
+  const char *other[64];     /* the other computes (an epilogue such as a ReLU) */
+} matmul_plan;
+
+/* An operand read at the bare axis, and the dim where: what cache_read packs by. */
+static void find_operand(const pk_expr *mul, const pk_te_axis *ax, const pk_te_axis *k,
+                         const char **name, int *dim, pk_ctx *ctx) {
+  *name = NULL;
+  for (int i = 0; i < 2; i++) {
+    const pk_expr *r = mul->args[i];
+    int d = space_bare_dim(r, ax);
+    if (d >= 0 && space_uses_axis(r, k)) {
+      *name = pk_sprintf(ctx, "t%d", r->tensor->id);
+      *dim = d;
+      return;
+    }
+  }
+}
+
+static pk_status matmul_init(pk_space *sp) {
+  const pk_te_program *prog = sp->task->prog;
+  const pk_te_tensor *t = space_product_stage(prog);
+  if (!t || t->ndim < 2) return PK_ERR_UNSUPPORTED;
+  pk_ctx *ctx = sp->ctx;
+  matmul_plan *p = pk_alloc(ctx, sizeof *p);
+  /* Root names as the schedule spells them (reduce roots carry canonical ids). */
+  pk_ctx *tmp = pk_ctx_new();
+  pk_schedule *s0 = pk_sched_new(tmp, prog);
+  p->stage = pk_sprintf(ctx, "t%d", t->id);
+  p->local = pk_sprintf(ctx, "t%d.local", t->id);
+  const pk_stage *st = pk_sched_find_stage(s0, p->stage);
+  PK_ASSERT(st && st->nroot == t->ndim + t->body->naxes);
+  p->m = pk_strdup(ctx, st->root[t->ndim - 2]->name);
+  p->n = pk_strdup(ctx, st->root[t->ndim - 1]->name);
+  p->nreduce = t->body->naxes;
+  for (int r = 0; r < p->nreduce; r++) p->k[r] = pk_strdup(ctx, st->root[t->ndim + r]->name);
+  p->k_extent = st->root[t->ndim]->extent;
+  for (int i = 0; i < s0->nstages && p->nother < 64; i++)
+    if (strcmp(s0->stages[i]->name, p->stage) != 0) p->other[p->nother++] = pk_strdup(ctx, s0->stages[i]->name);
+  pk_ctx_free(tmp);
+  const pk_expr *mul = t->body->args[0];
+  const pk_te_axis *k0 = t->body->axes[0];
+  find_operand(mul, t->axes[t->ndim - 2], k0, &p->a, &p->a_dim, ctx);
+  find_operand(mul, t->axes[t->ndim - 1], k0, &p->b, &p->b_dim, ctx);
+  if (p->a && p->b && !strcmp(p->a, p->b)) p->a = NULL; /* A·Aᵀ: pack it once, as B */
+  sp->plan = p;
+
+  int64_t M = t->shape[t->ndim - 2], N = t->shape[t->ndim - 1], K = p->k_extent;
+  int64_t v[PK_SPACE_MAX_VALUES];
+  static const int64_t rows[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16};
+  static const int64_t cols[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64};
+  space_add_knob(sp, "tile_m", v, space_tile_values(M, rows, 10, 2, 16, v));
+  space_add_knob(sp, "tile_n", v, space_tile_values(N, cols, 10, 8, 64, v));
+  space_add_knob(sp, "vector", v, space_vector_values(sp, N, v));
+  space_add_knob(sp, "cache_write", (int64_t[]){0, 1}, 2);
+  space_add_knob(sp, "pack_b", (int64_t[]){0, 1, 2}, p->b ? 3 : 1);
+  space_add_knob(sp, "pack_a", (int64_t[]){0, 1}, p->a ? 2 : 1);
+  space_add_knob(sp, "order", (int64_t[]){0, 1}, 2);
+  int n = 0;
+  for (int64_t u = 1; u <= 8 && u <= K; u *= 2) v[n++] = u;
+  space_add_knob(sp, "k_unroll", v, n);
+  n = 0;
+  v[n++] = 0;
+  for (int64_t b = 32; b <= 512 && b < K; b *= 2) v[n++] = b;
+  space_add_knob(sp, "k_block", v, n);
+  space_add_knob(sp, "unroll", (int64_t[]){0, 1}, 2);
+  space_add_knob(sp, "parallel", (int64_t[]){0, 1}, sp->opts.allow_parallel ? 2 : 1);
+  PK_ASSERT(sp->nknobs == MM_NKNOBS);
+  return PK_OK;
+}
+
+#define N_(base, suffix) space_name(s, base, suffix)
+
+/* The accumulator tile, computed at C's inner tile loop: k outside, tile_m rows and the
+ * column vectors inside, so each k step loads one B vector row and broadcasts A. */
+static pk_status matmul_local_tile(const matmul_plan *p, pk_schedule *s, const int64_t *v) {
+  const char *L = p->local;
+  int64_t V = v[MM_VECTOR], ku = v[MM_K_UNROLL];
+  SPACE_TRY(pk_sched_split(s, L, p->m, v[MM_TILE_M]));
+  SPACE_TRY(pk_sched_split(s, L, p->n, v[MM_TILE_N]));
+  const char *ni = N_(p->n, ".i");
+  if (V > 1) SPACE_TRY(pk_sched_split(s, L, ni, V));
+  if (ku > 1) SPACE_TRY(pk_sched_split(s, L, p->k[0], ku));
+  const char *order[PK_TE_MAX_DIMS + 8];
+  int n = 0;
+  order[n++] = N_(p->m, ".o");
+  order[n++] = N_(p->n, ".o");
+  if (ku > 1) {
+    order[n++] = N_(p->k[0], ".o");
+    order[n++] = N_(p->k[0], ".i");
+  } else {
+    order[n++] = p->k[0];
+  }
+  for (int r = 1; r < p->nreduce; r++) order[n++] = p->k[r];
+  order[n++] = N_(p->m, ".i");
+  if (V > 1) {
+    order[n++] = N_(ni, ".o");
+    order[n++] = N_(ni, ".i");
+  } else {
+    order[n++] = ni;
+  }
+  SPACE_TRY(pk_sched_reorder(s, L, n, order));
+  if (ku > 1) SPACE_TRY(pk_sched_unroll(s, L, N_(p->k[0], ".i"), 0));
+  if (v[MM_UNROLL]) {
+    SPACE_TRY(pk_sched_unroll(s, L, N_(p->m, ".i"), 0));
+    SPACE_TRY(pk_sched_unroll(s, L, V > 1 ? N_(ni, ".o") : ni, 0));
+  }
+  if (V > 1) SPACE_TRY(pk_sched_vectorize(s, L, N_(ni, ".i")));
+  return PK_OK;
+}
+
+/* Without cache_write the tile accumulates in C itself; K blocking (k_block) then keeps a
+ * k-slice of the packed panels in cache across every tile. */
+static pk_status matmul_direct(const matmul_plan *p, pk_schedule *s, const int64_t *v,
+                               const char *const *outer) {
+  const char *T = p->stage, *kc = p->k[0];
+  int64_t V = v[MM_VECTOR], ku = v[MM_K_UNROLL], kb = v[MM_K_BLOCK];
+  bool blocked = kb > 0 && kb < p->k_extent;
+  if (blocked) {
+    SPACE_TRY(pk_sched_split(s, T, kc, kb));
+    kc = N_(p->k[0], ".i");
+  }
+  if (ku > 1) SPACE_TRY(pk_sched_split(s, T, kc, ku));
+  const char *ni = N_(p->n, ".i");
+  if (V > 1) SPACE_TRY(pk_sched_split(s, T, ni, V));
+  const char *order[PK_TE_MAX_DIMS + 8];
+  int n = 0;
+  if (blocked) order[n++] = N_(p->k[0], ".o");
+  order[n++] = outer[0];
+  order[n++] = outer[1];
+  if (ku > 1) {
+    order[n++] = N_(kc, ".o");
+    order[n++] = N_(kc, ".i");
+  } else {
+    order[n++] = kc;
+  }
+  for (int r = 1; r < p->nreduce; r++) order[n++] = p->k[r];
+  order[n++] = N_(p->m, ".i");
+  if (V > 1) {
+    order[n++] = N_(ni, ".o");
+    order[n++] = N_(ni, ".i");
+  } else {
+    order[n++] = ni;
+  }
+  SPACE_TRY(pk_sched_reorder(s, T, n, order));
+  if (ku > 1) SPACE_TRY(pk_sched_unroll(s, T, N_(kc, ".i"), 0));
+  if (v[MM_UNROLL]) {
+    SPACE_TRY(pk_sched_unroll(s, T, N_(p->m, ".i"), 0));
+    SPACE_TRY(pk_sched_unroll(s, T, V > 1 ? N_(ni, ".o") : ni, 0));
+  }
+  if (V > 1) SPACE_TRY(pk_sched_vectorize(s, T, N_(ni, ".i")));
+  return PK_OK;
+}
+
+static pk_status matmul_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
+  const matmul_plan *p = sp->plan;
+  const char *T = p->stage;
+  const char *readers[] = {T};
+  int64_t MR = v[MM_TILE_M], NR = v[MM_TILE_N], V = v[MM_VECTOR];
+  bool local = v[MM_CACHE_WRITE] != 0;
+  /* K blocking needs the reduction loop in C's own nest; refusing it here (rather than
+   * ignoring it) keeps every record's knobs equal to what was applied. */
+  if (local && v[MM_K_BLOCK])
+    return pk_ctx_fail(s->ctx, PK_ERR_SCHEDULE, "knobs: k_block %lld needs cache_write 0",
+                       (long long)v[MM_K_BLOCK]);
+  /* Packed panels: B as [N/block][K][block], A as [M/tile_m][K][tile_m], so the tile's
+   * loads are contiguous whatever the operands' layouts (NT, TN). */
+  if (v[MM_PACK_B]) SPACE_TRY(pk_sched_cache_read(s, p->b, "ws", 1, readers, p->b_dim, NR * v[MM_PACK_B]));
+  if (v[MM_PACK_A]) SPACE_TRY(pk_sched_cache_read(s, p->a, "ws", 1, readers, p->a_dim, MR));
+  if (local) SPACE_TRY(pk_sched_cache_write(s, T, "local"));
+  SPACE_TRY(pk_sched_tile(s, T, p->m, p->n, MR, NR));
+  const char *mo = N_(p->m, ".o"), *no = N_(p->n, ".o"), *mi = N_(p->m, ".i"), *ni = N_(p->n, ".i");
+  /* order 0: column tiles outermost, so one packed B panel stays in L2 while every row
+   * tile streams past it (the hand schedule's choice); order 1: rows outermost. */
+  const char *outer[2] = {no, mo};
+  if (v[MM_ORDER] == 0) {
+    const char *o[] = {no, mo, mi, ni};
+    SPACE_TRY(pk_sched_reorder(s, T, 4, o));
+  } else {
+    outer[0] = mo;
+    outer[1] = no;
+  }
+  if (local) {
+    if (V > 1) {
+      SPACE_TRY(pk_sched_split(s, T, ni, V));
+      SPACE_TRY(pk_sched_vectorize(s, T, N_(ni, ".i")));
+    }
+    SPACE_TRY(pk_sched_compute_at(s, p->local, T, outer[1]));
+    SPACE_TRY(matmul_local_tile(p, s, v));
+  } else {
+    SPACE_TRY(matmul_direct(p, s, v, outer));
+  }
+  if (v[MM_PARALLEL]) SPACE_TRY(pk_sched_parallel(s, T, outer[0]));
+  for (int i = 0; i < p->nother; i++) {
+    const pk_stage *st = pk_sched_find_stage(s, p->other[i]);
+    if (st) SPACE_TRY(space_schedule_injective(s, st, V, 1, v[MM_PARALLEL] != 0, false, false));
+  }
+  return PK_OK;
+}
+
+/* bench/hand_schedules.c: 6 rows × 2 vectors, B packed by the tile width, k outermost in
+ * the tile, rows and vectors unrolled. */
+static bool matmul_preset(const pk_space *sp, int64_t *v) {
+  memset(v, 0, MM_NKNOBS * sizeof *v);
+  v[MM_TILE_M] = 6;
+  v[MM_TILE_N] = 2 * (int64_t)sp->lanes;
+  v[MM_VECTOR] = sp->lanes;
+  v[MM_CACHE_WRITE] = 1;
+  v[MM_PACK_B] = 1;
+  v[MM_K_UNROLL] = 1;
+  v[MM_UNROLL] = 1;
+  return true;
+}
+
+const space_class pk_space_class_matmul = {"matmul", matmul_init, matmul_apply, matmul_preset};
