@@ -208,8 +208,7 @@ static void visit(walk *w, const pk_stmt *st) {
 static double log2p(double x) { return log2(1 + (x > 0 ? x : 0)); }
 
 void pk_features_of_lfunc(pk_ctx *ctx, const pk_task *task, const pk_lfunc *f, double *out) {
-  walk *w = calloc(1, sizeof *w);
-  PK_ASSERT(w);
+  walk walker = {0}, *w = &walker;
   w->ctx = ctx;
   w->ranges = pk_lranges_new(ctx);
   visit(w, f->body);
@@ -223,7 +222,6 @@ void pk_features_of_lfunc(pk_ctx *ctx, const pk_task *task, const pk_lfunc *f, d
                                F_MEM_OPS, F_FP_GLOBAL, F_FP_WORKSPACE, F_FP_LOCAL, F_FP_STORES};
   for (size_t i = 0; i < sizeof logged / sizeof logged[0]; i++) w->f[logged[i]] = log2p(w->f[logged[i]]);
   memcpy(out, w->f, sizeof w->f);
-  free(w);
 }
 
 void pk_features_of_knobs(const char *knobs_json, double *out) {

@@ -99,7 +99,8 @@ bool pk_config_equal(const pk_config *a, const pk_config *b);
 uint64_t pk_config_hash(const pk_config *c);
 
 /* The schedule for a config, built in ctx (any context: the tuner uses a scratch one).
- * PK_ERR_SCHEDULE, message in ctx, when a step is refused or the result does not lower. */
+ * PK_ERR_SCHEDULE, message in ctx, when a step is refused (lowering is not tried here:
+ * pk_space_build does that too). */
 pk_status pk_space_schedule(const pk_space *sp, pk_ctx *ctx, const pk_config *c,
                             pk_schedule **out);
 /* The candidate for a config: trace, knobs and trace hash in the space's ctx. Checks that
@@ -157,7 +158,7 @@ pk_status pk_features_of(pk_ctx *ctx, const pk_task *task, const pk_candidate *c
 void pk_features_of_lfunc(pk_ctx *ctx, const pk_task *task, const pk_lfunc *f, double *out);
 /* Knob part from a knobs JSON (PK_SPACE_MAX_KNOBS values). */
 void pk_features_of_knobs(const char *knobs_json, double *out);
-/* JSON array (shortest round-trip numbers) for pk_record.features, and back. */
+/* JSON array (9 significant digits) for pk_record.features, and back. */
 char *pk_features_json(pk_ctx *ctx, const double *f, int n);
 int pk_features_from_json(const char *json, double *out, int max); /* count; -1 malformed */
 

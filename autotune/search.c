@@ -253,6 +253,7 @@ void pk_tuner_update(pk_tuner *t, const pk_candidate *c, const pk_measurement *m
 static bool record_features(pk_tuner *t, const pk_record *r, double *x) {
   if (r->features && pk_features_from_json(r->features, x, PK_FEATURE_COUNT) == PK_FEATURE_COUNT)
     return true;
+  if (!r->cand.trace) return false;
   pk_ctx *scratch = space_scratch(t->space);
   bool ok = pk_features_of(scratch, t->task, &r->cand, x, PK_FEATURE_COUNT) == PK_OK;
   pk_ctx_clear_error(scratch);
@@ -275,32 +276,48 @@ void pk_tuner_seed_history(pk_tuner *t, const pk_record *records, int n) {
   }
 }
 
+static int cmp_by_workload(const void *a, const void *b, const pk_record *r) {
+  return strcmp(r[*(const int *)a].workload, r[*(const int *)b].workload);
+}
+
+/* Sorts record indices by workload (a merge sort: a database may hold many records). */
+static void sort_by_workload(int *idx, int *tmp, int n, const pk_record *r) {
+  if (n < 2) return;
+  int h = n / 2;
+  sort_by_workload(idx, tmp, h, r);
+  sort_by_workload(idx + h, tmp, n - h, r);
+  int i = 0, j = h, k = 0;
+  while (i < h || j < n) tmp[k++] = j >= n || (i < h && cmp_by_workload(&idx[i], &idx[j], r) <= 0) ? idx[i++] : idx[j++];
+  memcpy(idx, tmp, (size_t)n * sizeof *idx);
+}
+
 void pk_tuner_add_transfer(pk_tuner *t, const pk_record *records, int n) {
-  /* Each other task's log GFLOP/s centred on its own mean: the model learns what is
-   * faster, not how fast another shape runs. Records of one workload are contiguous or
-   * not; a pass per workload keeps it simple. */
-  bool *done = calloc((size_t)n + 1, sizeof *done);
-  PK_ASSERT(done);
+  /* Each other task's log GFLOP/s is centred on its own mean: the model learns what is
+   * faster, not how fast another shape runs. */
+  int *idx = malloc((size_t)(n > 0 ? n : 1) * sizeof *idx), *tmp = malloc((size_t)(n > 0 ? n : 1) * sizeof *tmp);
+  PK_ASSERT(idx && tmp);
+  int m = 0;
   for (int i = 0; i < n; i++) {
-    const char *w = records[i].workload;
-    if (done[i] || !w || !strcmp(w, t->task->workload)) continue;
+    const pk_record *r = &records[i];
+    if (r->workload && strcmp(r->workload, t->task->workload) != 0 && r->cand.kind == PK_CAND_SCHEDULE &&
+        !isnan(y_of(&r->meas)))
+      idx[m++] = i;
+  }
+  sort_by_workload(idx, tmp, m, records);
+  for (int lo = 0, hi; lo < m; lo = hi) {
     double sum = 0;
-    int count = 0;
-    for (int j = i; j < n; j++)
-      if (!done[j] && records[j].workload && !strcmp(records[j].workload, w) && !isnan(y_of(&records[j].meas))) {
-        sum += y_of(&records[j].meas);
-        count++;
-      }
-    for (int j = i; j < n; j++) {
-      if (done[j] || !records[j].workload || strcmp(records[j].workload, w) != 0) continue;
-      done[j] = true;
-      double x[PK_FEATURE_COUNT], y = y_of(&records[j].meas);
-      if (!count || isnan(y) || records[j].cand.kind != PK_CAND_SCHEDULE) continue;
-      if (pk_features_from_json(records[j].features, x, PK_FEATURE_COUNT) != PK_FEATURE_COUNT) continue;
-      tuner_rows_add(&t->transfer, x, y - sum / count, NULL);
+    for (hi = lo; hi < m && !strcmp(records[idx[hi]].workload, records[idx[lo]].workload); hi++)
+      sum += y_of(&records[idx[hi]].meas);
+    double mean = sum / (hi - lo);
+    for (int k = lo; k < hi; k++) {
+      double x[PK_FEATURE_COUNT];
+      const pk_record *r = &records[idx[k]];
+      if (pk_features_from_json(r->features, x, PK_FEATURE_COUNT) == PK_FEATURE_COUNT)
+        tuner_rows_add(&t->transfer, x, y_of(&r->meas) - mean, NULL);
     }
   }
-  free(done);
+  free(idx);
+  free(tmp);
 }
 
 bool pk_tuner_done(const pk_tuner *t) {

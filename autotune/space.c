@@ -1,5 +1,6 @@
 /* space.c — config spaces: knobs and their values, enumeration, sampling, mutation, and
  * building a config into a candidate through its op class's template. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,8 +207,12 @@ void pk_space_mutate(const pk_space *sp, const pk_config *in, pk_rng *rng, pk_co
   for (int i = 0; i < sp->nknobs; i++)
     if (sp->knobs[i].nvalues > 1) movable[n++] = i;
   if (!n) return;
-  mutate_knob(sp, out, movable[pk_rng_below(rng, (uint32_t)n)], rng);
-  if (n > 1 && pk_rng_unit(rng) < 0.25) mutate_knob(sp, out, movable[pk_rng_below(rng, (uint32_t)n)], rng);
+  int first = (int)pk_rng_below(rng, (uint32_t)n);
+  mutate_knob(sp, out, movable[first], rng);
+  if (n > 1 && pk_rng_unit(rng) < 0.25) { /* another knob: the same one could step back */
+    int second = (int)pk_rng_below(rng, (uint32_t)(n - 1));
+    mutate_knob(sp, out, movable[second >= first ? second + 1 : second], rng);
+  }
 }
 
 void pk_space_crossover(const pk_space *sp, const pk_config *a, const pk_config *b, pk_rng *rng,
@@ -280,10 +285,9 @@ pk_ctx *space_scratch(pk_space *sp) {
 void space_knob_features(const pk_space *sp, const pk_config *c, double *out) {
   int64_t v[PK_SPACE_MAX_KNOBS];
   config_values(sp, c, v);
-  for (int i = 0; i < PK_SPACE_MAX_KNOBS; i++) {
-    double x = i < sp->nknobs ? (double)llabs(v[sp->by_name[i]]) : 0;
-    out[i] = i < sp->nknobs ? __builtin_log2(1 + x) : 0;
-  }
+  /* the same numbers pk_features_of_knobs reads from the knobs JSON */
+  for (int i = 0; i < PK_SPACE_MAX_KNOBS; i++)
+    out[i] = i < sp->nknobs ? log2(1 + (double)llabs(v[sp->by_name[i]])) : 0;
 }
 
 pk_status space_build_trace(pk_space *sp, const pk_config *c, const char **trace,

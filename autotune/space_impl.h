@@ -59,7 +59,8 @@ int space_add_knob(pk_space *sp, const char *name, const int64_t *values, int n)
 int space_tile_values(int64_t extent, const int64_t *preferred, int npreferred, int64_t min_div,
                       int64_t max_div, int64_t *out);
 /* Vector widths: 1, then 4, 8, ... up to 2 hardware vectors (the C backend emits wider
- * vectors as several hardware ones), at most max_lanes. */
+ * vectors as several hardware ones), at most max_lanes. (An odd width such as 10, a short
+ * axis as one vector, is left out: its masked part costs more than it saves.) */
 int space_vector_values(const pk_space *sp, int64_t max_lanes, int64_t *out);
 /* "<base><suffix>" in the schedule's context. */
 const char *space_name(pk_schedule *s, const char *base, const char *suffix);

@@ -1,6 +1,7 @@
 /* space_matmul.c — the matmul-class template: a register tile of tile_m rows × tile_n
  * columns (vectorized, unrolled), accumulated in a cache_write stage or straight into C
- * (then with optional K blocking), B and A optionally packed into panels. Its preset is
+ * (then with optional K blocking), B and A optionally packed into panels; or, with
+ * rfactor, dot products: k split into vector lanes of partial sums. Its preset is
  * bench/hand_schedules.c's GEMM schedule, step for step. */
 #include <string.h>
 
@@ -8,7 +9,7 @@
 
 enum {
   MM_TILE_M, MM_TILE_N, MM_VECTOR, MM_CACHE_WRITE, MM_PACK_B, MM_PACK_A, MM_ORDER,
-  MM_K_UNROLL, MM_K_BLOCK, MM_UNROLL, MM_PARALLEL, MM_NKNOBS
+  MM_K_UNROLL, MM_K_BLOCK, MM_UNROLL, MM_RFACTOR, MM_PARALLEL, MM_NKNOBS
 };
 
 typedef struct matmul_plan {
@@ -72,7 +73,8 @@ static pk_status matmul_init(pk_space *sp) {
   static const int64_t cols[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64};
   space_add_knob(sp, "tile_m", v, space_tile_values(M, rows, 10, 2, 16, v));
   space_add_knob(sp, "tile_n", v, space_tile_values(N, cols, 10, 8, 64, v));
-  space_add_knob(sp, "vector", v, space_vector_values(sp, N, v));
+  /* columns are vectorized, or k with rfactor */
+  space_add_knob(sp, "vector", v, space_vector_values(sp, N > K ? N : K, v));
   space_add_knob(sp, "cache_write", (int64_t[]){0, 1}, 2);
   space_add_knob(sp, "pack_b", (int64_t[]){0, 1, 2}, p->b ? 3 : 1);
   space_add_knob(sp, "pack_a", (int64_t[]){0, 1}, p->a ? 2 : 1);
@@ -85,12 +87,22 @@ static pk_status matmul_init(pk_space *sp) {
   for (int64_t b = 32; b <= 512 && b < K; b *= 2) v[n++] = b;
   space_add_knob(sp, "k_block", v, n);
   space_add_knob(sp, "unroll", (int64_t[]){0, 1}, 2);
+  space_add_knob(sp, "rfactor", (int64_t[]){0, 1}, 2);
   space_add_knob(sp, "parallel", (int64_t[]){0, 1}, sp->opts.allow_parallel ? 2 : 1);
   PK_ASSERT(sp->nknobs == MM_NKNOBS);
   return PK_OK;
 }
 
 #define N_(base, suffix) space_name(s, base, suffix)
+
+/* The program's other computes (a ReLU after the matmul): vectorized, in parallel when C is. */
+static pk_status matmul_epilogue(const matmul_plan *p, pk_schedule *s, const int64_t *v) {
+  for (int i = 0; i < p->nother; i++) {
+    const pk_stage *st = pk_sched_find_stage(s, p->other[i]);
+    if (st) SPACE_TRY(space_schedule_injective(s, st, v[MM_VECTOR], 1, v[MM_PARALLEL] != 0, false, false));
+  }
+  return PK_OK;
+}
 
 /* The accumulator tile, computed at C's inner tile loop: k outside, tile_m rows and the
  * column vectors inside, so each k step loads one B vector row and broadcasts A. */
@@ -173,6 +185,65 @@ static pk_status matmul_direct(const matmul_plan *p, pk_schedule *s, const int64
   return PK_OK;
 }
 
+/* Dot products (rfactor 1): k split by `vector` and rfactored, so T.rf[.., m, n, r] holds
+ * `vector` partial sums per output, computed as one vector (r innermost) over a register
+ * tile of rows × columns; T then adds the lanes. Both operands are read along k, so this
+ * suits B stored (N, K) with few columns, where column vectors would be mostly tail. */
+static pk_status matmul_dot(const matmul_plan *p, pk_schedule *s, const int64_t *v,
+                            const char *const *outer, bool local) {
+  int64_t V = v[MM_VECTOR], ku = v[MM_K_UNROLL];
+  if (V < 2 || v[MM_K_BLOCK])
+    return pk_ctx_fail(s->ctx, PK_ERR_SCHEDULE, "knobs: rfactor needs vector > 1 and k_block 0");
+  const char *T = p->stage, *RF = N_(T, ".rf");
+  SPACE_TRY(pk_sched_split(s, T, p->k[0], V));
+  SPACE_TRY(pk_sched_rfactor(s, T, N_(p->k[0], ".i")));
+  const pk_stage *rf = pk_sched_find_stage(s, RF);
+  const char *lane = rf->root[rf->tensor->ndim - 1]->name, *ko = N_(p->k[0], ".o");
+  /* the stage that accumulates: T.rf itself, or its cache_write stage in registers */
+  const char *acc = RF;
+  if (local) {
+    SPACE_TRY(pk_sched_cache_write(s, RF, "local"));
+    acc = N_(RF, ".local");
+  }
+  SPACE_TRY(pk_sched_tile(s, RF, p->m, p->n, v[MM_TILE_M], v[MM_TILE_N]));
+  const char *mo = N_(p->m, ".o"), *no = N_(p->n, ".o"), *mi = N_(p->m, ".i"), *ni = N_(p->n, ".i");
+  if (v[MM_ORDER] == 0) {
+    const char *o[] = {no, mo};
+    SPACE_TRY(pk_sched_reorder(s, RF, 2, o));
+  }
+  if (local) {
+    SPACE_TRY(pk_sched_vectorize(s, RF, lane));
+    SPACE_TRY(pk_sched_compute_at(s, acc, RF, outer[1]));
+    SPACE_TRY(pk_sched_split(s, acc, p->m, v[MM_TILE_M]));
+    SPACE_TRY(pk_sched_split(s, acc, p->n, v[MM_TILE_N]));
+  }
+  if (ku > 1) SPACE_TRY(pk_sched_split(s, acc, ko, ku));
+  const char *order[PK_TE_MAX_DIMS + 8];
+  int n = 0;
+  /* in the register stage the tile loops run once each (bound inference narrows them) */
+  order[n++] = local ? mo : outer[0];
+  order[n++] = local ? no : outer[1];
+  if (ku > 1) {
+    order[n++] = N_(ko, ".o");
+    order[n++] = N_(ko, ".i");
+  } else {
+    order[n++] = ko;
+  }
+  for (int r = 1; r < p->nreduce; r++) order[n++] = p->k[r];
+  order[n++] = mi;
+  order[n++] = ni;
+  order[n++] = lane;
+  SPACE_TRY(pk_sched_reorder(s, acc, n, order));
+  if (ku > 1) SPACE_TRY(pk_sched_unroll(s, acc, N_(ko, ".i"), 0));
+  if (v[MM_UNROLL]) {
+    SPACE_TRY(pk_sched_unroll(s, acc, mi, 0));
+    SPACE_TRY(pk_sched_unroll(s, acc, ni, 0));
+  }
+  SPACE_TRY(pk_sched_vectorize(s, acc, lane));
+  if (v[MM_PARALLEL]) SPACE_TRY(pk_sched_parallel(s, RF, outer[0]));
+  return PK_OK;
+}
+
 static pk_status matmul_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
   const matmul_plan *p = sp->plan;
   const char *T = p->stage;
@@ -188,18 +259,23 @@ static pk_status matmul_apply(const pk_space *sp, pk_schedule *s, const int64_t 
    * loads are contiguous whatever the operands' layouts (NT, TN). */
   if (v[MM_PACK_B]) SPACE_TRY(pk_sched_cache_read(s, p->b, "ws", 1, readers, p->b_dim, NR * v[MM_PACK_B]));
   if (v[MM_PACK_A]) SPACE_TRY(pk_sched_cache_read(s, p->a, "ws", 1, readers, p->a_dim, MR));
-  if (local) SPACE_TRY(pk_sched_cache_write(s, T, "local"));
-  SPACE_TRY(pk_sched_tile(s, T, p->m, p->n, MR, NR));
-  const char *mo = N_(p->m, ".o"), *no = N_(p->n, ".o"), *mi = N_(p->m, ".i"), *ni = N_(p->n, ".i");
   /* order 0: column tiles outermost, so one packed B panel stays in L2 while every row
    * tile streams past it (the hand schedule's choice); order 1: rows outermost. */
+  const char *mo = N_(p->m, ".o"), *no = N_(p->n, ".o"), *mi = N_(p->m, ".i"), *ni = N_(p->n, ".i");
   const char *outer[2] = {no, mo};
+  if (v[MM_ORDER] == 1) {
+    outer[0] = mo;
+    outer[1] = no;
+  }
+  if (v[MM_RFACTOR]) {
+    SPACE_TRY(matmul_dot(p, s, v, outer, local));
+    return matmul_epilogue(p, s, v);
+  }
+  if (local) SPACE_TRY(pk_sched_cache_write(s, T, "local"));
+  SPACE_TRY(pk_sched_tile(s, T, p->m, p->n, MR, NR));
   if (v[MM_ORDER] == 0) {
     const char *o[] = {no, mo, mi, ni};
     SPACE_TRY(pk_sched_reorder(s, T, 4, o));
-  } else {
-    outer[0] = mo;
-    outer[1] = no;
   }
   if (local) {
     if (V > 1) {
@@ -212,11 +288,7 @@ static pk_status matmul_apply(const pk_space *sp, pk_schedule *s, const int64_t 
     SPACE_TRY(matmul_direct(p, s, v, outer));
   }
   if (v[MM_PARALLEL]) SPACE_TRY(pk_sched_parallel(s, T, outer[0]));
-  for (int i = 0; i < p->nother; i++) {
-    const pk_stage *st = pk_sched_find_stage(s, p->other[i]);
-    if (st) SPACE_TRY(space_schedule_injective(s, st, V, 1, v[MM_PARALLEL] != 0, false, false));
-  }
-  return PK_OK;
+  return matmul_epilogue(p, s, v);
 }
 
 /* bench/hand_schedules.c: 6 rows × 2 vectors, B packed by the tile width, k outermost in

@@ -210,6 +210,7 @@ static pk_status tune(pk_ctx *ctx, const tune_options *o, pk_measurer *measurer,
   printf("tuning %s (%s) on %s: %llu configs in the space, %lld records already\n", task.name,
          pk_task_class_name(task.cls), fp.target,
          space ? (unsigned long long)pk_space_size(space) : 0ULL, (long long)nold);
+  fflush(stdout); /* before the progress lines on stderr */
 
   int64_t t0 = pkrt_now_ns();
   /* The default schedule first: the baseline every report compares with. */
@@ -234,7 +235,7 @@ static pk_status tune(pk_ctx *ctx, const tune_options *o, pk_measurer *measurer,
     done += measured;
     progress(T, o, done, o->trials, (double)(pkrt_now_ns() - t0) * 1e-9, false);
   }
-  progress(T, o, done, o->trials, (double)(pkrt_now_ns() - t0) * 1e-9, true);
+  if (isatty(STDERR_FILENO)) progress(T, o, done, o->trials, (double)(pkrt_now_ns() - t0) * 1e-9, true);
 
   pk_db_run_status end = interrupted || s != PK_OK ? PK_DB_RUN_INTERRUPTED : PK_DB_RUN_FINISHED;
   pk_status fs = pk_db_run_finish(db, T->run_id, end);

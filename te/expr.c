@@ -185,32 +185,49 @@ bool pk_dtype_is_float(pkrt_dtype t) {
 
 bool pk_dtype_is_int(pkrt_dtype t) { return t == PKRT_DTYPE_I32 || t == PKRT_DTYPE_I64; }
 
-/* Operations that cost work per evaluation: arithmetic, comparisons and intrinsics.
- * Reads, casts, selects and logic are data movement or control, not FLOPs. */
-static double expr_ops(const pk_expr *e) {
+/* Operations that cost work per evaluation: arithmetic, comparisons and intrinsics. With
+ * floats_only, only those on floating-point values: index arithmetic and guards on axes
+ * are integer work the kernel's address computation absorbs, and counting them would
+ * report more GFLOP/s than the machine has. Reads, casts, selects and logic are data
+ * movement or control, never counted. */
+static bool counts(const pk_expr *e, bool floats_only) {
+  pkrt_dtype operand = e->nargs ? e->args[0]->dtype : e->dtype;
+  return !floats_only || pk_dtype_is_float(e->dtype) || pk_dtype_is_float(operand);
+}
+
+static double expr_ops(const pk_expr *e, bool floats_only) {
   double n = 0;
-  for (int i = 0; i < e->nargs; i++) n += expr_ops(e->args[i]);
+  for (int i = 0; i < e->nargs; i++) n += expr_ops(e->args[i], floats_only);
   switch (e->kind) {
-  case PK_EXPR_UNARY: return n + (e->op == PK_EOP_NEG);
-  case PK_EXPR_BINARY: return n + (e->op != PK_EOP_AND && e->op != PK_EOP_OR);
-  case PK_EXPR_CALL: return n + 1;
+  case PK_EXPR_UNARY: return n + (e->op == PK_EOP_NEG && counts(e, floats_only));
+  case PK_EXPR_BINARY:
+    return n + (e->op != PK_EOP_AND && e->op != PK_EOP_OR && counts(e, floats_only));
+  case PK_EXPR_CALL: return n + counts(e, floats_only);
   case PK_EXPR_REDUCE: {
     double points = 1;
     for (int i = 0; i < e->naxes; i++) points *= (double)e->axes[i]->hi - (double)e->axes[i]->lo;
-    return (n + 1) * points; /* the body, and one combine, per reduce point */
+    /* the body, and one combine, per reduce point */
+    return (n + counts(e, floats_only)) * points;
   }
   default: return n;
   }
 }
 
-double pk_te_flops(const pk_te_program *p) {
+static double program_ops(const pk_te_program *p, bool floats_only) {
   double total = 0;
   for (int i = 0; i < p->ntensors; i++) {
     const pk_te_tensor *t = p->tensors[i];
     if (t->kind != PK_TE_COMPUTE || !t->body) continue;
     double points = 1;
     for (int d = 0; d < t->ndim; d++) points *= (double)t->shape[d];
-    total += points * expr_ops(t->body);
+    total += points * expr_ops(t->body, floats_only);
   }
   return total;
+}
+
+double pk_te_flops(const pk_te_program *p) {
+  double flops = program_ops(p, true);
+  /* An integer-only program has no FLOPs; its operations still measure its work, and
+   * the tuner ranks candidates by work per second. */
+  return flops > 0 ? flops : program_ops(p, false);
 }

@@ -144,7 +144,9 @@ char *pk_te_print_expr(pk_ctx *ctx, const pk_expr *e);
 int64_t pk_te_tensor_numel(const pk_te_tensor *t);
 bool pk_dtype_is_float(pkrt_dtype t);
 bool pk_dtype_is_int(pkrt_dtype t);
-/* FLOPs of evaluating every compute once (arithmetic and intrinsic nodes x points). */
+/* FLOPs of evaluating every compute once: floating-point arithmetic, comparisons and
+ * intrinsics × points (index arithmetic and guards on axes are not FLOPs). A program with
+ * no floating-point work counts its integer operations instead. */
 double pk_te_flops(const pk_te_program *p);
 
 /* ---- reference interpreter ----
