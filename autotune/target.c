@@ -101,42 +101,6 @@ static void isa_from_cpuinfo(const char *cpuinfo, bool have[NFEATURES]) {
   }
 }
 
-/* Runs argv without a shell; returns its exit status (-1: could not start) and its
- * stdout+stderr in *output. */
-static int run_capture(pk_ctx *ctx, char *const *argv, char **output) {
-  int fds[2];
-  *output = "";
-  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  close(fds[1]);
-  pk_strbuf out;
-  pk_strbuf_init(&out);
-  if (rc == 0) {
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-      if (n > 0) pk_strbuf_appendn(&out, buf, (size_t)n);
-  }
-  close(fds[0]);
-  pk_strbuf_append(&out, "");
-  *output = pk_strbuf_finish(ctx, &out);
-  if (rc != 0) {
-    *output = pk_sprintf(ctx, "%s", strerror(rc));
-    return -1;
-  }
-  int status;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 /* The features `-march=cpu` enables, from the compiler's predefined macros (the same
  * compiler codegen uses: $CC, else cc). */
 static pk_status isa_from_march(pk_ctx *ctx, const char *target, const char *cpu,
@@ -147,7 +111,7 @@ static pk_status isa_from_march(pk_ctx *ctx, const char *target, const char *cpu
   char *argv[] = {cc, march, (char *)"-dM", (char *)"-E", (char *)"-x", (char *)"c",
                   (char *)"/dev/null", NULL};
   char *out;
-  int rc = run_capture(ctx, argv, &out);
+  int rc = pk_run_capture(ctx, argv, &out);
   if (rc != 0) {
     size_t first_line = strcspn(out, "\n");
     return pk_ctx_fail(ctx, PK_ERR_BUILD, "target '%s': %s rejects %s: %.*s", target, cc, march,

@@ -135,7 +135,7 @@ static void progress(const tuning *T, const tune_options *o, int64_t done, int64
 
 /* Measures the candidates whose records are not in the database yet. */
 static pk_status measure_batch(tuning *T, const pk_candidate *cands, int n, int *measured) {
-  pk_candidate *todo = pk_alloc(T->ctx, sizeof *todo * (size_t)n);
+  pk_candidate *to_measure = pk_alloc(T->ctx, sizeof *to_measure * (size_t)n);
   T->pending = pk_alloc(T->ctx, sizeof *T->pending * (size_t)n);
   int m = 0;
   for (int i = 0; i < n; i++) {
@@ -146,12 +146,12 @@ static pk_status measure_batch(tuning *T, const pk_candidate *cands, int n, int 
     if (s != PK_OK) return s;
     if (have) continue; /* measured before with this compiler: never again */
     T->pending[m] = r;
-    todo[m++] = cands[i];
+    to_measure[m++] = cands[i];
   }
   *measured = m;
   if (!m) return PK_OK;
   pk_measurement *out = pk_alloc(T->ctx, sizeof *out * (size_t)m);
-  pk_status s = pk_measurer_run(T->measurer, T->task, todo, m, out);
+  pk_status s = pk_measurer_run(T->measurer, T->task, to_measure, m, out);
   return s != PK_OK ? s : T->commit_status;
 }
 

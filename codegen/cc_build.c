@@ -33,7 +33,7 @@ const char *pk_cc_flags(const pk_cc *cc) { return cc->flags; }
 
 /* Runs argv, returns its exit status (or -1 if it could not start) and its combined
  * stdout+stderr in *output. */
-static int run_capture(pk_ctx *ctx, char *const *argv, char **output) {
+int pk_run_capture(pk_ctx *ctx, char *const *argv, char **output) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return -1;
   posix_spawn_file_actions_t fa;
@@ -107,7 +107,7 @@ pk_status pk_cc_new(pk_ctx *ctx, const pk_cc_options *opts, pk_cc **out) {
 
   char *argv[] = {(char *)cc->cc, "--version", NULL};
   char *output;
-  int rc = run_capture(ctx, argv, &output);
+  int rc = pk_run_capture(ctx, argv, &output);
   if (rc != 0)
     return pk_ctx_fail(ctx, PK_ERR_BUILD, "cannot run the C compiler '%s': %s", cc->cc,
                        rc < 0 ? output : "--version failed");
@@ -176,7 +176,7 @@ pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out) {
 
   int64_t t0 = pkrt_now_ns();
   char *log;
-  int rc = run_capture(ctx, argv, &log);
+  int rc = pk_run_capture(ctx, argv, &log);
   out->build_seconds = (double)(pkrt_now_ns() - t0) * 1e-9;
   if (rc != 0) {
     unlink(tmp_so);

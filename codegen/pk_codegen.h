@@ -39,6 +39,11 @@ typedef struct pk_cc_result {
   double build_seconds;  /* 0 on a cache hit */
 } pk_cc_result;
 
+/* Runs argv (argv[0] looked up on PATH) without a shell, stdin from /dev/null; returns its
+ * exit status (128 + signal when killed; -1 when it could not start) and its stdout and
+ * stderr together in *output (in ctx). Nothing in argv is interpreted by a shell. */
+int pk_run_capture(pk_ctx *ctx, char *const *argv, char **output);
+
 /* Finds the compiler and records its version (first line of `cc --version`). */
 pk_status pk_cc_new(pk_ctx *ctx, const pk_cc_options *opts, pk_cc **out);
 const char *pk_cc_version(const pk_cc *cc);
