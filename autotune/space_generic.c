@@ -68,13 +68,14 @@ static pk_status reduction_init(pk_space *sp) {
   }
   if (!any) return PK_ERR_UNSUPPORTED;
   plan_stages(sp);
-  int64_t v[PK_SPACE_MAX_VALUES];
+  int64_t lanes[PK_SPACE_MAX_VALUES], rf[PK_SPACE_MAX_VALUES];
   int n = 0;
-  v[n++] = 0;
-  for (int64_t f = 4; f <= 64 && f <= max_rf; f *= 2) v[n++] = f;
-  if (max_rf > 1) max_lanes = max_lanes > max_rf ? max_lanes : max_rf;
-  space_add_knob(sp, "vector", v + 16, space_vector_values(sp, max_lanes, v + 16));
-  space_add_knob(sp, "rfactor", v, n);
+  rf[n++] = 0;
+  for (int64_t f = 4; f <= 64 && f <= max_rf; f *= 2) rf[n++] = f;
+  /* lanes run along the innermost spatial axis, or along the rfactor partial sums */
+  if (max_rf > max_lanes) max_lanes = max_rf;
+  space_add_knob(sp, "vector", lanes, space_vector_values(sp, max_lanes, lanes));
+  space_add_knob(sp, "rfactor", rf, n);
   space_add_knob(sp, "reduce_pos", (int64_t[]){0, 1}, 2);
   space_add_knob(sp, "unroll", (int64_t[]){1, 2, 4, 8}, 4);
   space_add_knob(sp, "parallel", (int64_t[]){0, 1}, sp->opts.allow_parallel ? 2 : 1);

@@ -8,6 +8,20 @@
     if (st_ != PK_OK) return st_;     \
   } while (0)
 
+/* Which dimension of B (t1) C's column axis indexes: 1 for B[K, N], 0 for B[N, K]. Read
+ * from the index expressions, since extents alone are ambiguous when N == K. */
+static int matmul_b_column_dim(const pk_te_program *p) {
+  const pk_te_tensor *c = p->tensors[2];
+  const pk_expr *mul = c->body->args[0];
+  for (int side = 0; side < 2; side++) {
+    const pk_expr *read = mul->args[side];
+    if (read->kind != PK_EXPR_READ || read->tensor != p->tensors[1]) continue;
+    for (int d = 0; d < read->nargs; d++)
+      if (read->args[d]->kind == PK_EXPR_AXIS && read->args[d]->axis == c->axes[1]) return d;
+  }
+  return 1;
+}
+
 /* Tensor ids of pk_op_build(PK_OP_MATMUL): t0 = A, t1 = B, t2 = C; C's axes i0 (rows),
  * i1 (columns), reduce axis k0. */
 pk_status pk_hand_schedule_matmul(pk_schedule *s) {
@@ -17,7 +31,7 @@ pk_status pk_hand_schedule_matmul(pk_schedule *s) {
   const char *readers[] = {"t2"};
   /* B packed as [N/32][K][32]: the micro-kernel reads 32 contiguous floats per k. The
    * block dim is B's column dim: 1 for B[K, N], 0 for B[N, K] (trans_b). */
-  int b_cols_dim = s->orig->tensors[1]->shape[1] == s->orig->tensors[2]->shape[1] ? 1 : 0;
+  int b_cols_dim = matmul_b_column_dim(s->orig);
   TRY(pk_sched_cache_read(s, "t1", "ws", 1, readers, b_cols_dim, NR));
   TRY(pk_sched_cache_write(s, "t2", "local"));
   /* C's tiles: columns outermost so one packed B panel (K × 32) stays in L2 while every

@@ -87,16 +87,23 @@ static int64_t int_floor_mod(int64_t a, int64_t b) {
 }
 
 /* NaN-propagating max/min; ties keep a. */
+/* The value of the chosen operand, but the larger S of the two: near a tie the kernel's
+ * rounding may choose the other operand, whose error is then what the result carries
+ * (max(C, 0.0) with C within rounding of 0 must allow C's error, not 0's). */
 static ref_value float_pick_max(ref_value a, ref_value b) {
   if (isnan(a.v)) return a;
   if (isnan(b.v)) return b;
-  return b.v > a.v ? b : a;
+  ref_value r = b.v > a.v ? b : a;
+  r.s = fmax(a.s, b.s);
+  return r;
 }
 
 static ref_value float_pick_min(ref_value a, ref_value b) {
   if (isnan(a.v)) return a;
   if (isnan(b.v)) return b;
-  return b.v < a.v ? b : a;
+  ref_value r = b.v < a.v ? b : a;
+  r.s = fmax(a.s, b.s);
+  return r;
 }
 
 /* Float -> integer: NaN -> 0, saturate, truncate toward zero. The limits are exact

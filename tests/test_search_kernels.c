@@ -19,7 +19,16 @@ typedef struct kernel_case {
   pk_op_kind op;
   pk_op_params prm;
   int count;
+  const char *te; /* TE text instead of an op (NULL: the op) */
 } kernel_case;
+
+/* A matmul with an epilogue: the matmul template shapes it too. (Not a ReLU: where C is
+ * within rounding of 0, max(C, 0) may differ from the interpreter's by more than the
+ * bound its error model gives a max, whatever the schedule.) */
+static const char matmul_epilogue[] =
+    "A = placeholder((40, 36), f32)\nB = placeholder((36, 24), f32)\nk = reduce_axis(36)\n"
+    "C = compute((40, 24), (i, j) => sum(A[i, k] * B[k, j], k))\n"
+    "D = compute((40, 24), (i, j) => C[i, j] * 0.5 + 1.0)\n";
 
 static void check_case(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const kernel_case *kc, uint64_t seed) {
   pk_te_program *p;
@@ -28,7 +37,8 @@ static void check_case(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const kernel_case *
   pk_space_options opts;
   pk_space_options_default(&opts);
   opts.allow_parallel = true;
-  if (pk_op_build(ctx, kc->op, &kc->prm, &p) != PK_OK || pk_task_from_program(ctx, p, "c", &task) != PK_OK ||
+  pk_status built = kc->te ? pk_te_parse(ctx, kc->te, strlen(kc->te), kc->label, &p) : pk_op_build(ctx, kc->op, &kc->prm, &p);
+  if (built != PK_OK || pk_task_from_program(ctx, p, "c", &task) != PK_OK ||
       pk_space_new_opts(ctx, &task, &opts, &sp) != PK_OK) {
     printf("FAIL %s: setup: %s\n", kc->label, pk_ctx_error(ctx));
     failures++;
@@ -98,15 +108,19 @@ int main(int argc, char **argv) {
     return 1;
   }
   const kernel_case cases[] = {
-      {"matmul 64x64x64", PK_OP_MATMUL, {2, {{2, {64, 64}, PKRT_DTYPE_F32}, {2, {64, 64}, PKRT_DTYPE_F32}}, {.groups = 0}}, 10},
+      {"matmul 64x64x64", PK_OP_MATMUL, {2, {{2, {64, 64}, PKRT_DTYPE_F32}, {2, {64, 64}, PKRT_DTYPE_F32}}, {.groups = 0}}, 10, NULL},
       {"matmul 33x20x17 NT", PK_OP_MATMUL,
-       {2, {{2, {33, 17}, PKRT_DTYPE_F32}, {2, {20, 17}, PKRT_DTYPE_F32}}, {.trans_b = true}}, 6},
+       {2, {{2, {33, 17}, PKRT_DTYPE_F32}, {2, {20, 17}, PKRT_DTYPE_F32}}, {.trans_b = true}}, 6, NULL},
       {"conv2d 3x3 pad 1", PK_OP_CONV2D,
-       {2, {{4, {1, 8, 10, 12}, PKRT_DTYPE_F32}, {4, {8, 8, 3, 3}, PKRT_DTYPE_F32}}, {.pad = {1, 1, 1, 1}}}, 6},
-      {"softmax rows", PK_OP_SOFTMAX, {1, {{2, {9, 70}, PKRT_DTYPE_F32}}, {.axis = 1}}, 5},
+       {2, {{4, {1, 8, 10, 12}, PKRT_DTYPE_F32}, {4, {8, 8, 3, 3}, PKRT_DTYPE_F32}}, {.pad = {1, 1, 1, 1}}}, 6, NULL},
+      {"conv2d grouped, strided, dilated", PK_OP_CONV2D,
+       {2, {{4, {2, 4, 9, 8}, PKRT_DTYPE_F32}, {4, {6, 2, 3, 2}, PKRT_DTYPE_F32}},
+        {.groups = 2, .stride = {2, 3}, .pad = {1, 0, 2, 1}, .dilation = {2, 1}}}, 5, NULL},
+      {"matmul + epilogue", PK_OP_MATMUL, {.ninputs = 0}, 5, matmul_epilogue},
+      {"softmax rows", PK_OP_SOFTMAX, {1, {{2, {9, 70}, PKRT_DTYPE_F32}}, {.axis = 1}}, 5, NULL},
       {"sum over the middle axis", PK_OP_SUM,
-       {1, {{3, {5, 40, 19}, PKRT_DTYPE_F32}}, {.naxes = 1, .axes = {1}}}, 5},
-      {"gelu", PK_OP_GELU, {1, {{2, {13, 50}, PKRT_DTYPE_F32}}, {.groups = 0}}, 4},
+       {1, {{3, {5, 40, 19}, PKRT_DTYPE_F32}}, {.naxes = 1, .axes = {1}}}, 5, NULL},
+      {"gelu", PK_OP_GELU, {1, {{2, {13, 50}, PKRT_DTYPE_F32}}, {.groups = 0}}, 4, NULL},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     kernel_case kc = cases[i];
