@@ -88,6 +88,13 @@ void cg_frame_free(cg_frame *fr) {
   fr->depth = 0;
 }
 
+void cg_frame_finish_function(cg *E, cg_frame *fr) {
+  pk_strbuf_append(E->out, "}\n\n");
+  if (E->status == PK_OK)
+    pk_strbuf_appendn(&E->functions, fr->scopes[0].body.data, fr->scopes[0].body.len);
+  cg_frame_free(fr);
+}
+
 /* Scope 0 is the function's own text; scope d's text goes to scope d-1's when it closes. */
 void cg_scope_open(cg *E) {
   cg_frame *fr = E->fr;
@@ -371,10 +378,7 @@ static void emit_function(cg *E, const pk_lfunc *f) {
   cg_stmt(E, f->body);
   cg_scope_close(E);
   cg_line(E, "return PKRT_KERNEL_OK;");
-  pk_strbuf_append(E->out, "}\n\n");
-  if (E->status == PK_OK)
-    pk_strbuf_appendn(&E->functions, fr.scopes[0].body.data, fr.scopes[0].body.len);
-  cg_frame_free(&fr);
+  cg_frame_finish_function(E, &fr);
   E->fr = NULL;
   E->out = NULL;
 }

@@ -107,6 +107,9 @@ bool cg_full_unroll(cg *E, const pk_stmt *s); /* each iteration its own copy */
 const char *cg_buf_elem_type(cg *E, const pk_lbuf *b); /* "float", "pk_f32x16", ... */
 void cg_frame_init(cg *E, cg_frame *fr);
 void cg_frame_free(cg_frame *fr);
+/* Ends a function being written in fr: closes its brace, keeps its text among the
+ * module's functions (unless emitting failed) and frees the frame. */
+void cg_frame_finish_function(cg *E, cg_frame *fr);
 
 /* ---- emit_c_expr.c: scalar expressions as text ---- */
 const char *cg_x(cg *E, const pk_lexpr *e);

@@ -125,10 +125,7 @@ static void emit_outlined(cg *E, const pk_stmt *s, const char *fn, const char *e
   cg_line(E, "}");
   cg_scope_close(E);
   cg_line(E, "return 0;");
-  pk_strbuf_append(E->out, "}\n\n");
-  if (E->status == PK_OK)
-    pk_strbuf_appendn(&E->functions, fr.scopes[0].body.data, fr.scopes[0].body.len);
-  cg_frame_free(&fr);
+  cg_frame_finish_function(E, &fr);
   E->fr = outer;
   E->out = outer_out;
   E->indent = outer_indent;
