@@ -84,6 +84,24 @@ void pkrt_sha256(const void *data, size_t len, uint8_t out[PKRT_SHA256_BYTES]);
 /* Lower-case hex of the SHA-256 of data; hex must hold 65 bytes. */
 void pkrt_sha256_hex(const void *data, size_t len, char hex[2 * PKRT_SHA256_BYTES + 1]);
 
+/* ---- weights files (.pkw): named tensors, docs/graph-format.md ----
+ * Layout: magic "PKW1" | u32 count | per tensor: u16 name length, name bytes (no NUL),
+ * u8 dtype (pkrt_dtype), u8 ndim, ndim x i64 shape, numel x dtype-size data; all
+ * little-endian. Names are unique, 1..255 bytes. */
+typedef struct pkrt_wtensor {
+  const char *name;
+  pkrt_dtype dtype;
+  int ndim;
+  int64_t shape[8];
+  const void *data;  /* numel * dtype-size bytes */
+} pkrt_wtensor;
+/* Reads every tensor into arena a (the file is checked: truncation, bad dtype/rank,
+ * sizes that overflow, duplicate names → PKRT_ERR_INPUT naming the file and tensor). */
+pkrt_status pkrt_weights_read(pkrt_ctx *rt, pkrt_arena *a, const char *path,
+                              pkrt_wtensor **out, int *count);
+/* Writes atomically: a temp file in the same directory, fsync, rename. */
+pkrt_status pkrt_weights_write(pkrt_ctx *rt, const char *path, const pkrt_wtensor *t, int count);
+
 /* ---- time ---- */
 int64_t pkrt_now_ns(void); /* CLOCK_MONOTONIC */
 

@@ -81,6 +81,19 @@ typedef struct pk_op_attrs {
   int64_t dilation[2];     /* conv2d, pools: 0 means 1 */
   int64_t pad[4];          /* conv2d, pools: top, left, bottom, right (>= 0) */
   int64_t groups;          /* conv2d: 0 means 1; must divide C and O */
+  /* slice: a contiguous range of one axis (partial-channel training saves only this). */
+  int slice_axis;          /* negative counts from the end */
+  int64_t slice_start, slice_len;  /* len >= 1; start + len <= extent */
+  /* reshape: the new shape (same element count, row-major order kept). */
+  int new_ndim;
+  int64_t new_shape[PK_TE_MAX_DIMS];
+  /* sgd_update, adamw_update: hyper-parameters baked into the kernel (the learning rate and
+   * Adam's bias corrections are not: they arrive each step in the H input, see below). */
+  double momentum;         /* sgd: 0 = plain SGD */
+  double weight_decay;     /* sgd: L2 added to the gradient; adamw: see decoupled */
+  double beta1, beta2, eps;/* adamw: 0 means the defaults 0.9, 0.999, 1e-8 */
+  bool decoupled;          /* adamw: true = AdamW (w -= lr*wd*w), false = Adam with L2 */
+  double clip_norm;        /* both: > 0 clips this tensor's gradient to that L2 norm */
 } pk_op_attrs;
 
 typedef struct pk_op_params {
@@ -106,10 +119,76 @@ pk_status pk_op_text(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, char *
 pk_status pk_op_build(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                       pk_te_program **out);
 
-/* Gradients (the training-graph issue) will sit beside the forward builders, one per
- * differentiable input as op_table.def's diff column says, e.g.
- *   pk_status pk_op_build_grad(pk_ctx *, pk_op_kind, const pk_op_params *, int input,
- *                              pk_te_program **out);                                  */
+/* ---- gradients ----
+ * One gradient TE per differentiable input (op_table.def's diff column), written beside
+ * the op's forward builder. A gradient program reads only what it needs, so that the graph
+ * saves only those activations: its placeholders are exactly args[0..nargs) in order, each
+ * a forward input, the forward result, or dY (the gradient of the loss with respect to the
+ * forward result, shaped like it). Its last tensor is dX, shaped like forward input
+ * `input`; earlier computes are intermediate stages (kernel outputs like any compute).
+ *
+ * Loss ops (softmax_cross_entropy, mse_loss) are roots: their gradient is that of the loss
+ * itself (dY = 1 implied), so it has no DY argument.
+ *
+ * Rules worth knowing (PyTorch's, so that training matches it):
+ *   - relu'(0) = 0; max_pool2d and max send the gradient to the FIRST maximum of a window
+ *     in row-major scan order (ties happen after relu);
+ *   - broadcast inputs of add/sub/mul/div get dY summed over the broadcast dims;
+ *   - conv2d dX handles stride, dilation, groups, asymmetric padding and rows/cols of the
+ *     input that no window reads (gradient 0).
+ *
+ * Usage:
+ *   pk_op_grad g;
+ *   if (pk_op_grad_build(ctx, PK_OP_CONV2D, &prm, 1, &g) != PK_OK) ...   // dW
+ *   // g.args = {INPUT 0, DY}: dW reads X and dY only
+ */
+typedef enum pk_op_grad_arg_kind {
+  PK_GRAD_ARG_INPUT,  /* forward input `index` */
+  PK_GRAD_ARG_OUTPUT, /* the forward result (the last tensor of the forward program) */
+  PK_GRAD_ARG_DY      /* the gradient flowing into the forward result */
+} pk_op_grad_arg_kind;
+
+typedef struct pk_op_grad_arg {
+  pk_op_grad_arg_kind kind;
+  int index; /* INPUT only */
+} pk_op_grad_arg;
+
+#define PK_OP_GRAD_MAX_ARGS (PK_OP_MAX_INPUTS + 2)
+typedef struct pk_op_grad {
+  int nargs;
+  pk_op_grad_arg args[PK_OP_GRAD_MAX_ARGS];
+  pk_te_program *prog; /* checked; placeholders = args in order; last tensor = dX */
+} pk_op_grad;
+
+/* PK_ERR_CHECK when `input` is not differentiable (or prm is bad, as pk_op_build). */
+pk_status pk_op_grad_build(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, int input,
+                           pk_op_grad *out);
+/* The gradient's TE text (what pk_op_grad_build parses), and its args. */
+pk_status pk_op_grad_text(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, int input,
+                          pk_op_grad *args_out, char **text);
+
+/* ---- training ops (rows of op_table.def like any op) ----
+ *   softmax_cross_entropy(Z (N, K), T (N, K), R (N,)) -> (1,)
+ *       loss = sum_n R[n] * (logsumexp(Z[n, :]) - sum_k T[n, k] * Z[n, k]).
+ *       T is one-hot (or soft) targets; R weights rows: 1/valid for the valid rows of the
+ *       batch, 0 for padding rows, so a partial last batch averages over real rows only.
+ *   mse_loss(P (N, ...), T (N, ...), R (N,)) -> (1,)
+ *       loss = sum_n R[n] * mean over the other dims of (P - T)^2   (PyTorch's mean MSE).
+ *   slice(X) -> X with axis slice_axis restricted to [slice_start, slice_start + slice_len)
+ *   reshape(X) -> X with shape new_shape (a copy, row-major order kept)
+ *   sgd_update(W, G, M, H (4,)) -> M', W'      (PyTorch SGD, dampening 0, no nesterov)
+ *       g = clip(G) + weight_decay * W;  M' = momentum * M + g;  W' = W - H[0] * M'
+ *       (momentum 0: M' = g, still written, so the op has one shape of outputs)
+ *   adamw_update(W, G, M, V, H (4,)) -> M', V', W'
+ *       decoupled: W1 = W * (1 - H[0] * wd), g = clip(G);  else W1 = W, g = clip(G) + wd * W
+ *       M' = b1 M + (1 - b1) g;  V' = b2 V + (1 - b2) g^2
+ *       W' = W1 - H[0] * (M' / H[1]) / (sqrt(V' / H[2]) + eps)
+ *   H = (lr, 1 - beta1^t, 1 - beta2^t, 0) for step t = 1, 2, ..., written by the executor
+ *   each step (learning-rate schedules live there). clip(G) = G * min(1, c / (|G|_2 + 1e-6))
+ *   when clip_norm = c > 0 (torch.nn.utils.clip_grad_norm_ on this tensor alone).
+ *   Update ops are element-wise in W, M, V: the executor runs them in place (M' over M,
+ *   V' over V, W' over W), which is safe because every output element depends only on the
+ *   same element of its inputs (plus the whole of G for clipping, read first). */
 
 /* ---- test instances ----
  * A fixed list covering every op with small shapes that exercise the edge cases (extents

@@ -1,0 +1,62 @@
+/* pk_driver.h — `pock compile`: model file → forward graph → sparse spec → training graph
+ * → kernel tasks → tuned or default schedules → one C kernel object → the artifact.
+ * The pipeline is a flat list of named stages; --dump-after STAGE prints the IR after one.
+ *
+ * Usage:
+ *   pk_compile_options o = pk_compile_defaults();
+ *   o.model = "cnn.json"; o.sparse = "head.json"; o.batch = 32; o.out = "cnn.pock";
+ *   pk_compile_result r;
+ *   if (pk_compile(ctx, &o, &r) != PK_OK) fprintf(stderr, "%s\n", pk_ctx_error(ctx));
+ */
+#ifndef PK_DRIVER_H
+#define PK_DRIVER_H
+
+#include <stdio.h>
+
+#include "pk_frontend.h"
+
+/* Stages, in order (names for --dump-after). */
+#define PK_DRIVER_STAGES "load, sparse, train, memplan, tasks, schedule, codegen, artifact"
+
+typedef struct pk_compile_options {
+  const char *model;        /* graph JSON (or ONNX later) */
+  const char *sparse;       /* sparse-update spec JSON; NULL: full update */
+  const char *weights;      /* .pkw to load over the model's initial values; NULL: none */
+  const char *reinit;       /* glob of params that keep the model's initial values */
+  int64_t batch;            /* >= 1 */
+  const char *db;           /* tuning database; NULL: default schedules */
+  const char *target;       /* "c" */
+  bool inference;           /* forward only, no loss, no backward */
+  const char *out;          /* artifact path */
+  bool print_memory;        /* print the memory table to `log` */
+  const char *dump_after;   /* a stage name or NULL */
+  /* overrides of the model file's training object (NAN/negative: keep) */
+  double lr;
+  const char *optimizer;    /* "sgd", "adam", "adamw" or NULL */
+  double momentum, weight_decay;
+  FILE *log;                /* progress and tables; NULL: stderr */
+} pk_compile_options;
+
+pk_compile_options pk_compile_defaults(void);
+
+typedef struct pk_compile_result {
+  int nkernels;             /* distinct kernels in the artifact */
+  int ntuned;               /* of which with a tuned schedule from the database */
+  pk_train_stats stats;
+  pk_memplan *memplan;
+  int64_t artifact_bytes;
+} pk_compile_result;
+
+pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *o, pk_compile_result *out);
+
+/* The distinct kernel tasks of a model's training (or inference) graph, for `pock tune
+ * MODEL`: each TE program once, with its calls per step as weight. */
+typedef struct pk_model_tasks {
+  int n;
+  pk_te_program **progs;
+  double *calls;            /* calls per step */
+  const char **names;       /* readable: "conv2d_grad1(conv3)" */
+} pk_model_tasks;
+pk_status pk_model_tasks_of(pk_ctx *ctx, const pk_compile_options *o, pk_model_tasks *out);
+
+#endif

@@ -1,0 +1,211 @@
+/* pk_graph.h — the training-graph IR: tensors with roles, operator nodes, validation,
+ * compile-time autodiff with a loss and an optimizer, sparse-update pruning, the in-place
+ * update order, and the static memory plan. Everything lives in one pk_ctx arena.
+ *
+ * Usage (what `pock compile` does; frontends/ builds the forward graph):
+ *   pk_graph *g = pk_graph_new(ctx, 32);                          // batch 32
+ *   int x = pk_graph_add_tensor(g, "x", PK_ROLE_INPUT, PKRT_DTYPE_F32, 2, (int64_t[]){32, 64});
+ *   int w = pk_graph_add_param(g, "fc.weight", PKRT_DTYPE_F32, 2, (int64_t[]){10, 64}, data);
+ *   int y;
+ *   pk_graph_add_op(g, "fc", PK_OP_MATMUL, &(pk_op_attrs){.trans_b = true}, 2,
+ *                   (int[]){x, w}, "fc.out", &y);
+ *   pk_graph_validate(g);
+ *   pk_sparse_spec *sp;  pk_sparse_parse(ctx, text, len, "spec.json", &sp);
+ *   pk_graph *t;  pk_train_build(g, &train_spec, sp, &t);        // fwd + bwd + updates
+ *   pk_memplan *mp;  pk_memplan_build(t, NULL, &mp);
+ *
+ * Conventions:
+ *   - Tensors and nodes are numbered in creation order; a node's inputs are tensor ids in
+ *     the order of its TE program's placeholders, its outputs the program's computes in
+ *     order (the last is the op's result; earlier ones are PK_ROLE_TEMP stages).
+ *   - Node order IS the execution order; every pass keeps it topological.
+ *   - Names come from the user and are only data: never put into generated code.
+ */
+#ifndef PK_GRAPH_H
+#define PK_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pk_ops.h"
+
+typedef enum pk_tensor_role {
+  PK_ROLE_INPUT,      /* fed each step: the batch's features */
+  PK_ROLE_LABEL,      /* fed each step: targets (one-hot for classification) and row weights */
+  PK_ROLE_PARAM,      /* weights and biases: persistent, initial values from the model */
+  PK_ROLE_ACTIVATION, /* a forward result (including the loss) */
+  PK_ROLE_TEMP,       /* an intermediate stage of one kernel (softmax's row max) */
+  PK_ROLE_GRADIENT,   /* a backward result */
+  PK_ROLE_OPT_STATE,  /* persistent optimizer state: momentum, Adam's m and v */
+  PK_ROLE_HYPER,      /* (4,) written by the executor each step: lr, 1-b1^t, 1-b2^t, 0 */
+  PK_ROLE_COUNT_
+} pk_tensor_role;
+
+const char *pk_role_name(pk_tensor_role r); /* "input", "param", "opt_state", ... */
+
+typedef enum pk_phase { PK_PHASE_FORWARD, PK_PHASE_LOSS, PK_PHASE_BACKWARD, PK_PHASE_UPDATE }
+    pk_phase;
+const char *pk_phase_name(pk_phase p);
+
+typedef struct pk_gtensor {
+  int id;
+  const char *name;         /* unique in the graph; made-up names look like "grad(fc.weight)" */
+  pk_tensor_role role;
+  pkrt_dtype dtype;
+  int ndim;
+  int64_t shape[PK_TE_MAX_DIMS];
+  int producer;             /* node id, -1 for inputs, labels, params, state, hyper */
+  /* PARAM: */
+  const void *init;         /* numel * dtype-size bytes of initial values; NULL = zeros */
+  bool trainable;           /* set by pk_sparse_apply (default: every param trains) */
+  int64_t train_channels;   /* trained input channels [0, train_channels) of axis 1 when
+                               partial; == shape[1] (or 0 for rank 1) when whole */
+  int layer;                /* index of its layer (see pk_graph_layers), -1 if none */
+  bool is_bias;             /* name ends in "bias" (documented in docs/sparse-update.md) */
+  /* Storage sharing: when base >= 0 this tensor has no storage of its own: it is
+   * elements [view_offset + sum(i_d * view_strides[d])] of tensor `base` (an in-place
+   * optimizer output, or the trained slice of a partially trained weight). */
+  int base;
+  int64_t view_offset;
+  int64_t view_strides[PK_TE_MAX_DIMS];
+} pk_gtensor;
+
+typedef enum pk_gnode_kind {
+  PK_GNODE_OP,  /* forward op (also loss and update ops): pk_op_build */
+  PK_GNODE_GRAD /* gradient of op wrt input grad_input: pk_op_grad_build */
+} pk_gnode_kind;
+
+typedef struct pk_gnode {
+  int id;
+  const char *name;         /* "conv1", "grad(conv1).1", "update(fc.weight)" */
+  pk_gnode_kind kind;
+  pk_op_kind op;
+  pk_op_params prm;         /* shapes/dtypes of the forward op's inputs, and attributes */
+  int grad_input;           /* GRAD only */
+  pk_phase phase;
+  int ninputs;
+  int *inputs;              /* tensor ids = the TE program's placeholders, in order */
+  int noutputs;
+  int *outputs;             /* tensor ids = the program's computes, in order */
+  pk_te_program *prog;      /* built when the node is added */
+} pk_gnode;
+
+typedef struct pk_graph {
+  pk_ctx *ctx;
+  int64_t batch;            /* fixed at compile time: dim 0 of inputs and labels */
+  int ntensors, nnodes;
+  pk_gtensor **tensors;
+  pk_gnode **nodes;
+  int output;               /* the model's prediction (logits), -1 until set */
+  /* training graphs only (-1 otherwise): */
+  int loss, target, row_weight, hyper;
+  int cap_tensors, cap_nodes; /* growth bookkeeping */
+} pk_graph;
+
+pk_graph *pk_graph_new(pk_ctx *ctx, int64_t batch);
+/* Returns the id, or -1 with PK_ERR_CHECK in ctx (duplicate name, bad shape). */
+int pk_graph_add_tensor(pk_graph *g, const char *name, pk_tensor_role role, pkrt_dtype dtype,
+                        int ndim, const int64_t *shape);
+/* A parameter; init (may be NULL) is copied into the arena. */
+int pk_graph_add_param(pk_graph *g, const char *name, pkrt_dtype dtype, int ndim,
+                       const int64_t *shape, const void *init);
+/* Builds the op's TE (pk_op_build) from the inputs' shapes, adds the node and its output
+ * tensors (result named out_name, role ACTIVATION; earlier stages TEMP). PK_ERR_CHECK
+ * naming the node for shape/dtype mismatches. */
+pk_status pk_graph_add_op(pk_graph *g, const char *name, pk_op_kind op,
+                          const pk_op_attrs *attrs, int ninputs, const int *inputs,
+                          const char *out_name, int *out_tensor);
+int pk_graph_find(const pk_graph *g, const char *name); /* tensor id or -1 */
+/* Shapes and dtypes agree with every node's program, no cycles (node order topological),
+ * no dangling tensor ids, every activation produced once, output set. */
+pk_status pk_graph_validate(pk_graph *g);
+/* Text dump for --dump-after: one line per tensor and per node. */
+char *pk_graph_print(pk_ctx *ctx, const pk_graph *g);
+int64_t pk_gtensor_bytes(const pk_gtensor *t);
+
+/* Layers: each conv2d/matmul node with a parameter input is a layer, numbered in forward
+ * order; a param belongs to the layer of the first such node that reads it, or, for a
+ * bias, of the layer whose result it is added to. Returns the count. */
+int pk_graph_layers(pk_graph *g);
+
+/* ---- sparse-update spec (docs/sparse-update.md) ---- */
+typedef struct pk_sparse_spec pk_sparse_spec;
+/* Parses the JSON spec; PK_ERR_CHECK naming the problem (unknown key, fraction outside
+ * (0, 1], count < 1, ...). */
+pk_status pk_sparse_parse(pk_ctx *ctx, const char *text, size_t len, const char *filename,
+                          pk_sparse_spec **out);
+/* Marks each param trainable or frozen and sets train_channels. PK_ERR_CHECK for names
+ * or globs that match nothing, partial channels on a param of rank < 2, or a partial
+ * channel count that rounds to 0. spec NULL: everything trains. */
+pk_status pk_sparse_apply(pk_graph *g, const pk_sparse_spec *spec);
+
+/* ---- training graph ---- */
+typedef enum pk_loss_kind { PK_LOSS_SOFTMAX_XENT, PK_LOSS_MSE } pk_loss_kind;
+typedef enum pk_optim_kind { PK_OPTIM_SGD, PK_OPTIM_ADAM, PK_OPTIM_ADAMW } pk_optim_kind;
+typedef enum pk_lr_sched_kind { PK_LR_CONSTANT, PK_LR_STEP, PK_LR_COSINE } pk_lr_sched_kind;
+
+typedef struct pk_train_spec {
+  pk_loss_kind loss;
+  pk_optim_kind optim;
+  double lr;                /* default learning rate (the runtime may override) */
+  double momentum, weight_decay;
+  double beta1, beta2, eps; /* 0: 0.9, 0.999, 1e-8 */
+  double clip_norm;         /* > 0: per-tensor clipping */
+  bool clip_global;         /* global-norm clipping: needs every gradient first, so
+                               updates all run after the backward pass (no in-place order) */
+  pk_lr_sched_kind lr_sched;
+  int64_t lr_step_size;     /* STEP: multiply by lr_gamma every lr_step_size steps */
+  double lr_gamma;
+  int64_t lr_total_steps;   /* COSINE: lr * (1 + cos(pi * t / T)) / 2, floor lr_min */
+  double lr_min;
+} pk_train_spec;
+
+/* From a validated forward graph (its output = prediction) whose params were marked by
+ * pk_sparse_apply: adds the label inputs, the loss, the gradient nodes a trainable param
+ * needs (pruned: no weight gradient for frozen weights, no activation gradient below the
+ * earliest trained layer, partial-channel weights get a slice of their layer's input
+ * saved in forward and a weight gradient over that slice only, written through a view),
+ * the optimizer updates and their state, and orders each update right after the last node
+ * that needs the old weight or the gradient (in-place update: the gradient dies at once).
+ * *out is a new graph; fwd is unchanged. */
+pk_status pk_train_build(const pk_graph *fwd, const pk_train_spec *spec, pk_graph **out);
+/* Forward + loss only (evaluation) or forward only (inference), as a graph of its own. */
+pk_status pk_eval_build(const pk_graph *fwd, const pk_train_spec *spec, bool with_loss,
+                        pk_graph **out);
+
+/* What pruning kept (for tests and --print-memory). */
+typedef struct pk_train_stats {
+  int forward_nodes, loss_nodes, backward_nodes, update_nodes;
+  int64_t saved_activation_bytes; /* forward tensors (incl. slices) read by a backward node */
+  int64_t param_bytes, trainable_param_bytes, opt_state_bytes;
+} pk_train_stats;
+void pk_train_stats_of(const pk_graph *t, pk_train_stats *out);
+
+/* ---- memory plan ----
+ * Regions: ARENA (activations, temps, gradients: reused by lifetime), PARAMS (weights,
+ * persistent), STATE (optimizer state + hyper, persistent), IO (inputs and labels). A
+ * tensor's lifetime runs from its producer (or step start) to its last reader in node
+ * order; an in-place output shares its base's storage. */
+typedef enum pk_region { PK_REGION_ARENA, PK_REGION_PARAMS, PK_REGION_STATE, PK_REGION_IO,
+                         PK_REGION_COUNT_ } pk_region;
+const char *pk_region_name(pk_region r);
+
+typedef struct pk_memplan {
+  int ntensors;
+  pk_region *region;        /* per tensor id (views: their base's region) */
+  int64_t *offset;          /* bytes from the region start, 64-byte aligned (views: base's
+                               offset; add view_offset elements) */
+  int64_t region_bytes[PK_REGION_COUNT_];
+  int64_t naive_bytes[PK_REGION_COUNT_]; /* sum of sizes without reuse */
+  int64_t workspace_bytes;  /* max over nodes (one workspace, reused) */
+  /* ARENA peak by role at the peak point, for --print-memory */
+  int64_t arena_by_role[PK_ROLE_COUNT_];
+} pk_memplan;
+
+/* workspace: bytes per node id (NULL: 0 each). Best-fit over lifetimes; never aliases a
+ * node's output with one of its inputs except declared in-place outputs. */
+pk_status pk_memplan_build(const pk_graph *g, const int64_t *workspace, pk_memplan **out);
+/* The table `pock compile --print-memory` prints: planned vs naive per category. */
+char *pk_memplan_print(pk_ctx *ctx, const pk_graph *g, const pk_memplan *mp);
+
+#endif
