@@ -9,9 +9,11 @@
  *   int y;
  *   pk_graph_add_op(g, "fc", PK_OP_MATMUL, &(pk_op_attrs){.trans_b = true}, 2,
  *                   (int[]){x, w}, "fc.out", &y);
+ *   g->output = y;
  *   pk_graph_validate(g);
  *   pk_sparse_spec *sp;  pk_sparse_parse(ctx, text, len, "spec.json", &sp);
- *   pk_graph *t;  pk_train_build(g, &train_spec, sp, &t);        // fwd + bwd + updates
+ *   pk_sparse_apply(g, sp);                                       // marks params
+ *   pk_graph *t;  pk_train_build(g, &train_spec, &t);             // fwd + bwd + updates
  *   pk_memplan *mp;  pk_memplan_build(t, NULL, &mp);
  *
  * Conventions:
@@ -82,6 +84,9 @@ typedef struct pk_gnode {
   pk_op_kind op;
   pk_op_params prm;         /* shapes/dtypes of the forward op's inputs, and attributes */
   int grad_input;           /* GRAD only */
+  int grad_wrt;             /* GRAD only: the tensor it differentiates (the forward input
+                               grad_input, or the param a partial weight gradient is of);
+                               -1 otherwise */
   pk_phase phase;
   int ninputs;
   int *inputs;              /* tensor ids = the TE program's placeholders, in order */
@@ -100,6 +105,9 @@ typedef struct pk_graph {
   /* training graphs only (-1 otherwise): */
   int loss, target, row_weight, hyper;
   int cap_tensors, cap_nodes; /* growth bookkeeping */
+  /* filled by pk_graph_layers: layer_nodes[l] = the node id of layer l */
+  int nlayers;
+  int *layer_nodes;
 } pk_graph;
 
 pk_graph *pk_graph_new(pk_ctx *ctx, int64_t batch);
@@ -123,20 +131,23 @@ pk_status pk_graph_validate(pk_graph *g);
 char *pk_graph_print(pk_ctx *ctx, const pk_graph *g);
 int64_t pk_gtensor_bytes(const pk_gtensor *t);
 
-/* Layers: each conv2d/matmul node with a parameter input is a layer, numbered in forward
- * order; a param belongs to the layer of the first such node that reads it, or, for a
- * bias, of the layer whose result it is added to. Returns the count. */
+/* Layers: each forward conv2d/matmul/batch_matmul node with a parameter input is a layer,
+ * numbered in forward order (g->layer_nodes); a param belongs to the layer of the first
+ * such node that reads it, or, for a bias, of the layer whose result it is added to (else
+ * layer -1). Returns the count. */
 int pk_graph_layers(pk_graph *g);
 
 /* ---- sparse-update spec (docs/sparse-update.md) ---- */
 typedef struct pk_sparse_spec pk_sparse_spec;
-/* Parses the JSON spec; PK_ERR_CHECK naming the problem (unknown key, fraction outside
- * (0, 1], count < 1, ...). */
+/* Parses the JSON spec; PK_ERR_CHECK naming the file, the rule and the problem (unknown
+ * key, fraction outside (0, 1], count < 1, ...); PK_ERR_SYNTAX when it is not JSON. The spec
+ * lives in ctx's arena. */
 pk_status pk_sparse_parse(pk_ctx *ctx, const char *text, size_t len, const char *filename,
                           pk_sparse_spec **out);
-/* Marks each param trainable or frozen and sets train_channels. PK_ERR_CHECK for names
- * or globs that match nothing, partial channels on a param of rank < 2, or a partial
- * channel count that rounds to 0. spec NULL: everything trains. */
+/* Marks each param trainable or frozen and sets train_channels (calls pk_graph_layers).
+ * PK_ERR_CHECK for names or globs that match nothing, partial channels on a param of rank
+ * < 2 or that is not the weight of a conv2d (groups 1) / matmul (trans_b) layer, a count
+ * above the channel count, or a fraction that rounds to 0. spec NULL: everything trains. */
 pk_status pk_sparse_apply(pk_graph *g, const pk_sparse_spec *spec);
 
 /* ---- training graph ---- */
@@ -167,7 +178,14 @@ typedef struct pk_train_spec {
  * saved in forward and a weight gradient over that slice only, written through a view),
  * the optimizer updates and their state, and orders each update right after the last node
  * that needs the old weight or the gradient (in-place update: the gradient dies at once).
- * *out is a new graph; fwd is unchanged. */
+ * *out is a new graph; fwd is unchanged; forward tensors keep their ids. Node order:
+ * forward (each slice just before its layer), the loss, then backward with the updates
+ * interleaved, so forward + loss is a prefix (evaluation may run just that prefix).
+ * Made-up names: labels "target", "row_weight", the "loss", "hyper"; "grad(T)" (a second
+ * contribution "grad(T)#2", summed by node "accumulate(grad(T))"); slices "X[:, :S]" and
+ * weight views "W[:, :S]"; state "opt.m(W)", "opt.v(W)"; in-place outputs "opt.m(W)'",
+ * "W'"; nodes "loss", "grad(NODE).INPUT", "slice(X)", "update(W)". PK_ERR_UNSUPPORTED for
+ * clip_global (global-norm clipping). */
 pk_status pk_train_build(const pk_graph *fwd, const pk_train_spec *spec, pk_graph **out);
 /* Forward + loss only (evaluation) or forward only (inference), as a graph of its own. */
 pk_status pk_eval_build(const pk_graph *fwd, const pk_train_spec *spec, bool with_loss,
@@ -176,8 +194,10 @@ pk_status pk_eval_build(const pk_graph *fwd, const pk_train_spec *spec, bool wit
 /* What pruning kept (for tests and --print-memory). */
 typedef struct pk_train_stats {
   int forward_nodes, loss_nodes, backward_nodes, update_nodes;
-  int64_t saved_activation_bytes; /* forward tensors (incl. slices) read by a backward node */
-  int64_t param_bytes, trainable_param_bytes, opt_state_bytes;
+  int64_t saved_activation_bytes; /* results of forward/loss nodes (incl. slices) read by a
+                                     backward node; graph inputs and labels are fed, not saved */
+  int64_t param_bytes, trainable_param_bytes, opt_state_bytes; /* trainable: partial weights
+                                     count their trained slice only */
 } pk_train_stats;
 void pk_train_stats_of(const pk_graph *t, pk_train_stats *out);
 
@@ -200,6 +220,14 @@ typedef struct pk_memplan {
   int64_t workspace_bytes;  /* max over nodes (one workspace, reused) */
   /* ARENA peak by role at the peak point, for --print-memory */
   int64_t arena_by_role[PK_ROLE_COUNT_];
+  /* Lifetimes in node order, per tensor id: first = producer (-1: before step start),
+   * last = last node that reads it or writes its storage in place (the graph's output and
+   * loss: nnodes, they are read after the step). Persistent regions: -1 .. nnodes. */
+  int *first, *last;
+  int64_t *size;            /* bytes each tensor's own storage takes (64-byte rounded; 0 for
+                               views and in-place outputs) */
+  int64_t arena_live_peak;  /* max over nodes of the sum of live ARENA sizes (<= region size) */
+  int peak_node;            /* where that peak is */
 } pk_memplan;
 
 /* workspace: bytes per node id (NULL: 0 each). Best-fit over lifetimes; never aliases a

@@ -237,7 +237,67 @@ static void naive_pool(pk_op_kind op, const pk_op_params *prm, double *const *x,
       }
 }
 
+/* Training ops (pk_ops.h): losses weighted by row, slice, reshape, optimizer updates
+ * (the result is the last output, W'). */
+static void naive_training(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  const pk_op_input *in = &prm->in[0];
+  const pk_op_attrs *a = &prm->attrs;
+  int64_t n = numel(in->ndim, in->shape), rows = in->shape[0], inner = n / rows;
+  if (op == PK_OP_SOFTMAX_CROSS_ENTROPY || op == PK_OP_MSE_LOSS) {
+    alloc_out(y, 1, (int64_t[]){1});
+    for (int64_t r = 0; r < rows; r++) {
+      const double *z = x[0] + r * inner, *t = x[1] + r * inner;
+      double m = -INFINITY, s = 0, tz = 0, se = 0;
+      for (int64_t k = 0; k < inner; k++) m = fmax(m, z[k]);
+      for (int64_t k = 0; k < inner; k++) {
+        s += exp(z[k] - m);
+        tz += t[k] * z[k];
+        se += (z[k] - t[k]) * (z[k] - t[k]);
+      }
+      y->v[0] += x[2][r] * (op == PK_OP_MSE_LOSS ? se / (double)inner : m + log(s) - tz);
+    }
+  } else if (op == PK_OP_SLICE) {
+    int ax = a->slice_axis < 0 ? a->slice_axis + in->ndim : a->slice_axis;
+    int64_t shape[PK_TE_MAX_DIMS], idx[PK_TE_MAX_DIMS];
+    memcpy(shape, in->shape, sizeof shape);
+    shape[ax] = a->slice_len;
+    alloc_out(y, in->ndim, shape);
+    for (int64_t f = 0; f < numel(in->ndim, shape); f++) {
+      unravel(f, in->ndim, shape, idx);
+      idx[ax] += a->slice_start;
+      y->v[f] = x[0][ravel(idx, in->ndim, in->shape)];
+    }
+  } else if (op == PK_OP_RESHAPE) {
+    alloc_out(y, a->new_ndim, a->new_shape);
+    memcpy(y->v, x[0], sizeof(double) * (size_t)n);
+  } else { /* sgd_update, adamw_update */
+    bool adam = op == PK_OP_ADAMW_UPDATE;
+    const double *w = x[0], *g = x[1], *m = x[2], *v = x[3], *h = x[adam ? 4 : 3];
+    double norm = 0, scale = 1;
+    for (int64_t i = 0; i < n; i++) norm += g[i] * g[i];
+    if (a->clip_norm > 0) scale = fmin(1.0, a->clip_norm / (sqrt(norm) + 1e-6));
+    double b1 = a->beta1 ? a->beta1 : 0.9, b2 = a->beta2 ? a->beta2 : 0.999;
+    double eps = a->eps ? a->eps : 1e-8;
+    alloc_out(y, in->ndim, in->shape);
+    for (int64_t i = 0; i < n; i++) {
+      bool l2 = !adam || !a->decoupled;
+      double gi = g[i] * scale + (l2 ? a->weight_decay * w[i] : 0);
+      if (!adam) {
+        y->v[i] = w[i] - h[0] * (a->momentum * m[i] + gi);
+        continue;
+      }
+      double w1 = l2 ? w[i] : w[i] * (1 - h[0] * a->weight_decay);
+      double mn = b1 * m[i] + (1 - b1) * gi, vn = b2 * v[i] + (1 - b2) * gi * gi;
+      y->v[i] = w1 - h[0] * (mn / h[1]) / (sqrt(vn / h[2]) + eps);
+    }
+  }
+}
+
 static void naive(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  if (op >= PK_OP_SOFTMAX_CROSS_ENTROPY) {
+    naive_training(op, prm, x, y);
+    return;
+  }
   switch (pk_op_class_of(op)) {
   case PK_OP_CLASS_MATMUL: naive_matmul(prm, x, y); return;
   case PK_OP_CLASS_INJECTIVE:
@@ -296,7 +356,9 @@ static void test_table(void) {
   bool ok = true;
   for (int op = 0; op < PK_OP_COUNT_; op++) {
     ok &= pk_op_from_name(pk_op_name((pk_op_kind)op)) == (pk_op_kind)op;
-    ok &= pk_op_arity((pk_op_kind)op) >= 1 && pk_op_diff_inputs((pk_op_kind)op) != 0;
+    /* every op but the optimizer updates has a differentiable input */
+    bool update = op == PK_OP_SGD_UPDATE || op == PK_OP_ADAMW_UPDATE;
+    ok &= pk_op_arity((pk_op_kind)op) >= 1 && (pk_op_diff_inputs((pk_op_kind)op) != 0) != update;
     ok &= strcmp(pk_op_class_name(pk_op_class_of((pk_op_kind)op)), "?") != 0;
   }
   ok &= pk_op_from_name("no_such_op") == PK_OP_COUNT_ && strcmp(pk_op_name(PK_OP_COUNT_), "?") == 0;

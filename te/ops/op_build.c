@@ -1,5 +1,6 @@
 /* op_build.c — the front door of the operator library: checks what every op shares, then
  * has the op's builder write TE text, which goes through the one parser and checker. */
+#include <math.h>
 #include <string.h>
 
 #include "op_impl.h"
@@ -29,6 +30,15 @@ static pk_status check_attr(pk_ctx *ctx, pk_op_kind op, const char *what, int64_
   return PK_OK;
 }
 
+/* A hyper-parameter: finite and in [lo, hi) (hi = INFINITY: no upper bound). */
+static pk_status check_real(pk_ctx *ctx, pk_op_kind op, const char *what, double v, double lo,
+                            double hi) {
+  if (!isfinite(v) || v < lo || v >= hi)
+    return pk_op_fail(ctx, op, "%s %g out of range (must be finite, >= %g%s)", what, v, lo,
+                      hi == 1.0 ? " and < 1" : "");
+  return PK_OK;
+}
+
 static pk_status check_common(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm) {
   if ((unsigned)op >= PK_OP_COUNT_)
     return pk_ctx_fail(ctx, PK_ERR_CHECK, "unknown operator %d", (int)op);
@@ -46,7 +56,21 @@ static pk_status check_common(pk_ctx *ctx, pk_op_kind op, const pk_op_params *pr
       return s;
   for (int i = 0; i < 4; i++)
     if ((s = check_attr(ctx, op, "padding", a->pad[i])) != PK_OK) return s;
-  return check_attr(ctx, op, "groups", a->groups);
+  if ((s = check_attr(ctx, op, "groups", a->groups)) != PK_OK ||
+      (s = check_attr(ctx, op, "slice_start", a->slice_start)) != PK_OK ||
+      (s = check_attr(ctx, op, "slice_len", a->slice_len)) != PK_OK ||
+      (s = check_attr(ctx, op, "new_ndim", a->new_ndim)) != PK_OK)
+    return s;
+  if (a->new_ndim > PK_TE_MAX_DIMS)
+    return pk_op_fail(ctx, op, "new_ndim %d out of range (0..%d)", a->new_ndim, PK_TE_MAX_DIMS);
+  /* zero means the default for every one of these, so zero always passes */
+  if ((s = check_real(ctx, op, "momentum", a->momentum, 0, INFINITY)) != PK_OK ||
+      (s = check_real(ctx, op, "weight_decay", a->weight_decay, 0, INFINITY)) != PK_OK ||
+      (s = check_real(ctx, op, "beta1", a->beta1, 0, 1)) != PK_OK ||
+      (s = check_real(ctx, op, "beta2", a->beta2, 0, 1)) != PK_OK ||
+      (s = check_real(ctx, op, "eps", a->eps, 0, INFINITY)) != PK_OK)
+    return s;
+  return check_real(ctx, op, "clip_norm", a->clip_norm, 0, INFINITY);
 }
 
 pk_status pk_op_text(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, char **text) {

@@ -1,5 +1,5 @@
-/* op_common.c — helpers every operator builder uses: messages, shape rules (broadcasting,
- * axes) and the small pieces of TE text (placeholders, compute heads, literals). */
+/* op_common.c — helpers every operator builder uses: messages, shape rules (broadcasting and
+ * undoing it, axes) and the small pieces of TE text (placeholders, compute heads, literals). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,4 +98,41 @@ void pk_op_emit_float(pk_strbuf *b, double v) {
   }
   if (!strpbrk(buf, ".e")) strcat(buf, ".0"); /* "2" would be an integer literal */
   pk_strbuf_append(b, buf);
+}
+
+void pk_op_emit_read_all(pk_strbuf *b, const char *name, int ndim) {
+  pk_strbuf_printf(b, "%s[", name);
+  for (int d = 0; d < ndim; d++) pk_strbuf_printf(b, "%si%d", d ? ", " : "", d);
+  pk_strbuf_append(b, "]");
+}
+
+void pk_op_unbcast_init(pk_op_unbcast *u, int in_ndim, const int64_t *in_shape, int out_ndim,
+                        const int64_t *out_shape, int first_k) {
+  u->nk = 0;
+  u->first_k = first_k;
+  for (int d = 0; d < out_ndim; d++) {
+    int j = d - (out_ndim - in_ndim); /* the input dim aligned with result dim d */
+    if (j >= 0 && in_shape[j] == out_shape[d]) snprintf(u->idx[d], sizeof u->idx[d], "i%d", j);
+    else if (out_shape[d] == 1) snprintf(u->idx[d], sizeof u->idx[d], "0");
+    else {
+      snprintf(u->idx[d], sizeof u->idx[d], "k%d", first_k + u->nk);
+      u->kext[u->nk++] = out_shape[d];
+    }
+  }
+}
+
+void pk_op_unbcast_emit_axes(pk_strbuf *b, const pk_op_unbcast *u) {
+  for (int k = 0; k < u->nk; k++) pk_op_emit_reduce_axis(b, u->first_k + k, u->kext[k]);
+}
+
+void pk_op_unbcast_emit_axis_list(pk_strbuf *b, const pk_op_unbcast *u) {
+  for (int k = 0; k < u->nk; k++) pk_strbuf_printf(b, ", k%d", u->first_k + k);
+}
+
+void pk_op_unbcast_emit_index(pk_strbuf *b, const pk_op_unbcast *u, int nd,
+                              const int64_t *shape, int out_ndim) {
+  for (int j = 0; j < nd; j++) {
+    if (j) pk_strbuf_append(b, ", ");
+    pk_strbuf_append(b, shape[j] == 1 ? "0" : u->idx[out_ndim - nd + j]);
+  }
 }

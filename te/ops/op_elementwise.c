@@ -1,5 +1,5 @@
 /* op_elementwise.c — injective ops: add/sub/mul/div with numpy broadcasting, and the
- * activations relu, sigmoid, tanh, gelu (erf form). Their gradients will sit here. */
+ * activations relu, sigmoid, tanh, gelu (erf form); each followed by its gradients. */
 #include <math.h>
 
 #include "op_impl.h"
@@ -20,6 +20,55 @@ pk_status pk_op_text_binary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   pk_strbuf_printf(out, "] %s B[", sym);
   pk_op_emit_bcast_index(out, b->ndim, b->shape, ndim, 0);
   pk_strbuf_append(out, "])\n");
+  return PK_OK;
+}
+
+/* "A[i0, 0, i2]": a read of tensor `name` at the gradient's point of the result (u), the
+ * tensor broadcast into the result with the given shape. */
+static void emit_bcast_read(pk_strbuf *b, const char *name, const pk_op_unbcast *u, int nd,
+                            const int64_t *shape, int out_ndim) {
+  pk_strbuf_printf(b, "%s[", name);
+  pk_op_unbcast_emit_index(b, u, nd, shape, out_ndim);
+  pk_strbuf_append(b, "]");
+}
+
+/* dA and dB: the derivative at each point of the result, summed over the dims the input
+ * was broadcast along. add/sub read only dY; mul the other operand; div what it needs. */
+pk_status pk_op_grad_binary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                            const pk_te_tensor *y, int input, pk_op_grad *g, pk_strbuf *out) {
+  const pk_op_input *a = &prm->in[0], *b = &prm->in[1], *x = &prm->in[input];
+  bool need_a = op == PK_OP_MUL ? input == 1 : op == PK_OP_DIV && input == 1;
+  bool need_b = op == PK_OP_MUL ? input == 0 : op == PK_OP_DIV;
+  if (need_a) pk_op_grad_add_arg(g, out, PK_GRAD_ARG_INPUT, 0, "A", prm, y);
+  if (need_b) pk_op_grad_add_arg(g, out, PK_GRAD_ARG_INPUT, 1, "B", prm, y);
+  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_DY, 0, "DY", prm, y);
+
+  pk_op_unbcast u;
+  pk_op_unbcast_init(&u, x->ndim, x->shape, y->ndim, y->shape, 0);
+  pk_op_unbcast_emit_axes(out, &u);
+  pk_op_emit_compute_head(out, input ? "DB" : "DA", x->ndim, x->shape);
+  if (u.nk) pk_strbuf_append(out, "sum(");
+  if (op == PK_OP_SUB && input == 1) pk_strbuf_append(out, "-");
+  emit_bcast_read(out, "DY", &u, y->ndim, y->shape, y->ndim);
+  if (op == PK_OP_MUL) {
+    pk_strbuf_append(out, " * ");
+    if (input == 0) emit_bcast_read(out, "B", &u, b->ndim, b->shape, y->ndim);
+    else emit_bcast_read(out, "A", &u, a->ndim, a->shape, y->ndim);
+  } else if (op == PK_OP_DIV && input == 0) { /* d(a/b)/da = 1/b */
+    pk_strbuf_append(out, " / ");
+    emit_bcast_read(out, "B", &u, b->ndim, b->shape, y->ndim);
+  } else if (op == PK_OP_DIV) { /* d(a/b)/db = -a/b^2 */
+    pk_strbuf_append(out, " * -");
+    emit_bcast_read(out, "A", &u, a->ndim, a->shape, y->ndim);
+    pk_strbuf_append(out, " / (");
+    emit_bcast_read(out, "B", &u, b->ndim, b->shape, y->ndim);
+    pk_strbuf_append(out, " * ");
+    emit_bcast_read(out, "B", &u, b->ndim, b->shape, y->ndim);
+    pk_strbuf_append(out, ")");
+  }
+  if (u.nk) pk_op_unbcast_emit_axis_list(out, &u);
+  pk_strbuf_append(out, u.nk ? "))\n" : ")\n");
+  (void)ctx;
   return PK_OK;
 }
 
@@ -46,5 +95,49 @@ pk_status pk_op_text_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   pk_strbuf_append(out, ")\n");
   pk_strbuf_free(&xr);
   (void)ctx;
+  return PK_OK;
+}
+
+/* dX = dY * f'(x), from whichever of X and Y gives f' most cheaply: relu and gelu read X
+ * (relu'(0) = 0, PyTorch's choice), sigmoid and tanh read Y. */
+pk_status pk_op_grad_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                           const pk_te_tensor *y, int input, pk_op_grad *g, pk_strbuf *out) {
+  const pk_op_input *x = &prm->in[0];
+  bool reads_x = op == PK_OP_RELU || op == PK_OP_GELU;
+  pk_op_grad_add_arg(g, out, reads_x ? PK_GRAD_ARG_INPUT : PK_GRAD_ARG_OUTPUT, 0,
+                     reads_x ? "X" : "Y", prm, y);
+  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_DY, 0, "DY", prm, y);
+  pk_strbuf v, dy; /* "X[i0, i1]" or "Y[i0, i1]"; "DY[i0, i1]" */
+  pk_strbuf_init(&v);
+  pk_strbuf_init(&dy);
+  pk_strbuf_append(&v, reads_x ? "X[" : "Y[");
+  pk_op_emit_bcast_index(&v, x->ndim, x->shape, x->ndim, 0);
+  pk_strbuf_append(&v, "]");
+  pk_strbuf_append(&dy, "DY[");
+  pk_op_emit_bcast_index(&dy, x->ndim, x->shape, x->ndim, 0);
+  pk_strbuf_append(&dy, "]");
+  pk_op_emit_compute_head(out, "DX", x->ndim, x->shape);
+  switch (op) {
+  case PK_OP_RELU:
+    /* dY * [x > 0] rather than select(x > 0, dY, 0.0): equal for finite dY, and GCC 12.2
+     * at -O3 -march=native miscompiles a select between a load and a constant under a
+     * float condition in short inner loops (if-converted masked loads) */
+    pk_strbuf_printf(out, "%s * cast(%s, %s > 0.0)", dy.data, pkrt_dtype_name(x->dtype), v.data);
+    break;
+  case PK_OP_SIGMOID: pk_strbuf_printf(out, "%s * %s * (1.0 - %s)", dy.data, v.data, v.data); break;
+  case PK_OP_TANH: pk_strbuf_printf(out, "%s * (1.0 - %s * %s)", dy.data, v.data, v.data); break;
+  default: /* PK_OP_GELU: d/dx x Phi(x) = Phi(x) + x phi(x) */
+    pk_strbuf_printf(out, "%s * (0.5 * (1.0 + erf(%s * ", dy.data, v.data);
+    pk_op_emit_float(out, 1.0 / sqrt(2.0));
+    pk_strbuf_printf(out, ")) + %s * exp(-0.5 * %s * %s) * ", v.data, v.data, v.data);
+    pk_op_emit_float(out, 1.0 / sqrt(2.0 * 3.14159265358979323846));
+    pk_strbuf_append(out, ")");
+    break;
+  }
+  pk_strbuf_append(out, ")\n");
+  pk_strbuf_free(&v);
+  pk_strbuf_free(&dy);
+  (void)ctx;
+  (void)input;
   return PK_OK;
 }

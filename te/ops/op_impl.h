@@ -1,5 +1,5 @@
-/* op_impl.h — shared by the operator builders (internal to te/ops): the text-builder
- * signature named in op_table.def, and helpers that validate parameters and write TE text. */
+/* op_impl.h — shared by the operator builders (internal to te/ops): the text- and
+ * gradient-builder signatures named in op_table.def, and helpers that write TE text. */
 #ifndef PK_OP_IMPL_H
 #define PK_OP_IMPL_H
 
@@ -11,12 +11,51 @@
 typedef pk_status (*pk_op_text_fn)(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                                    pk_strbuf *out);
 
-#define PK_OP(id, name, cls, arity, diff, builder)                                           \
+#define PK_OP(id, name, cls, arity, diff, builder, grad)                                     \
   pk_status builder(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, pk_strbuf *out);
 #include "op_table.def"
 #undef PK_OP
 
 pk_op_text_fn pk_op_text_builder(pk_op_kind op);
+
+/* Writes the gradient TE text of input `input` (a differentiable one) into out, and records
+ * in g (nargs = 0 on entry) which tensors its placeholders are, in order
+ * (pk_op_grad_add_arg does both). Called after pk_op_build accepted prm; y is that forward
+ * program's result. The last compute is the gradient, shaped like the input. */
+typedef pk_status (*pk_op_grad_fn)(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                                   const pk_te_tensor *y, int input, pk_op_grad *g,
+                                   pk_strbuf *out);
+
+/* The grad_builder column (a NULL column entry cannot be declared through the X-macro). */
+pk_status pk_op_grad_matmul(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
+                            int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_binary(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
+                            int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_unary(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
+                           int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_softmax(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
+                             int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_reduce(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
+                            int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_conv2d(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
+                            int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_pool2d(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
+                            int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_softmax_ce(pk_ctx *, pk_op_kind, const pk_op_params *,
+                                const pk_te_tensor *, int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_mse(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *, int,
+                         pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_slice(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
+                           int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_reshape(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
+                             int, pk_op_grad *, pk_strbuf *);
+
+pk_op_grad_fn pk_op_grad_builder(pk_op_kind op); /* NULL for ops with no differentiable input */
+
+/* Appends an argument to g and its placeholder "<name> = placeholder(...)" to out: forward
+ * input `index` (PK_GRAD_ARG_INPUT), or y's shape (OUTPUT, DY). */
+void pk_op_grad_add_arg(pk_op_grad *g, pk_strbuf *out, pk_op_grad_arg_kind kind, int index,
+                        const char *name, const pk_op_params *prm, const pk_te_tensor *y);
 
 /* ---- messages ---- */
 /* PK_ERR_CHECK with "<op name>: " before the message. */
@@ -51,6 +90,29 @@ void pk_op_emit_bcast_index(pk_strbuf *b, int in_ndim, const int64_t *in_shape, 
                             int first);
 /* A float literal that reads back as exactly v: "0.5", "2.0", "-3.4028234663852886e+38". */
 void pk_op_emit_float(pk_strbuf *b, double v);
+/* "X[i0, i1, i2]": a read of a whole tensor of rank ndim at the compute's own axes. */
+void pk_op_emit_read_all(pk_strbuf *b, const char *name, int ndim);
+
+/* ---- undoing a broadcast (gradients of broadcast inputs) ----
+ * A gradient shaped like an input of rank in_ndim reads the broadcast result (rank
+ * out_ndim) at: the gradient's own axis where the input has the dim, index 0 where both
+ * extents are 1, and a reduce axis (summing) where the input was stretched or is absent. */
+typedef struct pk_op_unbcast {
+  int nk;                              /* reduce axes k<first_k> .. k<first_k + nk - 1> */
+  int first_k;
+  int64_t kext[PK_TE_MAX_DIMS];        /* their extents */
+  char idx[PK_TE_MAX_DIMS][16];        /* per result dim: "i2", "0" or "k1" */
+} pk_op_unbcast;
+void pk_op_unbcast_init(pk_op_unbcast *u, int in_ndim, const int64_t *in_shape, int out_ndim,
+                        const int64_t *out_shape, int first_k);
+/* "k1 = reduce_axis(5)\n" for each of u's reduce axes. */
+void pk_op_unbcast_emit_axes(pk_strbuf *b, const pk_op_unbcast *u);
+/* ", k1, k2" — u's reduce axes for the reduction's axis list. */
+void pk_op_unbcast_emit_axis_list(pk_strbuf *b, const pk_op_unbcast *u);
+/* Indices of another operand of rank nd (broadcast into the result like the input was)
+ * at the point u describes: "0" for its dims of extent 1, else u->idx of the result dim. */
+void pk_op_unbcast_emit_index(pk_strbuf *b, const pk_op_unbcast *u, int nd,
+                              const int64_t *shape, int out_ndim);
 
 /* ---- sliding windows (conv2d, pools), one spatial dim ---- */
 typedef struct pk_op_window {
@@ -71,6 +133,10 @@ pk_status pk_op_window_nonempty(pk_ctx *ctx, pk_op_kind op, const char *what,
                                 const pk_op_window *w);
 /* The input index a window element reads: "i2 * 2 + k1 - 1". */
 void pk_op_emit_window_index(pk_strbuf *b, const pk_op_window *w);
+/* The same with the output index o and window element r given as expressions (the
+ * gradients run over other axes): "(o) * 2 + r - 1". */
+void pk_op_emit_window_index_at(pk_strbuf *b, const pk_op_window *w, const char *o,
+                                const char *r);
 /* Whether some window element falls in the padding (before / after the input). */
 bool pk_op_window_pads_lo(const pk_op_window *w);
 bool pk_op_window_pads_hi(const pk_op_window *w);
@@ -78,8 +144,21 @@ bool pk_op_window_pads_hi(const pk_op_window *w);
  * input, when some element can fall in the padding; returns whether it did, so that the
  * caller closes it with ", <padding value>)" after the read. */
 bool pk_op_emit_window_select(pk_strbuf *b, const pk_op_window *wh, const pk_op_window *ww);
+bool pk_op_emit_window_select_at(pk_strbuf *b, const pk_op_window *wh, const char *oh,
+                                 const char *rh, const pk_op_window *ww, const char *ow,
+                                 const char *rw);
 /* Number of in-bounds elements of the window at output index i<axis>, an I64 expression,
  * or its constant value k when the dim never pads. */
 void pk_op_emit_window_count(pk_strbuf *b, const pk_op_window *w);
+void pk_op_emit_window_count_at(pk_strbuf *b, const pk_op_window *w, const char *o);
+
+/* Transposed windows (gradients): window element r (an expression) of output
+ * o = (x + pad - r * d) / s reads input index x. The source expression, and its guards
+ * (o is whole, o >= 0, o < out — each only where it can fail), appended after " && "
+ * unless *first; a read at the source must sit inside these guards. */
+void pk_op_emit_window_source(pk_strbuf *b, const pk_op_window *w, const char *x,
+                              const char *r);
+void pk_op_emit_window_source_guard(pk_strbuf *b, const pk_op_window *w, const char *x,
+                                    const char *r, bool *first);
 
 #endif

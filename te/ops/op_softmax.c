@@ -1,6 +1,6 @@
 /* op_softmax.c — softmax over one axis, numerically stable in three stages:
  *   M = max over the axis, S = sum of exp(x - M), Y = exp(x - M) / S.
- * M and S keep the axis with extent 1. Its gradient will sit here. */
+ * M and S keep the axis with extent 1. Then its gradient, dX = Y (dY - sum(dY Y)). */
 #include <stdio.h>
 
 #include "op_impl.h"
@@ -50,5 +50,36 @@ pk_status pk_op_text_softmax(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm
   pk_strbuf_append(out, "]) / S[");
   emit_index_with(out, x->ndim, axis, "0");
   pk_strbuf_append(out, "])\n");
+  return PK_OK;
+}
+
+/* dX = Y * (dY - S) with S = sum over the axis of dY * Y: reads only Y and dY. */
+pk_status pk_op_grad_softmax(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                             const pk_te_tensor *y, int input, pk_op_grad *g, pk_strbuf *out) {
+  const pk_op_input *x = &prm->in[0];
+  int axis;
+  pk_status s = pk_op_axis(ctx, op, prm->attrs.axis, x->ndim, &axis);
+  if (s != PK_OK) return s;
+  int64_t rshape[PK_TE_MAX_DIMS];
+  for (int d = 0; d < x->ndim; d++) rshape[d] = d == axis ? 1 : x->shape[d];
+  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_OUTPUT, 0, "Y", prm, y);
+  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_DY, 0, "DY", prm, y);
+  pk_op_emit_reduce_axis(out, 0, x->shape[axis]);
+
+  pk_op_emit_compute_head(out, "S", x->ndim, rshape);
+  pk_strbuf_append(out, "sum(DY[");
+  emit_index_with(out, x->ndim, axis, "k0");
+  pk_strbuf_append(out, "] * Y[");
+  emit_index_with(out, x->ndim, axis, "k0");
+  pk_strbuf_append(out, "], k0))\n");
+
+  pk_op_emit_compute_head(out, "DX", x->ndim, x->shape);
+  pk_op_emit_read_all(out, "Y", x->ndim);
+  pk_strbuf_append(out, " * (");
+  pk_op_emit_read_all(out, "DY", x->ndim);
+  pk_strbuf_append(out, " - S[");
+  emit_index_with(out, x->ndim, axis, "0");
+  pk_strbuf_append(out, "]))\n");
+  (void)input;
   return PK_OK;
 }

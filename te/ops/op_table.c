@@ -9,10 +9,12 @@ typedef struct op_row {
   int arity;
   unsigned diff;
   pk_op_text_fn text;
+  pk_op_grad_fn grad;
 } op_row;
 
 static const op_row op_rows[] = {
-#define PK_OP(id, name, cls, arity, diff, builder) {name, PK_OP_CLASS_##cls, arity, diff, builder},
+#define PK_OP(id, name, cls, arity, diff, builder, grad)                                     \
+  {name, PK_OP_CLASS_##cls, arity, diff, builder, grad},
 #include "op_table.def"
 #undef PK_OP
 };
@@ -21,7 +23,7 @@ _Static_assert(sizeof op_rows / sizeof op_rows[0] == PK_OP_COUNT_,
                "op_rows must have one row per operator of op_table.def");
 
 /* Each row's arity fits the params struct and its diff column names only real inputs. */
-#define PK_OP(id, name, cls, arity, diff, builder)                                           \
+#define PK_OP(id, name, cls, arity, diff, builder, grad)                                     \
   _Static_assert((arity) >= 1 && (arity) <= PK_OP_MAX_INPUTS, name ": arity out of range"); \
   _Static_assert(((diff) >> (arity)) == 0, name ": diff names an input beyond the arity");
 #include "op_table.def"
@@ -61,4 +63,9 @@ unsigned pk_op_diff_inputs(pk_op_kind op) { return op_valid(op) ? op_rows[op].di
 pk_op_text_fn pk_op_text_builder(pk_op_kind op) {
   PK_ASSERT(op_valid(op));
   return op_rows[op].text;
+}
+
+pk_op_grad_fn pk_op_grad_builder(pk_op_kind op) {
+  PK_ASSERT(op_valid(op));
+  return op_rows[op].grad;
 }

@@ -41,7 +41,7 @@
 #include "pk_te.h"
 
 typedef enum pk_op_kind {
-#define PK_OP(id, name, cls, arity, diff, builder) PK_OP_##id,
+#define PK_OP(id, name, cls, arity, diff, builder, grad) PK_OP_##id,
 #include "op_table.def"
 #undef PK_OP
   PK_OP_COUNT_
@@ -57,7 +57,7 @@ typedef enum pk_op_class {
   PK_OP_CLASS_COUNT_
 } pk_op_class;
 
-#define PK_OP_MAX_INPUTS 4
+#define PK_OP_MAX_INPUTS 5 /* adamw_update: W, G, M, V, H */
 /* Every extent and attribute must be at most this, so builders' arithmetic cannot overflow. */
 #define PK_OP_MAX_EXTENT INT32_MAX
 

@@ -1,0 +1,324 @@
+/* train_build.c — pk_train_build / pk_eval_build: forward graph → training step (forward
+ * with saved slices, loss, pruned backward, optimizer updates) in execution order, each
+ * update placed right after the last node that needs the old weight or its gradient. */
+#include <math.h>
+#include <string.h>
+
+#include "train_impl.h"
+
+#define CHECKF(...) pk_ctx_fail(ctx, PK_ERR_CHECK, "graph: " __VA_ARGS__)
+
+/* Labels and the loss node. The labels share the prediction's dtype and batch dim. */
+static pk_status add_loss(pk_graph *g, const pk_train_spec *spec, int *loss_node) {
+  pk_ctx *ctx = g->ctx;
+  const pk_gtensor *z = g->tensors[g->output];
+  pk_op_kind op = spec->loss == PK_LOSS_MSE ? PK_OP_MSE_LOSS : PK_OP_SOFTMAX_CROSS_ENTROPY;
+  if (spec->loss != PK_LOSS_MSE && spec->loss != PK_LOSS_SOFTMAX_XENT)
+    return CHECKF("unknown loss kind %d", (int)spec->loss);
+  if (op == PK_OP_SOFTMAX_CROSS_ENTROPY && z->ndim != 2)
+    return CHECKF("softmax_cross_entropy needs a prediction of shape (N, K); '%s' has rank %d",
+                  z->name, z->ndim);
+  g->target = pk_graph_push_tensor(g, pk_graph_unique_name(g, "target"), PK_ROLE_LABEL,
+                                   z->dtype, z->ndim, z->shape);
+  g->row_weight = pk_graph_push_tensor(g, pk_graph_unique_name(g, "row_weight"), PK_ROLE_LABEL,
+                                       z->dtype, 1, z->shape);
+  int in[3] = {g->output, g->target, g->row_weight};
+  pk_op_params prm;
+  pk_graph_params_of(g, 3, in, NULL, &prm);
+  pk_te_program *prog;
+  pk_status s = pk_op_build(ctx, op, &prm, &prog);
+  if (s != PK_OK) return pk_graph_refail(ctx, s, pk_sprintf(ctx, "loss on '%s'", z->name));
+  *loss_node = pk_graph_push_prog(g, "loss", PK_GNODE_OP, op, &prm, -1, PK_PHASE_LOSS, prog, 3,
+                                  in, "loss", PK_ROLE_ACTIVATION, &g->loss);
+  return PK_OK;
+}
+
+/* A partial-channel weight must be the second input of exactly one conv2d (groups 1) or
+ * matmul (trans_b) node, whose first input is the activation to slice. */
+static pk_status check_partial_use(pk_graph *g, const pk_gtensor *w, int *layer_node) {
+  pk_ctx *ctx = g->ctx;
+  int reader = -1, reads = 0;
+  for (int k = 0; k < g->nnodes; k++)
+    for (int i = 0; i < g->nodes[k]->ninputs; i++)
+      if (g->nodes[k]->inputs[i] == w->id) reader = k, reads++;
+  if (reads != 1)
+    return CHECKF("partial-channel weight '%s' must be read by exactly one node (read %d times)",
+                  w->name, reads);
+  const pk_gnode *n = g->nodes[reader];
+  bool ok = n->ninputs == 2 && n->inputs[1] == w->id &&
+            ((n->op == PK_OP_CONV2D && n->prm.attrs.groups <= 1) ||
+             (n->op == PK_OP_MATMUL && n->prm.attrs.trans_b && !n->prm.attrs.trans_a));
+  if (!ok)
+    return CHECKF("partial-channel weight '%s' must be the weight of a conv2d (groups 1) or a "
+                  "matmul with trans_b; node '%s' is not", w->name, n->name);
+  *layer_node = reader;
+  return PK_OK;
+}
+
+/* Saves channels [0, S) of each partial-channel layer's input: a slice node that will run
+ * just before the layer, and the view of the trained part of the weight. */
+static pk_status add_slices(train_build *tb) {
+  pk_graph *g = tb->g;
+  for (int w = 0; w < tb->n0; w++) {
+    pk_gtensor *wt = g->tensors[w];
+    if (!pk_train_is_partial(wt)) continue;
+    int L = -1;
+    pk_status s = check_partial_use(g, wt, &L);
+    if (s != PK_OK) return s;
+    int64_t S = wt->train_channels;
+    int x = g->nodes[L]->inputs[0];
+    pk_op_attrs a = {.slice_axis = 1, .slice_start = 0, .slice_len = S};
+    pk_op_params prm;
+    pk_graph_params_of(g, 1, &x, &a, &prm);
+    pk_te_program *prog;
+    const char *name = pk_sprintf(g->ctx, "slice(%s)", g->tensors[x]->name);
+    if ((s = pk_op_build(g->ctx, PK_OP_SLICE, &prm, &prog)) != PK_OK)
+      return pk_graph_refail(g->ctx, s, name);
+    int xs;
+    int node = pk_graph_push_prog(
+        g, name, PK_GNODE_OP, PK_OP_SLICE, &prm, -1, PK_PHASE_FORWARD, prog, 1, &x,
+        pk_sprintf(g->ctx, "%s[:, :%lld]", g->tensors[x]->name, (long long)S),
+        PK_ROLE_ACTIVATION, &xs);
+    tb->slice_before[node] = L;
+    tb->slice[w] = xs;
+    int64_t shape[PK_TE_MAX_DIMS];
+    memcpy(shape, wt->shape, sizeof shape);
+    shape[1] = S;
+    int v = pk_graph_push_tensor(g, pk_graph_unique_name(g, pk_sprintf(g->ctx, "%s[:, :%lld]",
+                                                                        wt->name, (long long)S)),
+                                 PK_ROLE_PARAM, wt->dtype, wt->ndim, shape);
+    pk_gtensor *vt = g->tensors[v];
+    vt->base = w;
+    vt->trainable = true;
+    vt->train_channels = S;
+    vt->layer = wt->layer;
+    vt->is_bias = wt->is_bias;
+    pk_graph_dense_strides(wt->ndim, wt->shape, vt->view_strides);
+    tb->view[w] = v;
+  }
+  return PK_OK;
+}
+
+/* An output that overwrites `base` in place: same storage, dense over the base (or, for a
+ * partial weight, the view's strides into the full weight). */
+static int inplace_output(pk_graph *g, const char *name, pk_tensor_role role, int like, int base) {
+  const pk_gtensor *lt = g->tensors[like];
+  int o = pk_graph_push_tensor(g, pk_graph_unique_name(g, name), role, lt->dtype, lt->ndim,
+                               lt->shape);
+  pk_gtensor *ot = g->tensors[o];
+  ot->base = base;
+  if (lt->base >= 0) {
+    ot->view_offset = lt->view_offset;
+    memcpy(ot->view_strides, lt->view_strides, sizeof ot->view_strides);
+  } else {
+    pk_graph_dense_strides(lt->ndim, lt->shape, ot->view_strides);
+  }
+  ot->trainable = lt->trainable;
+  ot->train_channels = lt->train_channels;
+  ot->layer = lt->layer;
+  ot->is_bias = lt->is_bias;
+  return o;
+}
+
+static int add_state(pk_graph *g, const char *what, const pk_gtensor *w, int like) {
+  const pk_gtensor *lt = g->tensors[like];
+  return pk_graph_push_tensor(g, pk_graph_unique_name(g, pk_sprintf(g->ctx, "%s(%s)", what,
+                                                                    w->name)),
+                              PK_ROLE_OPT_STATE, lt->dtype, lt->ndim, lt->shape);
+}
+
+/* optimizer(W, G, M[, V], H) -> [stages,] M'[, V'], W' */
+static pk_status add_update(train_build *tb, int w) {
+  pk_graph *g = tb->g;
+  pk_ctx *ctx = g->ctx;
+  const pk_train_spec *sp = tb->spec;
+  const pk_gtensor *wt = g->tensors[w];
+  int G = tb->grad[w];
+  int wv = tb->view[w] >= 0 ? tb->view[w] : w;
+  bool adam = sp->optim != PK_OPTIM_SGD;
+  pk_op_kind op = adam ? PK_OP_ADAMW_UPDATE : PK_OP_SGD_UPDATE;
+  int m = add_state(g, "opt.m", wt, wv);
+  int v = adam ? add_state(g, "opt.v", wt, wv) : -1;
+  int in[5] = {wv, G, m, adam ? v : g->hyper, g->hyper};
+  int nin = adam ? 5 : 4;
+  pk_op_attrs a = {.weight_decay = sp->weight_decay, .clip_norm = sp->clip_norm};
+  if (adam) {
+    a.beta1 = sp->beta1;
+    a.beta2 = sp->beta2;
+    a.eps = sp->eps;
+    a.decoupled = sp->optim == PK_OPTIM_ADAMW;
+  } else {
+    a.momentum = sp->momentum;
+  }
+  pk_op_params prm;
+  pk_graph_params_of(g, nin, in, &a, &prm);
+  const char *name = pk_sprintf(ctx, "update(%s)", wt->name);
+  pk_te_program *prog;
+  pk_status s = pk_op_build(ctx, op, &prm, &prog);
+  if (s != PK_OK) return pk_graph_refail(ctx, s, name);
+  int ncomp = 0;
+  for (int i = 0; i < prog->ntensors; i++) ncomp += prog->tensors[i]->kind == PK_TE_COMPUTE;
+  int nfinal = adam ? 3 : 2;
+  PK_ASSERT(ncomp >= nfinal);
+  int *outs = pk_alloc(ctx, sizeof(int) * (size_t)ncomp);
+  int k = 0;
+  for (int i = 0; i < prog->ntensors; i++) {
+    const pk_te_tensor *pt = prog->tensors[i];
+    if (pt->kind != PK_TE_COMPUTE || k >= ncomp - nfinal) continue;
+    outs[k] = pk_graph_push_tensor(g, pk_graph_unique_name(g, pk_sprintf(ctx, "%s.s%d", name, k)),
+                                   PK_ROLE_TEMP, pt->dtype, pt->ndim, pt->shape);
+    k++;
+  }
+  outs[k++] = inplace_output(g, pk_sprintf(ctx, "%s'", g->tensors[m]->name), PK_ROLE_OPT_STATE,
+                             m, m);
+  if (adam)
+    outs[k++] = inplace_output(g, pk_sprintf(ctx, "%s'", g->tensors[v]->name),
+                               PK_ROLE_OPT_STATE, v, v);
+  outs[k++] = inplace_output(g, pk_sprintf(ctx, "%s'", wt->name), PK_ROLE_PARAM, wv, w);
+  pk_graph_push_node(g, name, PK_GNODE_OP, op, &prm, -1, PK_PHASE_UPDATE, prog, nin, in, ncomp,
+                     outs);
+  return PK_OK;
+}
+
+static int root_of(const pk_graph *g, int t) {
+  return g->tensors[t]->base >= 0 ? g->tensors[t]->base : t;
+}
+
+/* Execution order: forward (each slice just before its layer), loss, backward in emission
+ * order, and each update right after its anchor: the last node that reads the old weight
+ * (or a view of it) or reads/produces its gradient, so the gradient dies at once. */
+static void order_nodes(train_build *tb, int first_update) {
+  pk_graph *g = tb->g;
+  pk_ctx *ctx = g->ctx;
+  int n = g->nnodes;
+  int *pre = pk_alloc(ctx, sizeof(int) * (size_t)(n + 1));
+  int npre = 0;
+  for (int k = 0; k < tb->nfwd; k++) {
+    for (int j = tb->nfwd; j < first_update; j++)
+      if (tb->slice_before[j] == k) pre[npre++] = j;
+    pre[npre++] = k;
+  }
+  for (int j = tb->nfwd; j < first_update; j++)
+    if (tb->slice_before[j] < 0) pre[npre++] = j;
+  int *pos = pk_alloc(ctx, sizeof(int) * (size_t)(n + 1));
+  for (int p = 0; p < npre; p++) pos[pre[p]] = p;
+  int *anchor = pk_alloc(ctx, sizeof(int) * (size_t)(n + 1));
+  for (int u = first_update; u < n; u++) {
+    const pk_gnode *un = g->nodes[u];
+    int w = root_of(g, un->outputs[un->noutputs - 1]);
+    int G = un->inputs[1];
+    int best = g->tensors[G]->producer >= 0 ? pos[g->tensors[G]->producer] : -1;
+    for (int p = 0; p < npre; p++) {
+      const pk_gnode *rn = g->nodes[pre[p]];
+      for (int i = 0; i < rn->ninputs; i++)
+        if (root_of(g, rn->inputs[i]) == w || rn->inputs[i] == G) best = p > best ? p : best;
+    }
+    anchor[u] = best;
+  }
+  int *order = pk_alloc(ctx, sizeof(int) * (size_t)(n + 1));
+  int no = 0;
+  for (int u = first_update; u < n; u++)
+    if (anchor[u] < 0) order[no++] = u;
+  for (int p = 0; p < npre; p++) {
+    order[no++] = pre[p];
+    for (int u = first_update; u < n; u++)
+      if (anchor[u] == p) order[no++] = u;
+  }
+  PK_ASSERT(no == n);
+  pk_graph_reorder(g, order);
+}
+
+static pk_status check_spec(pk_ctx *ctx, const pk_train_spec *spec) {
+  if (!spec) return CHECKF("no training spec");
+  if (spec->clip_global)
+    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED,
+                       "graph: global-norm gradient clipping (clip_global) is not supported yet "
+                       "(it would need every gradient before the first update); use per-tensor "
+                       "clip_norm");
+  if (spec->optim != PK_OPTIM_SGD && spec->optim != PK_OPTIM_ADAM && spec->optim != PK_OPTIM_ADAMW)
+    return CHECKF("unknown optimizer kind %d", (int)spec->optim);
+  const double v[] = {spec->lr, spec->momentum, spec->weight_decay, spec->beta1, spec->beta2,
+                      spec->eps, spec->clip_norm};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (!isfinite(v[i]) || v[i] < 0)
+      return CHECKF("training hyper-parameters must be finite and >= 0 (lr, momentum, "
+                    "weight_decay, betas, eps, clip_norm)");
+  return PK_OK;
+}
+
+static pk_status clone_checked(const pk_graph *fwd, pk_graph **out) {
+  pk_graph *g = pk_graph_clone(fwd);
+  for (int k = 0; k < g->nnodes; k++)
+    if (g->nodes[k]->phase != PK_PHASE_FORWARD || g->nodes[k]->kind != PK_GNODE_OP)
+      return pk_ctx_fail(g->ctx, PK_ERR_CHECK,
+                         "graph: node '%s' is not a forward op: give the forward graph",
+                         g->nodes[k]->name);
+  if (fwd->loss >= 0) return pk_ctx_fail(g->ctx, PK_ERR_CHECK, "graph: already has a loss");
+  pk_status s = pk_graph_validate(g);
+  if (s != PK_OK) return s;
+  *out = g;
+  return PK_OK;
+}
+
+pk_status pk_train_build(const pk_graph *fwd, const pk_train_spec *spec, pk_graph **out) {
+  *out = NULL;
+  pk_ctx *ctx = fwd->ctx;
+  pk_status s = check_spec(ctx, spec);
+  pk_graph *g;
+  if (s != PK_OK || (s = clone_checked(fwd, &g)) != PK_OK) return s;
+  pk_train_spec sp = *spec;
+  if (sp.beta1 == 0) sp.beta1 = 0.9;
+  if (sp.beta2 == 0) sp.beta2 = 0.999;
+  if (sp.eps == 0) sp.eps = 1e-8;
+  pk_graph_layers(g); /* layer ids for names and stats; the marks on params are kept */
+  train_build tb = {.g = g, .spec = &sp, .nfwd = g->nnodes, .n0 = g->ntensors};
+  size_t nt = (size_t)tb.n0 + 1;
+  tb.needs = pk_alloc(ctx, sizeof(bool) * nt);
+  tb.grad = pk_alloc(ctx, sizeof(int) * nt);
+  tb.slice = pk_alloc(ctx, sizeof(int) * nt);
+  tb.view = pk_alloc(ctx, sizeof(int) * nt);
+  for (size_t i = 0; i < nt; i++) tb.slice[i] = tb.view[i] = tb.grad[i] = -1;
+  /* slice_before is indexed by node id; at most one slice per param plus the nodes so far */
+  size_t nmax = (size_t)g->nnodes + nt + 1;
+  tb.slice_before = pk_alloc(ctx, sizeof(int) * nmax);
+  for (size_t i = 0; i < nmax; i++) tb.slice_before[i] = -1;
+  if ((s = add_slices(&tb)) != PK_OK) return s;
+  if ((s = add_loss(g, &sp, &tb.loss_node)) != PK_OK) return s;
+  if ((s = pk_train_autodiff(&tb)) != PK_OK) return s;
+  const pk_gtensor *z = g->tensors[g->output];
+  g->hyper = pk_graph_push_tensor(g, pk_graph_unique_name(g, "hyper"), PK_ROLE_HYPER, z->dtype,
+                                  1, (int64_t[]){4});
+  int first_update = g->nnodes;
+  for (int w = 0; w < tb.n0; w++) {
+    const pk_gtensor *wt = g->tensors[w];
+    /* a trainable param the loss does not depend on gets no gradient and no update */
+    if (wt->role != PK_ROLE_PARAM || wt->base >= 0 || !wt->trainable || tb.grad[w] < 0) continue;
+    if (wt->dtype != z->dtype)
+      return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED,
+                         "graph: param '%s' is %s but the model's output is %s (one dtype per "
+                         "training graph)", wt->name, pkrt_dtype_name(wt->dtype),
+                         pkrt_dtype_name(z->dtype));
+    if ((s = add_update(&tb, w)) != PK_OK) return s;
+  }
+  order_nodes(&tb, first_update);
+  if ((s = pk_graph_validate(g)) != PK_OK) return s;
+  *out = g;
+  return PK_OK;
+}
+
+pk_status pk_eval_build(const pk_graph *fwd, const pk_train_spec *spec, bool with_loss,
+                        pk_graph **out) {
+  *out = NULL;
+  pk_ctx *ctx = fwd->ctx;
+  pk_graph *g;
+  pk_status s = clone_checked(fwd, &g);
+  if (s != PK_OK) return s;
+  if (with_loss) {
+    if (!spec) return CHECKF("evaluation with a loss needs a training spec");
+    int ln;
+    if ((s = add_loss(g, spec, &ln)) != PK_OK) return s;
+    if ((s = pk_graph_validate(g)) != PK_OK) return s;
+  }
+  *out = g;
+  return PK_OK;
+}

@@ -1,0 +1,143 @@
+/* op_loss.c — the losses that root a training graph: softmax_cross_entropy and mse_loss,
+ * each a sum over rows weighted by R (so padding rows of a partial batch count 0), and
+ * their gradients, which take no dY (the loss is the end of the chain). */
+#include "op_impl.h"
+
+static bool same_shape(const pk_op_input *a, const pk_op_input *b) {
+  if (a->ndim != b->ndim) return false;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != b->shape[d]) return false;
+  return true;
+}
+
+/* Checks the shared rules: T shaped like the prediction, R = (N,) for its N rows. */
+static pk_status check_loss_inputs(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm) {
+  const pk_op_input *p = &prm->in[0], *t = &prm->in[1], *r = &prm->in[2];
+  char sp[PK_OP_SHAPE_CHARS], st[PK_OP_SHAPE_CHARS];
+  if (op == PK_OP_SOFTMAX_CROSS_ENTROPY && p->ndim != 2)
+    return pk_op_fail(ctx, op, "logits %s must have rank 2 (N, K)",
+                      pk_op_shape_str(sp, p->ndim, p->shape));
+  if (!same_shape(p, t))
+    return pk_op_fail(ctx, op, "targets %s must have the shape of the %s %s",
+                      pk_op_shape_str(st, t->ndim, t->shape),
+                      op == PK_OP_MSE_LOSS ? "prediction" : "logits",
+                      pk_op_shape_str(sp, p->ndim, p->shape));
+  if (r->ndim != 1 || r->shape[0] != p->shape[0])
+    return pk_op_fail(ctx, op, "row weights %s must have shape (%lld,), one per row",
+                      pk_op_shape_str(st, r->ndim, r->shape), (long long)p->shape[0]);
+  return PK_OK;
+}
+
+/* Placeholders Z, T, R (in the order of the inputs) for the forward text. */
+static void emit_inputs(pk_strbuf *out, const pk_op_params *prm, const char *pred) {
+  const char *names[3] = {pred, "T", "R"};
+  for (int i = 0; i < 3; i++)
+    pk_op_emit_placeholder(out, names[i], prm->in[i].ndim, prm->in[i].shape, prm->in[i].dtype);
+}
+
+/* M[n] = max_k Z[n, k] and S[n] = sum_k exp(Z[n, k] - M[n]): logsumexp = M + log S without
+ * overflow. Uses reduce axes k0 and k1. */
+static void emit_row_lse(pk_strbuf *out, int64_t n, int64_t k) {
+  int64_t rows[1] = {n};
+  pk_op_emit_reduce_axis(out, 0, k);
+  pk_op_emit_reduce_axis(out, 1, k);
+  pk_op_emit_compute_head(out, "M", 1, rows);
+  pk_strbuf_append(out, "max(Z[i0, k0], k0))\n");
+  pk_op_emit_compute_head(out, "S", 1, rows);
+  pk_strbuf_append(out, "sum(exp(Z[i0, k1] - M[i0]), k1))\n");
+}
+
+/* loss = sum_n R[n] * (M[n] + log S[n] - sum_k T[n, k] * Z[n, k]). */
+pk_status pk_op_text_softmax_ce(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                                pk_strbuf *out) {
+  pk_status s = check_loss_inputs(ctx, op, prm);
+  if (s != PK_OK) return s;
+  int64_t n = prm->in[0].shape[0], k = prm->in[0].shape[1], rows[1] = {n}, one[1] = {1};
+  emit_inputs(out, prm, "Z");
+  emit_row_lse(out, n, k);
+  pk_op_emit_reduce_axis(out, 2, k);
+  pk_op_emit_reduce_axis(out, 3, n);
+  pk_op_emit_compute_head(out, "TZ", 1, rows);
+  pk_strbuf_append(out, "sum(T[i0, k2] * Z[i0, k2], k2))\n");
+  pk_op_emit_compute_head(out, "Y", 1, one);
+  pk_strbuf_append(out, "sum(R[k3] * (M[k3] + log(S[k3]) - TZ[k3]), k3))\n");
+  return PK_OK;
+}
+
+/* dZ[n, k] = R[n] * (softmax(Z)[n, k] - T[n, k]), exact for any T (the loss is linear in T). */
+pk_status pk_op_grad_softmax_ce(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                                const pk_te_tensor *y, int input, pk_op_grad *g,
+                                pk_strbuf *out) {
+  int64_t n = prm->in[0].shape[0], k = prm->in[0].shape[1];
+  const char *names[3] = {"Z", "T", "R"};
+  for (int i = 0; i < 3; i++) pk_op_grad_add_arg(g, out, PK_GRAD_ARG_INPUT, i, names[i], prm, y);
+  emit_row_lse(out, n, k);
+  pk_op_emit_compute_head(out, "DZ", 2, prm->in[0].shape);
+  pk_strbuf_append(out, "R[i0] * (exp(Z[i0, i1] - M[i0]) / S[i0] - T[i0, i1]))\n");
+  (void)ctx, (void)op, (void)input;
+  return PK_OK;
+}
+
+/* "P[k0, k1, k2]" or "P[i0, i1, i2]": a read at every dim of the prediction's rank. */
+static void emit_read(pk_strbuf *b, const char *name, int ndim, char axis) {
+  pk_strbuf_printf(b, "%s[", name);
+  for (int d = 0; d < ndim; d++) pk_strbuf_printf(b, "%s%c%d", d ? ", " : "", axis, d);
+  pk_strbuf_append(b, "]");
+}
+
+/* The number of elements per row, as the divisor of the mean. */
+static int64_t row_size(const pk_op_input *p) {
+  int64_t inner = 1;
+  for (int d = 1; d < p->ndim; d++) inner *= p->shape[d];
+  return inner;
+}
+
+/* loss = sum over every element of R[n] * (P - T)^2 / (elements per row). */
+pk_status pk_op_text_mse(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                         pk_strbuf *out) {
+  pk_status s = check_loss_inputs(ctx, op, prm);
+  if (s != PK_OK) return s;
+  const pk_op_input *p = &prm->in[0];
+  int64_t inner = row_size(p), one[1] = {1};
+  emit_inputs(out, prm, "P");
+  for (int d = 0; d < p->ndim; d++) pk_op_emit_reduce_axis(out, d, p->shape[d]);
+  pk_op_emit_compute_head(out, "Y", 1, one);
+  pk_strbuf diff; /* "(P[k0, k1] - T[k0, k1])" */
+  pk_strbuf_init(&diff);
+  pk_strbuf_append(&diff, "(");
+  emit_read(&diff, "P", p->ndim, 'k');
+  pk_strbuf_append(&diff, " - ");
+  emit_read(&diff, "T", p->ndim, 'k');
+  pk_strbuf_append(&diff, ")");
+  pk_strbuf_printf(out, "sum(R[k0] * %s * %s", diff.data, diff.data);
+  if (inner != 1) {
+    pk_strbuf_append(out, " / ");
+    pk_op_emit_float(out, (double)inner);
+  }
+  for (int d = 0; d < p->ndim; d++) pk_strbuf_printf(out, ", k%d", d);
+  pk_strbuf_append(out, "))\n");
+  pk_strbuf_free(&diff);
+  return PK_OK;
+}
+
+/* dP = R[n] * 2 * (P - T) / (elements per row). */
+pk_status pk_op_grad_mse(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                         const pk_te_tensor *y, int input, pk_op_grad *g, pk_strbuf *out) {
+  const pk_op_input *p = &prm->in[0];
+  const char *names[3] = {"P", "T", "R"};
+  for (int i = 0; i < 3; i++) pk_op_grad_add_arg(g, out, PK_GRAD_ARG_INPUT, i, names[i], prm, y);
+  int64_t inner = row_size(p);
+  pk_op_emit_compute_head(out, "DP", p->ndim, p->shape);
+  pk_strbuf_append(out, "2.0 * R[i0] * (");
+  emit_read(out, "P", p->ndim, 'i');
+  pk_strbuf_append(out, " - ");
+  emit_read(out, "T", p->ndim, 'i');
+  pk_strbuf_append(out, ")");
+  if (inner != 1) {
+    pk_strbuf_append(out, " / ");
+    pk_op_emit_float(out, (double)inner);
+  }
+  pk_strbuf_append(out, ")\n");
+  (void)ctx, (void)op, (void)input;
+  return PK_OK;
+}
