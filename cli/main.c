@@ -16,10 +16,22 @@ static const char usage[] =
     "  te run FILE              build, run on random inputs, compare with the interpreter\n"
     "                           [--seed N] [--bench] [--threads N] [--cc CC] [--cflags FLAGS]\n"
     "  (te c and te run take --schedule S.json: a schedule trace, docs/schedule.md)\n"
-    "  tune FILE --db DB        autotune a TE's kernel on this device into a SQLite database\n"
-    "                           [--tuner evo|random|grid] [--trials N] [--time-budget S]\n"
-    "                           [--timeout S] [--batch N] [--patience N] [--min-ms M]\n"
-    "                           [--target T] [--resume] [--seed N]\n"
+    "  compile MODEL.json -o OUT.pock   compile a model's training step into an artifact\n"
+    "                           [--sparse SPEC] [--weights W.pkw] [--reinit GLOB] [--batch B]\n"
+    "                           [--db DB] [--inference] [--optimizer sgd|adam|adamw] [--lr X]\n"
+    "                           [--momentum X] [--weight-decay X] [--print-memory]\n"
+    "                           [--dump-after STAGE]\n"
+    "  train OUT.pock --data FILE --epochs N   train on this device [--val FILE] [--lr X]\n"
+    "                           [--seed S] [--threads T] [--save W.pkw] [--metrics M.jsonl]\n"
+    "                           [--scale X] [--label-column K]\n"
+    "  eval OUT.pock --data FILE   loss and accuracy [--weights W.pkw] [--scale X]\n"
+    "                           [--label-column K]\n"
+    "  tune INPUT --db DB       autotune on this device into a SQLite database; INPUT is a TE\n"
+    "                           file or a model (every kernel of its training graph)\n"
+    "                           [--tuner evo|random|grid] [--trials N] [--total-trials N]\n"
+    "                           [--time-budget S] [--timeout S] [--batch N] [--tune-batch N]\n"
+    "                           [--sparse SPEC] [--patience N] [--min-ms M] [--target T]\n"
+    "                           [--resume] [--seed N]\n"
     "  report --db DB           per task: default, best generated, extern; tuning curves\n"
     "                           [--format text|csv|json|html] [-o OUT]\n"
     "  db best DB [--workload HEX|--te FILE] [--target T]   fastest record per workload\n"
@@ -29,6 +41,7 @@ static const char usage[] =
     "  db export DB             every record as JSON lines on stdout\n"
     "  db import DB FILE        add records from JSON lines (docs/tuning-db.md)\n"
     "  --version                print the version\n"
+    "  (`pock COMMAND --help` describes each command)\n"
     "\n"
     "Exit status: 0 success, 1 error (bad input, build or mismatch), 2 usage.\n";
 
@@ -75,6 +88,9 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "te")) return pk_cmd_te(argc - 2, argv + 2);
   if (!strcmp(cmd, "db")) return pk_cmd_db(argc - 2, argv + 2);
   if (!strcmp(cmd, "tune")) return pk_cmd_tune(argc - 2, argv + 2);
+  if (!strcmp(cmd, "compile")) return pk_cmd_compile(argc - 2, argv + 2);
+  if (!strcmp(cmd, "train")) return pk_cmd_train(argc - 2, argv + 2);
+  if (!strcmp(cmd, "eval")) return pk_cmd_eval(argc - 2, argv + 2);
   if (!strcmp(cmd, "report")) return pk_cmd_report(argc - 2, argv + 2);
   return pk_cli_usage("unknown command '%s'", cmd);
 }

@@ -369,10 +369,11 @@ static void emit_function(cg *E, const pk_lfunc *f) {
     emit_shape_array(E, "strides", b, b->strides);
     cg_line(E, "if (!pk_buffer_ok(&pk_bufs[%d], %d, %d, %s_shape, %s_strides)) "
                "return PKRT_KERNEL_BAD_ARGS;", b->param, (int)b->dtype, b->ndim, b->name, b->name);
-    /* Inputs are only read; buffers of one call never overlap (the caller's contract). */
+    /* Inputs are only read; buffers of one call never overlap (the caller's contract),
+     * except in an in-place variant, which gets no restrict. */
     const char *q = b->tensor && b->tensor->kind == PK_TE_PLACEHOLDER ? "const " : "";
-    cg_line(E, "%s%s *restrict %s = (%s%s *)pk_bufs[%d].data + pk_bufs[%d].offset;", q, ct,
-            b->name, q, ct, b->param, b->param);
+    cg_line(E, "%s%s *%s%s = (%s%s *)pk_bufs[%d].data + pk_bufs[%d].offset;", q, ct,
+            f->params_may_alias ? "" : "restrict ", b->name, q, ct, b->param, b->param);
   }
   cg_scope_open(E);
   cg_stmt(E, f->body);

@@ -97,7 +97,8 @@ static void emit_outlined(cg *E, const pk_stmt *s, const char *fn, const char *e
   for (int i = 0; i < nbufs; i++) {
     const pk_lbuf *b = bufs[i];
     const char *q = read_only(b) ? "const " : "", *t = cg_buf_elem_type(E, b);
-    cg_line(E, "%s%s *restrict %s = pk_env->%s;", q, t, b->name, b->name);
+    bool may_alias = E->f->params_may_alias && b->scope == PK_SCOPE_GLOBAL;
+    cg_line(E, "%s%s *%s%s = pk_env->%s;", q, t, may_alias ? "" : "restrict ", b->name, b->name);
   }
   for (int id = 0; id < f->nvars; id++) {
     const pk_lvar *v = captured_var(c, id);

@@ -19,17 +19,22 @@
 #define PK_DRIVER_STAGES "load, sparse, train, memplan, tasks, schedule, codegen, artifact"
 
 typedef struct pk_compile_options {
-  const char *model;        /* graph JSON (or ONNX later) */
+  const char *model;        /* graph JSON (or ONNX later); with `graph`: a label, may be NULL */
+  /* Instead of loading `model`: a validated forward graph built with the graph API (in
+   * the same ctx), and what the model file would say about training. The sparse stage
+   * marks its params; nothing else changes it. */
+  pk_graph *graph;
+  const pk_model_info *info;
   const char *sparse;       /* sparse-update spec JSON; NULL: full update */
   const char *weights;      /* .pkw to load over the model's initial values; NULL: none */
   const char *reinit;       /* glob of params that keep the model's initial values */
-  int64_t batch;            /* >= 1 */
-  const char *db;           /* tuning database; NULL: default schedules */
-  const char *target;       /* "c" */
+  int64_t batch;            /* >= 1 (default 32); ignored with `graph` (its own batch) */
+  const char *db;           /* tuning database; NULL: hand presets or default schedules */
+  const char *target;       /* "c" (NULL: "c"; only C targets so far) */
   bool inference;           /* forward only, no loss, no backward */
-  const char *out;          /* artifact path */
+  const char *out;          /* artifact path (may be NULL with dump_after: nothing written) */
   bool print_memory;        /* print the memory table to `log` */
-  const char *dump_after;   /* a stage name or NULL */
+  const char *dump_after;   /* a stage name or NULL: print its structure to stdout, stop */
   /* overrides of the model file's training object (NAN/negative: keep) */
   double lr;
   const char *optimizer;    /* "sgd", "adam", "adamw" or NULL */
@@ -37,20 +42,28 @@ typedef struct pk_compile_options {
   FILE *log;                /* progress and tables; NULL: stderr */
 } pk_compile_options;
 
-pk_compile_options pk_compile_defaults(void);
+pk_compile_options pk_compile_defaults(void);  /* batch 32, target "c", no overrides */
 
 typedef struct pk_compile_result {
   int nkernels;             /* distinct kernels in the artifact */
   int ntuned;               /* of which with a tuned schedule from the database */
   pk_train_stats stats;
   pk_memplan *memplan;
+  pk_graph *graph;          /* the graph the artifact runs: manifest tensor i = tensor i */
+  int64_t workspace_bytes;  /* the largest kernel workspace */
   int64_t artifact_bytes;
 } pk_compile_result;
 
+/* Runs the stages; errors are PK_ERR_USAGE for bad options (unknown stage, no output),
+ * otherwise the failing stage's status with a message naming the file and the thing. The
+ * artifact's plans: "train" = every node of the training graph in order, "eval" = its
+ * forward and loss nodes, "infer" = its forward nodes (inference artifacts: only "infer");
+ * all run on the one memory plan. Progress goes to o->log. out may be NULL. */
 pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *o, pk_compile_result *out);
 
 /* The distinct kernel tasks of a model's training (or inference) graph, for `pock tune
- * MODEL`: each TE program once, with its calls per step as weight. */
+ * MODEL`: each TE program once (kernels that differ only in buffer strides are one task:
+ * a schedule serves both), with its calls per step as weight. Runs load, sparse, train. */
 typedef struct pk_model_tasks {
   int n;
   pk_te_program **progs;

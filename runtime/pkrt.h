@@ -1,6 +1,7 @@
 /* pkrt.h — libpockrt internals shared by the runtime and the compiler: status codes, the
  * runtime context (error message, thread pool, exec context), arenas, the kernel-object
- * loader, extern calls through libffi, and SHA-256. Nothing here needs a compiler.
+ * loader, extern calls through libffi, SHA-256, weights files (.pkw) and the artifact
+ * container. Nothing here needs a compiler. The model API is pock/pockrt.h.
  *
  * Usage:
  *   pkrt_ctx *rt = pkrt_ctx_new(1);                     // 1 thread: serial parallel_for
@@ -101,6 +102,51 @@ pkrt_status pkrt_weights_read(pkrt_ctx *rt, pkrt_arena *a, const char *path,
                               pkrt_wtensor **out, int *count);
 /* Writes atomically: a temp file in the same directory, fsync, rename. */
 pkrt_status pkrt_weights_write(pkrt_ctx *rt, const char *path, const pkrt_wtensor *t, int count);
+
+/* Parses .pkw bytes already in memory (what pkrt_weights_read does after reading the
+ * file); `what` names the source in messages. Never trusts the bytes. */
+pkrt_status pkrt_weights_parse(pkrt_ctx *rt, pkrt_arena *a, const char *what,
+                               const void *bytes, size_t len, pkrt_wtensor **out, int *count);
+
+/* ---- artifact container, version 1 (docs/artifact-format.md) ----
+ * A fixed header, a table of named sections and their payloads, each payload 64-byte
+ * aligned and covered by its SHA-256. `pock compile` writes the sections "manifest",
+ * "kernels", "weights"; the reader checks structure and every checksum before anything
+ * is used.
+ *
+ *   pkrt_section s[3] = {{"manifest", json, strlen(json)}, {"kernels", so, so_len},
+ *                        {"weights", w, w_len}};
+ *   if (pkrt_artifact_write(rt, "model.pock", s, 3) != PKRT_OK) ... pkrt_ctx_error(rt)
+ *   pkrt_artifact *a;
+ *   if (pkrt_artifact_read(rt, "model.pock", &a) == PKRT_OK) {
+ *     const pkrt_section *m = pkrt_artifact_find(a, "manifest");   // NULL if absent
+ *     ... pkrt_artifact_free(a);
+ *   } */
+#define PKRT_ARTIFACT_MAGIC "POCKART" /* 8 bytes with its NUL */
+#define PKRT_ARTIFACT_VERSION 1u
+#define PKRT_ARTIFACT_MAX_SECTIONS 16
+#define PKRT_ARTIFACT_NAME_MAX 15     /* name bytes; the 16-byte field is NUL-padded */
+typedef struct pkrt_section {
+  const char *name; /* 1..15 bytes of [a-z0-9_.-] */
+  const void *data; /* may be NULL when size is 0 */
+  size_t size;
+} pkrt_section;
+/* Writes atomically (temp file in the same directory, fsync, rename); computes each
+ * section's SHA-256. Names must be valid and distinct, 1..16 sections. */
+pkrt_status pkrt_artifact_write(pkrt_ctx *rt, const char *path, const pkrt_section *sections,
+                                int n);
+typedef struct pkrt_artifact pkrt_artifact;
+/* Reads the whole file into memory and verifies it: magic, version (only 1), section
+ * table bounds, alignment and overlap, zero padding, no trailing bytes, every checksum.
+ * Errors name the file and the section ("m.pock: section 'kernels' checksum mismatch"). */
+pkrt_status pkrt_artifact_read(pkrt_ctx *rt, const char *path, pkrt_artifact **out);
+/* The same on bytes in memory (copied); `what` names them in messages. */
+pkrt_status pkrt_artifact_parse(pkrt_ctx *rt, const char *what, const void *bytes, size_t len,
+                                pkrt_artifact **out);
+int pkrt_artifact_count(const pkrt_artifact *a);
+const pkrt_section *pkrt_artifact_section(const pkrt_artifact *a, int i); /* NULL if out of range */
+const pkrt_section *pkrt_artifact_find(const pkrt_artifact *a, const char *name);
+void pkrt_artifact_free(pkrt_artifact *a);
 
 /* ---- time ---- */
 int64_t pkrt_now_ns(void); /* CLOCK_MONOTONIC */

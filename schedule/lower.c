@@ -227,8 +227,62 @@ static void number_in_order(pk_ctx *ctx, pk_lfunc *f) {
   f->nbufs = R.nbufs;
 }
 
+/* ---- caller-given strides (views) ---- */
+
+/* Injective layout: sorted by stride, each stride reaches past everything the smaller
+ * strides span, so two distinct indices never meet (an output written through a view
+ * must not race with itself). Extent-1 dims take any stride. */
+static pk_status check_strides(pk_ctx *ctx, const pk_te_tensor *t, const int64_t *st, int64_t *span) {
+  int order[PK_TE_MAX_DIMS], n = 0;
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] == 1) continue;
+    if (st[d] < 1)
+      return pk_ctx_fail(ctx, PK_ERR_CHECK, "lowering: tensor t%d: stride %lld of dim %d must be >= 1",
+                         t->id, (long long)st[d], d);
+    int k = n++;
+    while (k > 0 && st[order[k - 1]] > st[d]) { order[k] = order[k - 1]; k--; }
+    order[k] = d;
+  }
+  int64_t reach = 0; /* largest offset the dims so far reach */
+  for (int i = 0; i < n; i++) {
+    int d = order[i];
+    int64_t step;
+    if (st[d] <= reach)
+      return pk_ctx_fail(ctx, PK_ERR_CHECK, "lowering: tensor t%d: strides overlap (dim %d stride %lld)",
+                         t->id, d, (long long)st[d]);
+    if (pk_i64_mul(t->shape[d] - 1, st[d], &step) || pk_i64_add(reach, step, &reach))
+      return pk_ctx_fail(ctx, PK_ERR_CHECK, "lowering: tensor t%d: strides overflow", t->id);
+  }
+  *span = reach + 1;
+  return PK_OK;
+}
+
+static pk_status apply_strides(pk_ctx *ctx, pk_lfunc *f, const pk_te_program *prog,
+                               const pk_lower_options *o) {
+  if (!o || !o->strides) return PK_OK;
+  if (o->nstrides != prog->ntensors)
+    return pk_ctx_fail(ctx, PK_ERR_CHECK, "lowering: %d strides entries for %d tensors", o->nstrides,
+                       prog->ntensors);
+  for (int i = 0; i < prog->ntensors; i++) {
+    if (!o->strides[i]) continue;
+    int64_t span = 0;
+    pk_status s = check_strides(ctx, prog->tensors[i], o->strides[i], &span);
+    if (s != PK_OK) return s;
+    pk_lbuf *b = f->params[i];
+    for (int d = 0; d < b->ndim; d++)
+      if (b->shape[d] != 1) b->strides[d] = o->strides[i][d]; /* an extent-1 dim's is unchecked */
+    b->numel = span; /* what masked vector loads may touch: the view's reach */
+  }
+  return PK_OK;
+}
+
 pk_status pk_sched_lower(pk_ctx *ctx, const pk_te_program *prog, const pk_schedule *sched,
                          const char *name, pk_lfunc **out) {
+  return pk_sched_lower_opts(ctx, prog, sched, name, NULL, out);
+}
+
+pk_status pk_sched_lower_opts(pk_ctx *ctx, const pk_te_program *prog, const pk_schedule *sched,
+                              const char *name, const pk_lower_options *o, pk_lfunc **out) {
   if (!sched) sched = pk_sched_new(ctx, prog); /* the default: a schedule with no steps */
   else if (sched->orig != prog)
     return pk_ctx_fail(ctx, PK_ERR_SCHEDULE, "lowering: the schedule was made for another program");
@@ -245,6 +299,8 @@ pk_status pk_sched_lower(pk_ctx *ctx, const pk_te_program *prog, const pk_schedu
     b->tensor = t;
     f->params[i] = b;
   }
+  pk_status st = apply_strides(ctx, f, prog, o);
+  if (st != PK_OK) return st;
   for (int i = 0; i < sched->nstages; i++) {
     L.sl[i].st = sched->stages[i];
     L.sl[i].order = i;

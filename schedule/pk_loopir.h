@@ -116,6 +116,10 @@ struct pk_lfunc {
   const char *workload;   /* hex SHA-256 of the canonical TE text */
   const char *te_text;    /* canonical TE text (safe for comments: no user names) */
   int nvars, nbufs;       /* counters for fresh names */
+  /* An in-place variant: callers may pass an output that shares storage with an input
+   * (an optimizer update writing W' over W). Codegen then drops `restrict` on its buffers,
+   * which is only correct because such kernels read each element before writing it. */
+  bool params_may_alias;
 };
 
 /* ---- construction ---- */
@@ -215,5 +219,18 @@ pk_lexpr *pk_affine_expr(pk_ctx *ctx, const pk_affine *a); /* canonical expressi
 typedef struct pk_schedule pk_schedule;
 pk_status pk_sched_lower(pk_ctx *ctx, const pk_te_program *prog, const pk_schedule *sched,
                          const char *name, pk_lfunc **out);
+
+/* Lowering with caller-given strides for chosen kernel parameters: a tensor that is a view
+ * of a larger buffer (a partial-channel weight's trained slice, written in place by its
+ * update kernel). strides[id] (NULL: dense row-major) gives prog->tensors[id]'s strides in
+ * elements; the kernel checks them on entry like dense ones. Strides must lay the tensor's
+ * elements out without overlap (each >= 1 and, in stride order, past the span of the
+ * smaller ones): PK_ERR_CHECK otherwise. o NULL: pk_sched_lower. */
+typedef struct pk_lower_options {
+  int nstrides;                   /* entries in strides: prog->ntensors, or 0 */
+  const int64_t *const *strides;  /* per tensor id: NULL or ndim strides */
+} pk_lower_options;
+pk_status pk_sched_lower_opts(pk_ctx *ctx, const pk_te_program *prog, const pk_schedule *sched,
+                              const char *name, const pk_lower_options *o, pk_lfunc **out);
 
 #endif

@@ -85,6 +85,10 @@ static const grad_case grad_cases[] = {
     {"max_pool2d_3s2p1", PK_OP_MAX_POOL2D,
      {1, {{4, {1, 2, 7, 7}, F32}}, {.kernel = {3, 3}, .stride = {2, 2}, .pad = {1, 1, 1, 1}}},
      {"I0 O DY"}},
+    /* every source row/col is read by some window: no guard at all in the gradient */
+    {"max_pool2d_2s1p1_unguarded", PK_OP_MAX_POOL2D,
+     {1, {{4, {1, 2, 3, 3}, F32}}, {.kernel = {2, 2}, .stride = {1, 1}, .pad = {1, 1, 1, 1}}},
+     {"I0 O DY"}},
     {"max_pool2d_2x3", PK_OP_MAX_POOL2D,
      {1, {{4, {2, 1, 6, 7}, F64}}, {.kernel = {2, 3}, .stride = {2, 2}}}, {"I0 O DY"}},
     {"max_pool2d_dilated_asym", PK_OP_MAX_POOL2D,

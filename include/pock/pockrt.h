@@ -1,5 +1,7 @@
 /* pockrt.h — the public C API of libpockrt: open a compiled model (an artifact written by
- * `pock compile`), feed batches, run training steps, evaluation and inference, save weights.
+ * `pock compile`), feed batches, run training steps, evaluation and inference, save weights;
+ * load datasets (CSV, .npy pairs) and run the training loop `pock train` and `pock-rt train`
+ * share.
  *
  * Usage:
  *   pkrt_model *m;
@@ -14,14 +16,25 @@
  *   pkrt_model_save_weights(m, "w.pkw");
  *   pkrt_model_close(m);
  *
+ *   // or the whole loop:
+ *   pkrt_dataset *d;
+ *   pkrt_data_options dopt = {.scale = 0.0625, .label_column = -1, .model = m};
+ *   if (pkrt_dataset_load("train.csv", &dopt, &d, err, sizeof err) != PKRT_OK) ...
+ *   pkrt_train_options t = {.epochs = 10, .seed = 1, .save_path = "w.pkw"};
+ *   pkrt_train_result r;
+ *   pkrt_train_run(m, d, &t, &r);                   // prints one line per epoch
+ *   pkrt_dataset_free(d);
+ *
  * Thread safety: a pkrt_model is used by one thread at a time (its own pool runs the
  * kernels); distinct models are independent. Nothing is allocated per step.
  */
 #ifndef POCKRT_H
 #define POCKRT_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "pock/pkrt_kernel.h"
 
@@ -33,11 +46,16 @@ typedef struct pkrt_open_options {
   int nthreads;          /* 0 or 1: run kernels on the calling thread */
   void *arena;           /* optional caller-provided activation arena (64-byte aligned) */
   size_t arena_bytes;    /* its size; must be >= pkrt_model_arena_bytes() */
+  /* Non-zero: do not compare the artifact's target fingerprint with this device (for
+   * tests and for devices whose /proc/cpuinfo hides features). */
+  int skip_fingerprint;
 } pkrt_open_options;
 
-/* Opens an artifact: checks the format version and section checksums, loads the kernel
- * object from memory, allocates its arenas once. On failure returns non-zero and writes a
- * message naming the problem into err (when errcap > 0); *out is NULL. opts may be NULL. */
+/* Opens an artifact: checks the format version and section checksums, validates the
+ * manifest against itself and against the kernel object (loaded from memory), checks the
+ * target fingerprint, allocates its regions once and copies the initial weights. On
+ * failure returns non-zero and writes a message naming the problem into err (when
+ * errcap > 0); *out is NULL. opts may be NULL. */
 int pkrt_model_open(const char *path, const pkrt_open_options *opts, pkrt_model **out,
                     char *err, size_t errcap);
 void pkrt_model_close(pkrt_model *m);
@@ -47,11 +65,28 @@ const char *pkrt_model_error(const pkrt_model *m); /* message of the last failur
 int64_t pkrt_model_batch(const pkrt_model *m);
 int pkrt_model_dtype(const pkrt_model *m);        /* a pkrt_dtype: F32 or F64 */
 int pkrt_model_can_train(const pkrt_model *m);    /* 0 for inference-only artifacts */
-/* Shape of the input (features) and of the output (predictions), batch dim included. */
+int64_t pkrt_model_classes(const pkrt_model *m);  /* one-hot width; 0 for regression */
+int64_t pkrt_model_features(const pkrt_model *m); /* input elements per row */
+/* Shape of the input (features) and of the output (predictions), batch dim included;
+ * the return value is the rank. */
 int pkrt_model_input_shape(const pkrt_model *m, int64_t *shape /* [8] */);
 int pkrt_model_output_shape(const pkrt_model *m, int64_t *shape /* [8] */);
 int64_t pkrt_model_arena_bytes(const pkrt_model *m); /* the planned activation arena */
 int64_t pkrt_model_steps(const pkrt_model *m);       /* training steps taken so far */
+
+/* A named tensor of the manifest (parameters, optimizer state, ...): its storage and
+ * layout, for inspection and tests. Element (i0, ...) is at
+ * ((T *)data)[offset + sum(i_d * strides[d])]. */
+typedef struct pkrt_tensor_info {
+  void *data;
+  int64_t offset;
+  int dtype;
+  int ndim;
+  int64_t shape[8];
+  int64_t strides[8];
+  const char *role;      /* "param", "opt_state", "input", ... */
+} pkrt_tensor_info;
+int pkrt_model_tensor(pkrt_model *m, const char *name, pkrt_tensor_info *out);
 
 /* ---- feeding a batch ----
  * The input buffer (batch rows, row-major, model dtype) is written in place; name NULL
@@ -66,7 +101,10 @@ int pkrt_model_set_valid_rows(pkrt_model *m, int64_t valid);
 
 /* ---- running ---- */
 int pkrt_model_set_lr(pkrt_model *m, double lr); /* base lr; the schedule scales it */
-/* Forward, backward and the optimizer updates; *loss gets the batch's mean loss. */
+double pkrt_model_lr(const pkrt_model *m);       /* the base lr */
+/* Forward, backward and the optimizer updates; *loss (may be NULL) gets the batch's mean
+ * loss over its valid rows. Step t (1, 2, ...) writes H = (lr_t, 1 - beta1^t, 1 - beta2^t,
+ * 0) first, lr_t being the manifest's schedule applied to the base lr. */
 int pkrt_model_train_step(pkrt_model *m, double *loss);
 /* Forward and loss (no update). */
 int pkrt_model_eval_step(pkrt_model *m, double *loss);
@@ -81,5 +119,77 @@ const void *pkrt_model_output(const pkrt_model *m);
  * (shape and dtype must agree), others stay. */
 int pkrt_model_save_weights(pkrt_model *m, const char *path);
 int pkrt_model_load_weights(pkrt_model *m, const char *path);
+
+/* ---- datasets ----
+ * path is a CSV file, or "X.npy:Y.npy":
+ *   CSV: numbers separated by commas, one row per line; a first line that is not all
+ *     numbers is a header and skipped; blank lines are skipped; the label is column
+ *     label_column (0-based, negative counts from the end: -1 = last) and must be an
+ *     integer; every other column is a feature, multiplied by scale.
+ *   npy: X float32/float64 (rows, ...), C order, features = product of the other dims;
+ *     Y int32/int64/uint8 (rows,) or (rows, 1) class ids. Versions 1-3 of the format.
+ * Features are stored in the dtype the model uses, so a batch is one copy per row. */
+typedef struct pkrt_dataset pkrt_dataset;
+typedef struct pkrt_data_options {
+  double scale;          /* features are multiplied by this; 0 means 1 */
+  int label_column;      /* CSV only; 0 means column 0, so pass -1 for "last" */
+  int dtype;             /* pkrt_dtype of the stored features: F32 (0 = F32) or F64 */
+  /* When set, dtype, classes and features come from the model and are checked: labels in
+   * [0, classes), feature count equal to the model's input size. */
+  const pkrt_model *model;
+  int64_t classes;       /* > 0 without a model: labels must be in [0, classes) */
+  int64_t features;      /* > 0 without a model: required feature count */
+} pkrt_data_options;
+int pkrt_dataset_load(const char *path, const pkrt_data_options *opts, pkrt_dataset **out,
+                      char *err, size_t errcap);
+void pkrt_dataset_free(pkrt_dataset *d);
+int64_t pkrt_dataset_rows(const pkrt_dataset *d);
+int64_t pkrt_dataset_features(const pkrt_dataset *d);
+int pkrt_dataset_dtype(const pkrt_dataset *d);
+const void *pkrt_dataset_x(const pkrt_dataset *d);        /* rows x features, row-major */
+const int32_t *pkrt_dataset_labels(const pkrt_dataset *d); /* rows */
+
+/* ---- the training loop ----
+ * Each epoch visits every row once in an order drawn from a PRNG seeded by `seed`
+ * (xoshiro256**, seeded through splitmix64; the same seed gives the same order). Batches
+ * have the compiled batch size; the LAST PARTIAL BATCH is padded: its padding rows are
+ * zeros with label weight 0, so the loss averages over its real rows only. Per epoch it
+ * prints (to `out`, stdout when NULL)
+ *   epoch 3/30 loss 0.1234 acc 0.9512 val_loss 0.2000 val_acc 0.9300 ms/step 0.123
+ * (val_* only with a validation set), with a progress bar in between when `out` is a
+ * terminal; loss and accuracy are the means over the epoch's rows, accuracy the argmax of
+ * the output against the label, measured during the step (before its update). At the end
+ * it prints "trained N steps, ms/step X". When *stop becomes non-zero (a SIGINT handler)
+ * the loop ends after the current step, saves the weights (save_path), prints
+ * "interrupted after N steps" and returns 0 with result->interrupted set. */
+typedef struct pkrt_train_options {
+  int epochs;                      /* >= 1 */
+  uint64_t seed;
+  int no_shuffle;                  /* non-zero: rows in file order every epoch */
+  double lr;                       /* > 0: overrides the manifest's base lr */
+  const pkrt_dataset *val;         /* optional validation set (eval plan, in order) */
+  const char *save_path;           /* optional .pkw written at the end (and on interrupt) */
+  const char *metrics_path;        /* optional JSONL file, one object per epoch */
+  FILE *out;                       /* NULL: stdout */
+  int progress;                    /* 0: auto (a bar when out is a terminal), 1: always a
+                                      bar, -1: never */
+  int quiet;                       /* non-zero: print nothing */
+  volatile sig_atomic_t *stop;     /* optional stop flag, checked between steps */
+} pkrt_train_options;
+
+typedef struct pkrt_train_result {
+  int64_t steps;                   /* training steps of this run */
+  int epochs;                      /* epochs completed */
+  double loss, acc;                /* of the last completed epoch */
+  double val_loss, val_acc;        /* NAN without a validation set */
+  double ms_per_step;              /* mean wall time of a training step (data copy included) */
+  int interrupted;
+} pkrt_train_result;
+
+int pkrt_train_run(pkrt_model *m, const pkrt_dataset *train, const pkrt_train_options *opts,
+                   pkrt_train_result *result);
+/* Mean loss and accuracy of the model over a dataset (eval plan, batches in row order,
+ * last batch padded). */
+int pkrt_eval_run(pkrt_model *m, const pkrt_dataset *d, double *loss, double *acc);
 
 #endif

@@ -144,8 +144,8 @@ pk_status pk_op_grad_pool2d(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   pk_op_emit_compute_head(out, "DX", 4, x->shape);
   pk_strbuf_append(out, "sum(");
   if (is_max) {
-    pk_strbuf_printf(out, "select(%s%sFI[i0, i1, %s, %s] == %s * %lld + %s, ", guard.data,
-                     first ? "" : " && ", src_h.data, src_w.data, rh, (long long)ww.k, rw);
+    pk_strbuf_printf(out, "select(%s%sFI[i0, i1, %s, %s] == %s * %lld + %s, ",
+                     first ? "" : guard.data, first ? "" : " && ", src_h.data, src_w.data, rh, (long long)ww.k, rw);
   } else if (!first) {
     pk_strbuf_printf(out, "select(%s, ", guard.data);
   }

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# bench_search.sh — search efficiency: does `evo` reach 95% of the best config that 1000
+# random trials find, within 300 trials? For each task and seed: random (1000 trials) and
+# evo (300 trials) from empty databases; then the random best at 300 and at 1000 trials and
+# the evo best at 300 are re-timed side by side in one process (bench/search_retime.c).
+# A bench, not a test: it prints a table and never fails on a timing.
+#
+# Usage: bench/bench_search.sh BUILD_DIR OUT_DIR TASK.te... [SEEDS="1 2 3"]
+set -euo pipefail
+build=$1; out=$2; shift 2
+seeds=${SEEDS:-"1 2 3"}
+pock=$build/cli/pock
+retime=$build/bench/search_retime
+mkdir -p "$out"
+printf "| task | seed | random@300 | random@1000 | evo@300 | evo/random@1000 | hard (r300 < 95%%) | evo reached 95%% at trial |\n|---|---|---|---|---|---|---|---|\n" > "$out/table.md"
+for te in "$@"; do
+  name=$(basename "$te" .te)
+  for s in $seeds; do
+    r=$out/$name.random.$s.db; e=$out/$name.evo.$s.db
+    [ -f "$r.done" ] || { rm -f "$r"; $pock tune "$te" --db "$r" --tuner random --trials 1000 --seed "$s" --timeout 20 >"$out/$name.random.$s.log" 2>&1; touch "$r.done"; }
+    [ -f "$e.done" ] || { rm -f "$e"; $pock tune "$te" --db "$e" --tuner evo --trials 300 --seed "$s" --timeout 20 >"$out/$name.evo.$s.log" 2>&1; touch "$e.done"; }
+    $retime "$te" "$r:300" "$r:1000" "$e:300" > "$out/$name.$s.retime"
+    # the first evo trial whose (tuner-measured) best reaches 95% of random's re-timed best
+    $pock db history "$e" --te "$te" > "$out/$name.evo.$s.history" 2>/dev/null || true
+    python3 - "$out/$name.$s.retime" "$out/$name.evo.$s.history" "$name" "$s" >> "$out/table.md" <<'PY'
+import sys, re
+g = [float(re.search(r"gflops=([0-9.]+)", l).group(1)) for l in open(sys.argv[1])]
+r300, r1000, e300 = g
+first = "—"
+best = 0.0
+for line in open(sys.argv[2]):
+    c = line.split()
+    if len(c) < 7 or not c[0].isdigit() or c[3] != "ok" or c[4] != "schedule": continue
+    t, gf = int(c[0]), float(c[6])
+    best = max(best, gf)
+    if first == "—" and best >= 0.95 * r1000: first = str(t)
+ratio = e300 / r1000 if r1000 else 0
+print(f"| {sys.argv[3]} | {sys.argv[4]} | {r300:.1f} | {r1000:.1f} | {e300:.1f} | {100*ratio:.0f}% | {'yes' if r300 < 0.95*r1000 else 'no'} | {first} |")
+PY
+  done
+done
+cat "$out/table.md"

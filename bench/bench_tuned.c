@@ -1,0 +1,236 @@
+/* bench_tuned.c — the autotuner's acceptance bench: the best TUNED generated kernel of each
+ * acceptance shape (from a tuning database) beside OpenBLAS sgemm and the hand schedule,
+ * one pinned thread, fp32, all timed in this one run (medians). Every kernel is checked
+ * against the interpreter first. Never fails on a timing.
+ *
+ * Usage: bench_tuned --emit-te DIR        write each case's TE file (for `pock tune`)
+ *        bench_tuned --db DB [--quick]    time the best generated record of each case */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hand_schedules.h"
+#include "pk_measure.h"
+#include "pk_ops.h"
+#include "pk_tunedb.h"
+
+#define SGEMM_SIGNATURE "void(i32,i32,i32,i32,i32,i32,f32,ptr,i32,ptr,i32,f32,ptr,i32)"
+
+typedef struct bench_case {
+  const char *file;  /* TE file name for --emit-te */
+  pk_op_kind op;
+  int64_t m, n, k;   /* matmul */
+  bool trans_a, trans_b;
+  double goal;       /* matmul: tuned / OpenBLAS; conv: tuned / hand */
+} bench_case;
+
+static const bench_case cases[] = {
+    {"mm_1024_1024_1024_nn.te", PK_OP_MATMUL, 1024, 1024, 1024, false, false, 0.90},
+    {"mm_32_256_784_nt.te", PK_OP_MATMUL, 32, 256, 784, false, true, 1.00},
+    {"mm_256_784_32_tn.te", PK_OP_MATMUL, 256, 784, 32, true, false, 1.00},
+    {"mm_32_10_256_nt.te", PK_OP_MATMUL, 32, 10, 256, false, true, 1.00},
+    {"mm_8_64_64_nn.te", PK_OP_MATMUL, 8, 64, 64, false, false, 1.00},
+    {"conv2d_8x64x32x32_3x3_pad1.te", PK_OP_CONV2D, 0, 0, 0, false, false, 1.10},
+};
+#define NCASES (int)(sizeof cases / sizeof cases[0])
+
+static pk_status case_params(const bench_case *c, pk_op_params *prm) {
+  *prm = (pk_op_params){.ninputs = 2};
+  if (c->op == PK_OP_CONV2D) {
+    prm->in[0] = (pk_op_input){4, {8, 64, 32, 32}, PKRT_DTYPE_F32};
+    prm->in[1] = (pk_op_input){4, {64, 64, 3, 3}, PKRT_DTYPE_F32};
+    for (int i = 0; i < 4; i++) prm->attrs.pad[i] = 1;
+    return PK_OK;
+  }
+  prm->in[0] = (pk_op_input){2, {c->trans_a ? c->k : c->m, c->trans_a ? c->m : c->k}, PKRT_DTYPE_F32};
+  prm->in[1] = (pk_op_input){2, {c->trans_b ? c->n : c->k, c->trans_b ? c->k : c->n}, PKRT_DTYPE_F32};
+  prm->attrs.trans_a = c->trans_a;
+  prm->attrs.trans_b = c->trans_b;
+  return PK_OK;
+}
+
+typedef struct run_arg {
+  const pkrt_kernel_desc *k;
+  pk_host_buffers *hb;
+  void *workspace;
+  pkrt_exec_ctx *exec;
+} run_arg;
+
+static int run_kernel(void *p) {
+  run_arg *r = p;
+  return r->k->fn(r->hb->bufs, r->hb->n, NULL, 0, r->workspace, r->exec);
+}
+
+typedef struct sgemm_arg {
+  const pkrt_extern *fn;
+  int32_t ta, tb, m, n, k, lda, ldb;
+  const void *a, *b;
+  void *c;
+} sgemm_arg;
+
+static int run_sgemm(void *p) {
+  sgemm_arg *r = p;
+  int32_t order = 101, ldc = r->n;
+  float alpha = 1, beta = 0;
+  void *args[] = {&order, &r->ta, &r->tb, &r->m, &r->n, &r->k, &alpha, (void *)&r->a, &r->lda,
+                  (void *)&r->b, &r->ldb, &beta, &r->c, &ldc};
+  pkrt_extern_call(r->fn, args, NULL);
+  return 0;
+}
+
+/* Builds prog with sched, checks it against the interpreter, times it: median ns, or -1. */
+static double time_scheduled(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *prog,
+                             pk_schedule *sched, int64_t min_ns, pk_host_buffers *hb) {
+  pkrt_module *m;
+  if (pk_build_scheduled(ctx, cc, rt, &prog, &sched, 1, &m) != PK_OK) {
+    fprintf(stderr, "build: %s\n", pk_ctx_error(ctx));
+    return -1;
+  }
+  const pkrt_kernel_desc *k = pkrt_module_find(m, "k0");
+  pk_kernel_check_result res;
+  if (pk_kernel_check_scheduled(ctx, rt, prog, sched, k, 11, &res) != PK_OK) {
+    fprintf(stderr, "WRONG RESULT: %s\n", pk_ctx_error(ctx));
+    pkrt_module_free(m);
+    return -1;
+  }
+  void *ws = k->workspace_bytes ? aligned_alloc(64, ((size_t)k->workspace_bytes + 63) / 64 * 64) : NULL;
+  run_arg ra = {k, hb, ws, pkrt_ctx_exec(rt)};
+  pk_timing t;
+  int rc = pk_measure(run_kernel, &ra, min_ns, &t);
+  free(ws);
+  pkrt_module_free(m);
+  return rc ? -1 : t.median_ns;
+}
+
+/* The fastest OK schedule record (not an extern) of the task on this device's target. */
+static const pk_record *best_generated(pk_tunedb *db, const pk_task *task, const pk_target_fp *fp) {
+  pk_record *recs;
+  int64_t n;
+  if (pk_db_history(db, task->workload, fp->key, &recs, &n) != PK_OK) return NULL;
+  const pk_record *best = NULL;
+  for (int64_t i = 0; i < n; i++)
+    if (recs[i].meas.status == PK_MEAS_OK && recs[i].cand.kind == PK_CAND_SCHEDULE &&
+        (!best || recs[i].meas.timing.median_ns < best->meas.timing.median_ns))
+      best = &recs[i];
+  return best;
+}
+
+static int bench_case_run(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_tunedb *db,
+                          const pk_target_fp *fp, const pkrt_extern *sgemm, const bench_case *c,
+                          int64_t min_ns) {
+  pk_op_params prm;
+  case_params(c, &prm);
+  pk_te_program *p;
+  pk_task task;
+  if (pk_op_build(ctx, c->op, &prm, &p) != PK_OK || pk_task_from_program(ctx, p, "c", &task) != PK_OK) {
+    fprintf(stderr, "%s\n", pk_ctx_error(ctx));
+    return 1;
+  }
+  const pk_record *best = best_generated(db, &task, fp);
+  if (!best) {
+    printf("| %s | (no tuned record in the database) | | | | |\n", task.name);
+    return 0;
+  }
+  pk_schedule *tuned;
+  if (pk_sched_from_json(ctx, p, best->cand.trace, &tuned) != PK_OK) {
+    fprintf(stderr, "%s: %s\n", task.name, pk_ctx_error(ctx));
+    return 1;
+  }
+  pk_schedule *hand = pk_sched_new(ctx, p);
+  pk_status hs = c->op == PK_OP_CONV2D ? pk_hand_schedule_conv2d(hand) : pk_hand_schedule_matmul(hand);
+  if (hs != PK_OK) return 1;
+
+  pk_host_buffers hb;
+  pk_te_ref *ref = pk_te_ref_new(ctx, p);
+  pk_te_ref_fill_random(p, ref, 3);
+  if (pk_host_buffers_new(ctx, p, &hb) != PK_OK) return 1;
+  for (int i = 0; i < 2; i++) pk_te_ref_to_buffer(p->tensors[i], &ref->tensors[i], hb.data[i]);
+
+  double tuned_ns = time_scheduled(ctx, cc, rt, p, tuned, min_ns, &hb);
+  double hand_ns = time_scheduled(ctx, cc, rt, p, hand, min_ns, &hb);
+  double blas_ns = 0;
+  if (sgemm && c->op == PK_OP_MATMUL) {
+    sgemm_arg sa = {sgemm, c->trans_a ? 112 : 111, c->trans_b ? 112 : 111, (int32_t)c->m,
+                    (int32_t)c->n, (int32_t)c->k, (int32_t)p->tensors[0]->shape[1],
+                    (int32_t)p->tensors[1]->shape[1], hb.data[0], hb.data[1], hb.data[2]};
+    pk_timing t;
+    pk_measure(run_sgemm, &sa, min_ns, &t);
+    blas_ns = t.median_ns;
+  }
+  pk_host_buffers_free(&hb);
+  if (tuned_ns <= 0 || hand_ns <= 0) return 1;
+  double f = task.flops;
+  double ratio = c->op == PK_OP_CONV2D ? hand_ns / tuned_ns : (blas_ns > 0 ? blas_ns / tuned_ns : 0);
+  printf("| %s | %.1f | %.1f | %s | %.0f%% vs %s | %.0f%% | %s |\n", task.name, f / tuned_ns,
+         f / hand_ns, blas_ns > 0 ? pk_sprintf(ctx, "%.1f", f / blas_ns) : "—", 100 * ratio,
+         c->op == PK_OP_CONV2D ? "hand" : "OpenBLAS", 100 * c->goal,
+         ratio >= c->goal ? "met" : "NOT met");
+  fflush(stdout);
+  return 0;
+}
+
+static int emit_te(const char *dir) {
+  pk_ctx *ctx = pk_ctx_new();
+  for (int i = 0; i < NCASES; i++) {
+    pk_op_params prm;
+    case_params(&cases[i], &prm);
+    char *text;
+    if (pk_op_text(ctx, cases[i].op, &prm, &text) != PK_OK) {
+      fprintf(stderr, "%s\n", pk_ctx_error(ctx));
+      return 1;
+    }
+    char *path = pk_sprintf(ctx, "%s/%s", dir, cases[i].file);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+      perror(path);
+      return 1;
+    }
+    printf("%s\n", path);
+  }
+  pk_ctx_free(ctx);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *db_path = NULL;
+  int64_t min_ns = PK_MEASURE_MIN_NS;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--emit-te") && i + 1 < argc) return emit_te(argv[i + 1]);
+    if (!strcmp(argv[i], "--db") && i + 1 < argc) db_path = argv[++i];
+    else if (!strcmp(argv[i], "--quick")) min_ns = PK_MEASURE_MIN_NS / 5;
+    else {
+      fprintf(stderr, "usage: bench_tuned --emit-te DIR | --db DB [--quick]\n");
+      return 2;
+    }
+  }
+  if (!db_path) {
+    fprintf(stderr, "usage: bench_tuned --emit-te DIR | --db DB [--quick]\n");
+    return 2;
+  }
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  int cpu = pk_measure_pin_thread();
+  pk_ctx *ctx = pk_ctx_new();
+  pkrt_ctx *rt = pkrt_ctx_new(1);
+  pk_cc *cc;
+  pk_tunedb *db;
+  pk_target_fp fp;
+  if (pk_cc_new(ctx, NULL, &cc) != PK_OK || pk_db_open(ctx, db_path, PK_DB_OPEN_EXISTING, &db) != PK_OK ||
+      pk_target_fp_detect(ctx, "c", &fp) != PK_OK) {
+    fprintf(stderr, "%s\n", pk_ctx_error(ctx));
+    return 1;
+  }
+  pkrt_extern *sgemm = NULL;
+  if (pkrt_extern_open(rt, "libopenblas.so.0", "cblas_sgemm", SGEMM_SIGNATURE, &sgemm) != PKRT_OK)
+    printf("OpenBLAS unavailable: %s\n", pkrt_ctx_error(rt));
+  printf("pock bench_tuned: 1 thread pinned to CPU %d, fp32, median of repeats >= %lld ms, %s\n\n",
+         cpu, (long long)(min_ns / 1000000), pk_cc_version(cc));
+  printf("| task | tuned GFLOP/s | hand GFLOP/s | OpenBLAS GFLOP/s | tuned ratio | goal | |\n"
+         "|---|---|---|---|---|---|---|\n");
+  int bad = 0;
+  for (int i = 0; i < NCASES; i++) bad |= bench_case_run(ctx, cc, rt, db, &fp, sgemm, &cases[i], min_ns);
+  if (sgemm) pkrt_extern_free(sgemm);
+  pk_db_close(db);
+  pkrt_ctx_free(rt);
+  pk_ctx_free(ctx);
+  return bad;
+}

@@ -1,0 +1,105 @@
+/* cmd_compile.c — `pock compile MODEL.json [...] -o OUT.pock`: the model, its sparse-update
+ * spec and the tuning database into one artifact for the runtime (driver/pk_driver.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pk_driver.h"
+
+static const char compile_help[] =
+    "usage: pock compile MODEL.json [options] -o OUT.pock\n"
+    "\n"
+    "Compiles a model's training step (forward, loss, backward pruned to what the sparse\n"
+    "spec trains, optimizer updates) into an artifact for `pock train` / libpockrt.\n"
+    "\n"
+    "options:\n"
+    "  -o OUT.pock           the artifact to write\n"
+    "  --sparse SPEC.json    sparse-update spec (docs/sparse-update.md); default: train all\n"
+    "  --weights W.pkw       initial weights over the model's own (e.g. pretrained)\n"
+    "  --reinit GLOB         params that keep the model's initial values despite --weights\n"
+    "  --batch B             batch size, fixed at compile time (default 32)\n"
+    "  --db DB               tuning database: each kernel's best schedule for this device\n"
+    "  --inference           forward only (no loss, no backward)\n"
+    "  --optimizer sgd|adam|adamw, --lr X, --momentum X, --weight-decay X\n"
+    "                        override the model file's training object\n"
+    "  --print-memory        print the planned memory (peak beside the naive sum)\n"
+    "  --dump-after STAGE    print the IR after STAGE and stop; stages:\n"
+    "                        " PK_DRIVER_STAGES "\n"
+    "  --target T            target string (default c)\n"
+    "\n"
+    "Exit status: 0 success, 1 error (bad model, spec, weights or build), 2 usage.\n";
+
+static bool parse_double(const char *s, double *out) {
+  char *end;
+  if (!s || !*s) return false;
+  double d = strtod(s, &end);
+  if (*end || !isfinite(d)) return false;
+  *out = d;
+  return true;
+}
+
+static int parse_options(int argc, char **argv, pk_compile_options *o) {
+  *o = pk_compile_defaults();
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    bool val = i + 1 < argc;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(compile_help, stdout);
+      return -1;
+    }
+    if (!strcmp(a, "--inference")) { o->inference = true; continue; }
+    if (!strcmp(a, "--print-memory")) { o->print_memory = true; continue; }
+    if (a[0] != '-' || !a[1]) {
+      if (o->model) return pk_cli_usage("compile: one MODEL expected, got '%s' and '%s'", o->model, a);
+      o->model = a;
+      continue;
+    }
+    if (!val) return pk_cli_usage("compile: %s needs a value", a);
+    const char *v = argv[++i];
+    double d;
+    if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
+    else if (!strcmp(a, "--sparse")) o->sparse = v;
+    else if (!strcmp(a, "--weights")) o->weights = v;
+    else if (!strcmp(a, "--reinit")) o->reinit = v;
+    else if (!strcmp(a, "--db")) o->db = v;
+    else if (!strcmp(a, "--target")) o->target = v;
+    else if (!strcmp(a, "--dump-after")) o->dump_after = v;
+    else if (!strcmp(a, "--optimizer")) {
+      if (strcmp(v, "sgd") && strcmp(v, "adam") && strcmp(v, "adamw"))
+        return pk_cli_usage("compile: unknown optimizer '%s' (sgd, adam, adamw)", v);
+      o->optimizer = v;
+    } else if (!strcmp(a, "--batch")) {
+      if (!pk_cli_parse_i64(v, &o->batch) || o->batch < 1 || o->batch > 1000000)
+        return pk_cli_usage("compile: --batch needs an integer in 1..1000000");
+    } else if (!strcmp(a, "--lr") || !strcmp(a, "--momentum") || !strcmp(a, "--weight-decay")) {
+      if (!parse_double(v, &d) || d < 0 || (!strcmp(a, "--lr") && d == 0) ||
+          (!strcmp(a, "--momentum") && d >= 1))
+        return pk_cli_usage("compile: %s needs a number (lr > 0, 0 <= momentum < 1, weight decay >= 0)", a);
+      *(!strcmp(a, "--lr") ? &o->lr : !strcmp(a, "--momentum") ? &o->momentum : &o->weight_decay) = d;
+    } else {
+      return pk_cli_usage("compile: unknown option '%s'", a);
+    }
+  }
+  if (!o->model) return pk_cli_usage("compile: expected MODEL (a graph JSON file)");
+  if (!o->out && !o->dump_after) return pk_cli_usage("compile: expected -o OUT.pock");
+  if (o->reinit && !o->weights) return pk_cli_usage("compile: --reinit goes with --weights");
+  if (o->inference && o->sparse) return pk_cli_usage("compile: --sparse has no meaning with --inference");
+  return PK_EXIT_OK;
+}
+
+int pk_cmd_compile(int argc, char **argv) {
+  pk_compile_options o;
+  int rc = parse_options(argc, argv, &o);
+  if (rc < 0) return PK_EXIT_OK; /* --help */
+  if (rc != PK_EXIT_OK) return rc;
+  /* Progress and tables go to stdout, except while a dump owns it. */
+  o.log = o.dump_after ? stderr : stdout;
+  pk_ctx *ctx = pk_ctx_new();
+  pk_compile_result res;
+  pk_status s = pk_compile(ctx, &o, &res);
+  rc = s == PK_OK ? PK_EXIT_OK : pk_cli_fail(ctx, s);
+  pk_ctx_free(ctx);
+  return rc;
+}

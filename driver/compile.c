@@ -1,0 +1,98 @@
+/* compile.c — `pock compile` as a flat list of named stages, each handing one structure to
+ * the next (drv_state): load → sparse → train → memplan → tasks → schedule → codegen →
+ * artifact. --dump-after STAGE prints that stage's structure to stdout and stops there. */
+#include <math.h>
+#include <string.h>
+
+#include "driver_impl.h"
+
+pk_compile_options pk_compile_defaults(void) {
+  return (pk_compile_options){.batch = 32, .target = "c", .lr = NAN, .momentum = NAN,
+                              .weight_decay = NAN};
+}
+
+static char *dump_fwd(drv_state *S) { return pk_graph_print(S->ctx, S->fwd); }
+static char *dump_graph(drv_state *S) { return pk_graph_print(S->ctx, S->g); }
+static char *dump_memplan(drv_state *S) { return pk_memplan_print(S->ctx, S->g, S->mp); }
+static char *dump_source(drv_state *S) { return S->source; }
+static char *dump_manifest(drv_state *S) { return S->manifest; }
+
+static pk_status artifact_stage(drv_state *S) {
+  pk_status s = drv_manifest(S);
+  if (s == PK_OK && S->o->out) s = drv_artifact(S);
+  return s;
+}
+
+typedef struct stage {
+  const char *name;
+  pk_status (*run)(drv_state *S);
+  char *(*dump)(drv_state *S);
+} stage;
+
+static const stage stages[] = {
+    {"load", drv_load, dump_fwd},          {"sparse", drv_sparse, dump_fwd},
+    {"train", drv_train, dump_graph},      {"memplan", drv_memplan, dump_memplan},
+    {"tasks", drv_tasks, drv_tasks_print}, {"schedule", drv_schedule, drv_schedule_print},
+    {"codegen", drv_codegen, dump_source}, {"artifact", artifact_stage, dump_manifest},
+};
+#define NSTAGES ((int)(sizeof stages / sizeof stages[0]))
+
+static pk_status check_options(pk_ctx *ctx, const pk_compile_options *o, int *last) {
+  *last = NSTAGES - 1;
+  if (o->dump_after) {
+    *last = -1;
+    for (int i = 0; i < NSTAGES; i++)
+      if (!strcmp(o->dump_after, stages[i].name)) *last = i;
+    if (*last < 0)
+      return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: unknown stage '%s' (%s)", o->dump_after,
+                         PK_DRIVER_STAGES);
+  }
+  if (!o->model && !o->graph) return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: no model file");
+  if (!o->out && !o->dump_after) return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: no output file (-o)");
+  if (!o->graph && (o->batch < 1 || o->batch > INT32_MAX))
+    return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: batch %lld is not in 1..%d", (long long)o->batch,
+                       INT32_MAX);
+  if (o->reinit && !o->weights)
+    return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: --reinit needs --weights");
+  if (o->target && strcmp(o->target, "c") && strncmp(o->target, "c ", 2))
+    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "compile: target '%s' is not supported (only c)", o->target);
+  return PK_OK;
+}
+
+pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *opts, pk_compile_result *out) {
+  pk_compile_options o = *opts;
+  if (!o.target) o.target = "c";
+  if (!o.model) o.model = "(graph)";
+  int last;
+  pk_status s = check_options(ctx, &o, &last);
+  if (s != PK_OK) return s;
+  drv_state S = {.ctx = ctx, .o = &o, .log = o.log ? o.log : stderr};
+  if (out) memset(out, 0, sizeof *out);
+  for (int i = 0; i <= last; i++) {
+    if ((s = stages[i].run(&S)) != PK_OK) return s;
+    if (!strcmp(stages[i].name, "train") && out) pk_train_stats_of(S.g, &out->stats);
+    if (!strcmp(stages[i].name, "memplan") && o.print_memory)
+      fputs(pk_memplan_print(ctx, S.g, S.mp), S.log);
+  }
+  if (o.dump_after) {
+    const char *text = stages[last].dump(&S);
+    fputs(text ? text : "", stdout);
+    if (text && *text && text[strlen(text) - 1] != '\n') fputc('\n', stdout);
+  }
+  int ntuned = 0;
+  for (int i = 0; i < S.nkernels; i++)
+    ntuned += S.kernels[i].source == DRV_SCHED_TUNED || S.kernels[i].source == DRV_SCHED_GENERIC;
+  if (out) {
+    out->memplan = S.mp;
+    out->graph = S.g;
+    out->nkernels = S.nkernels;
+    out->ntuned = ntuned;
+    out->workspace_bytes = S.workspace_bytes;
+    out->artifact_bytes = S.artifact_bytes;
+  }
+  if (last == NSTAGES - 1 && o.out)
+    fprintf(S.log, "wrote %s: %d kernels (%d tuned), arena %lld bytes, file %lld bytes\n", o.out,
+            S.nkernels, ntuned, (long long)S.mp->region_bytes[PK_REGION_ARENA],
+            (long long)S.artifact_bytes);
+  return PK_OK;
+}

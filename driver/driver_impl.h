@@ -1,0 +1,102 @@
+/* driver_impl.h — private to driver/: the state that `pock compile`'s stages hand on, one
+ * named structure per stage (graph, memory plan, kernel list, schedules, source, bytes). */
+#ifndef PK_DRIVER_IMPL_H
+#define PK_DRIVER_IMPL_H
+
+#include "pk_autotune.h"
+#include "pk_driver.h"
+#include "pk_schedule.h"
+
+/* Where a graph tensor's elements live: in the storage of tensor `root` (never a view),
+ * element (i0, ...) at elem_offset + sum(i_d * strides[d]). dense: strides are the tensor's
+ * own row-major ones and elem_offset is 0 (no "strides" in the manifest, default lowering). */
+typedef struct drv_layout {
+  int root;
+  int64_t elem_offset;
+  int64_t strides[PK_TE_MAX_DIMS];
+  bool dense;
+} drv_layout;
+
+/* Where a kernel's schedule came from (printed by the schedule stage). */
+typedef enum drv_sched_source {
+  DRV_SCHED_DEFAULT,   /* the default schedule (no steps) */
+  DRV_SCHED_PRESET,    /* the task space's hand-schedule preset */
+  DRV_SCHED_TUNED,     /* the best record for (workload, this device's fingerprint) */
+  DRV_SCHED_GENERIC    /* the best record of the same target string, another fingerprint */
+} drv_sched_source;
+
+/* One distinct kernel: a canonical TE program with the strides of its buffers. */
+typedef struct drv_kernel {
+  pk_te_program *prog;        /* the first node's program (all nodes share its text) */
+  const int64_t **strides;    /* per program tensor: NULL (dense) or ndim strides */
+  const char *workload;       /* hex SHA-256 of the canonical text */
+  const char *key;            /* workload + strides: what makes kernels distinct */
+  const char *name;           /* readable, from the first node: "matmul_grad1(fc)" */
+  double calls;               /* nodes of the main plan that run it (per step) */
+  int first_node;
+  pk_task task;
+  pk_schedule *sched;         /* NULL: the default */
+  drv_sched_source source;
+  const char *record_id;      /* the tuning record used, or NULL */
+  const char *note;           /* why a database choice fell back (logged), or NULL */
+  const char *why_default;    /* why the preset was not taken (--dump-after schedule) */
+  pk_lfunc *func;             /* lowered as "k<i>" */
+} drv_kernel;
+
+/* What the stages hand on. Everything is in ctx's arena. */
+typedef struct drv_state {
+  pk_ctx *ctx;
+  const pk_compile_options *o;
+  FILE *log;
+  pk_graph *fwd;              /* load: the forward graph (sparse: with trainable marks) */
+  pk_model_info info;
+  pk_train_spec spec;         /* the model file's training object with the overrides */
+  pk_graph *g;                /* train: the training graph (or the inference graph) */
+  drv_layout *layout;         /* per tensor of g */
+  pk_memplan *mp;             /* memplan */
+  int nkernels;               /* tasks */
+  drv_kernel *kernels;
+  int *node_kernel;           /* per node of g: its kernel */
+  int64_t workspace_bytes;    /* codegen: the largest kernel's */
+  char *source;               /* codegen: the C of every kernel */
+  const char *so_path;
+  void *so;                   /* codegen: the built kernel object's bytes */
+  size_t so_len;
+  char *manifest;             /* artifact */
+  int64_t artifact_bytes;
+} drv_state;
+
+/* ---- stage_graph.c: load, sparse, train ---- */
+pk_status drv_load(drv_state *S);
+pk_status drv_sparse(drv_state *S);
+pk_status drv_train(drv_state *S);
+/* Fills S->layout from the tensors' bases and view strides. */
+pk_status drv_layouts(drv_state *S);
+
+/* ---- stage_tasks.c ---- */
+pk_status drv_memplan(drv_state *S);
+pk_status drv_tasks(drv_state *S);
+char *drv_tasks_print(drv_state *S);
+/* The graph tensor behind program tensor i of node n: placeholders are the node's inputs
+ * in order, computes its outputs in order; -1 when the counts disagree. */
+int drv_gtensor_of(const pk_gnode *n, const pk_te_program *p, int i);
+/* The nodes of each plan: forward only (infer), forward + loss (eval), all (train).
+ * Returns the count; nodes[] gets node ids in order. */
+typedef enum drv_plan { DRV_PLAN_TRAIN, DRV_PLAN_EVAL, DRV_PLAN_INFER } drv_plan;
+int drv_plan_nodes(const drv_state *S, drv_plan p, int *nodes);
+pk_status drv_plans_check(drv_state *S);
+
+/* ---- stage_schedule.c ---- */
+pk_status drv_schedule(drv_state *S);
+char *drv_schedule_print(drv_state *S);
+/* Lowers kernel i with its schedule and strides as "k<i>". */
+pk_status drv_lower(drv_state *S, int i, const pk_schedule *sched, pk_lfunc **out);
+
+/* ---- stage_codegen.c ---- */
+pk_status drv_codegen(drv_state *S);
+
+/* ---- manifest.c, artifact.c ---- */
+pk_status drv_manifest(drv_state *S);
+pk_status drv_artifact(drv_state *S);
+
+#endif

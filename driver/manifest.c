@@ -1,0 +1,162 @@
+/* manifest.c — the artifact's manifest (docs/artifact-format.md, version 1): tensors with
+ * their regions and offsets from the memory plan (views with strides), the kernels, the
+ * optimizer, and the train/eval/infer plans as kernel calls on tensor indices. Names from
+ * the model are data here; cJSON escapes them. */
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "driver_impl.h"
+
+static cJSON *int_array(const int64_t *v, int n) {
+  cJSON *a = cJSON_CreateArray();
+  for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+  return a;
+}
+
+static cJSON *tensor_json(drv_state *S, int i) {
+  const pk_gtensor *t = S->g->tensors[i];
+  const drv_layout *L = &S->layout[i];
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "name", t->name);
+  cJSON_AddStringToObject(o, "role", pk_role_name(t->role));
+  cJSON_AddStringToObject(o, "dtype", pkrt_dtype_name(t->dtype));
+  cJSON_AddItemToObject(o, "shape", int_array(t->shape, t->ndim));
+  cJSON_AddStringToObject(o, "region", pk_region_name(S->mp->region[L->root]));
+  cJSON_AddNumberToObject(o, "offset", (double)S->mp->offset[L->root]);
+  if (t->role == PK_ROLE_PARAM && t->base < 0) cJSON_AddBoolToObject(o, "trainable", t->trainable);
+  if (!L->dense) {
+    cJSON_AddItemToObject(o, "strides", int_array(L->strides, t->ndim));
+    cJSON_AddNumberToObject(o, "elem_offset", (double)L->elem_offset);
+  }
+  return o;
+}
+
+static cJSON *plan_json(drv_state *S, drv_plan p) {
+  pk_graph *g = S->g;
+  int *nodes = pk_alloc(S->ctx, sizeof(int) * (size_t)(g->nnodes + 1));
+  int n = drv_plan_nodes(S, p, nodes);
+  cJSON *a = cJSON_CreateArray();
+  for (int i = 0; i < n; i++) {
+    const pk_gnode *nd = g->nodes[nodes[i]];
+    cJSON *st = cJSON_CreateObject();
+    cJSON_AddNumberToObject(st, "kernel", S->node_kernel[nodes[i]]);
+    cJSON *bufs = cJSON_CreateArray();
+    for (int j = 0; j < nd->prog->ntensors; j++)
+      cJSON_AddItemToArray(bufs, cJSON_CreateNumber(drv_gtensor_of(nd, nd->prog, j)));
+    cJSON_AddItemToObject(st, "buffers", bufs);
+    cJSON_AddStringToObject(st, "node", nd->name);
+    cJSON_AddItemToArray(a, st);
+  }
+  return a;
+}
+
+static const char *optim_name(pk_optim_kind k) {
+  return k == PK_OPTIM_ADAM ? "adam" : k == PK_OPTIM_ADAMW ? "adamw" : "sgd";
+}
+
+static const char *lr_sched_name(pk_lr_sched_kind k) {
+  return k == PK_LR_STEP ? "step" : k == PK_LR_COSINE ? "cosine" : "constant";
+}
+
+static cJSON *optimizer_json(const pk_train_spec *sp) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "kind", optim_name(sp->optim));
+  cJSON_AddNumberToObject(o, "lr", sp->lr);
+  cJSON_AddNumberToObject(o, "beta1", sp->beta1 > 0 ? sp->beta1 : 0.9);
+  cJSON_AddNumberToObject(o, "beta2", sp->beta2 > 0 ? sp->beta2 : 0.999);
+  cJSON_AddNumberToObject(o, "momentum", sp->momentum);
+  cJSON_AddNumberToObject(o, "weight_decay", sp->weight_decay);
+  cJSON *s = cJSON_CreateObject();
+  cJSON_AddStringToObject(s, "kind", lr_sched_name(sp->lr_sched));
+  cJSON_AddNumberToObject(s, "step_size", (double)sp->lr_step_size);
+  cJSON_AddNumberToObject(s, "gamma", sp->lr_sched == PK_LR_STEP ? sp->lr_gamma : 1);
+  cJSON_AddNumberToObject(s, "total_steps", (double)sp->lr_total_steps);
+  cJSON_AddNumberToObject(s, "min_lr", sp->lr_min);
+  cJSON_AddItemToObject(o, "schedule", s);
+  return o;
+}
+
+static void add_io(cJSON *io, const char *key, int id) {
+  if (id >= 0) cJSON_AddNumberToObject(io, key, id);
+}
+
+pk_status drv_manifest(drv_state *S) {
+  pk_ctx *ctx = S->ctx;
+  pk_graph *g = S->g;
+  const pk_memplan *mp = S->mp;
+  pk_target_fp fp;
+  pk_status s = pk_target_fp_detect(ctx, S->o->target, &fp);
+  if (s != PK_OK) return s;
+  int input = -1;
+  for (int i = 0; i < g->ntensors && input < 0; i++)
+    if (g->tensors[i]->role == PK_ROLE_INPUT) input = i;
+  if (input < 0 || g->output < 0)
+    return pk_ctx_fail(ctx, PK_ERR_CHECK, "compile: %s: the model has no %s", S->o->model,
+                       input < 0 ? "input" : "output");
+
+  cJSON *m = cJSON_CreateObject();
+  cJSON_AddNumberToObject(m, "format", 1);
+  cJSON_AddStringToObject(m, "pock_version", POCK_VERSION);
+  cJSON_AddStringToObject(m, "target", fp.target);
+  cJSON *f = cJSON_CreateObject();
+  cJSON *mm = cJSON_Parse(fp.must_match), *inf = cJSON_Parse(fp.informative);
+  cJSON_AddItemToObject(f, "must_match", mm ? mm : cJSON_CreateObject());
+  cJSON_AddItemToObject(f, "informative", inf ? inf : cJSON_CreateObject());
+  cJSON_AddItemToObject(m, "fingerprint", f);
+  cJSON_AddStringToObject(m, "mode", S->o->inference ? "inference" : "train");
+  cJSON_AddStringToObject(m, "dtype", pkrt_dtype_name(g->tensors[input]->dtype));
+  cJSON_AddNumberToObject(m, "batch", (double)g->batch);
+  cJSON_AddNumberToObject(m, "classes", (double)S->info.classes);
+
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddNumberToObject(r, "arena", (double)mp->region_bytes[PK_REGION_ARENA]);
+  cJSON_AddNumberToObject(r, "params", (double)mp->region_bytes[PK_REGION_PARAMS]);
+  cJSON_AddNumberToObject(r, "state", (double)mp->region_bytes[PK_REGION_STATE]);
+  cJSON_AddNumberToObject(r, "io", (double)mp->region_bytes[PK_REGION_IO]);
+  cJSON_AddNumberToObject(r, "workspace", (double)S->workspace_bytes);
+  cJSON_AddItemToObject(m, "regions", r);
+
+  cJSON *ts = cJSON_CreateArray();
+  for (int i = 0; i < g->ntensors; i++) cJSON_AddItemToArray(ts, tensor_json(S, i));
+  cJSON_AddItemToObject(m, "tensors", ts);
+
+  cJSON *io = cJSON_CreateObject();
+  add_io(io, "input", input);
+  add_io(io, "target", g->target);
+  add_io(io, "row_weight", g->row_weight);
+  add_io(io, "output", g->output);
+  add_io(io, "loss", g->loss);
+  add_io(io, "hyper", g->hyper);
+  cJSON_AddItemToObject(m, "io", io);
+
+  cJSON *ks = cJSON_CreateArray();
+  for (int i = 0; i < S->nkernels; i++) {
+    const drv_kernel *K = &S->kernels[i];
+    cJSON *k = cJSON_CreateObject();
+    cJSON_AddStringToObject(k, "name", K->func->name);
+    cJSON_AddStringToObject(k, "workload", K->workload);
+    if (K->record_id) cJSON_AddStringToObject(k, "record", K->record_id);
+    else cJSON_AddNullToObject(k, "record");
+    cJSON_AddNumberToObject(k, "nbufs", K->func->nparams);
+    cJSON_AddNumberToObject(k, "workspace", (double)K->func->workspace_bytes);
+    cJSON_AddItemToArray(ks, k);
+  }
+  cJSON_AddItemToObject(m, "kernels", ks);
+  cJSON_AddItemToObject(m, "externs", cJSON_CreateArray());
+  if (!S->o->inference) cJSON_AddItemToObject(m, "optimizer", optimizer_json(&S->spec));
+
+  cJSON *plans = cJSON_CreateObject();
+  if (!S->o->inference) {
+    cJSON_AddItemToObject(plans, "train", plan_json(S, DRV_PLAN_TRAIN));
+    cJSON_AddItemToObject(plans, "eval", plan_json(S, DRV_PLAN_EVAL));
+  }
+  cJSON_AddItemToObject(plans, "infer", plan_json(S, DRV_PLAN_INFER));
+  cJSON_AddItemToObject(m, "plans", plans);
+
+  char *text = cJSON_Print(m);
+  cJSON_Delete(m);
+  if (!text) return pk_ctx_fail(ctx, PK_ERR_NOMEM, "compile: out of memory writing the manifest");
+  S->manifest = pk_strdup(ctx, text);
+  cJSON_free(text);
+  return PK_OK;
+}

@@ -1,0 +1,213 @@
+/* stage_schedule.c — a schedule for every kernel: the best tuning record for (workload,
+ * this device) from --db when there is one, else the task space's hand-schedule preset,
+ * else the default. Each choice is lowered (with the kernel's strides) and emitted once
+ * here, so a schedule that cannot serve this kernel falls back instead of failing late. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver_impl.h"
+#include "pk_search.h"
+#include "pk_tunedb.h"
+
+#define DEFAULT_TRACE "{\"version\":1,\"steps\":[]}"
+#define MAX_RECORD_TRIES 8 /* schedule records tried per kernel before the preset */
+
+pk_status drv_lower(drv_state *S, int i, const pk_schedule *sched, pk_lfunc **out) {
+  drv_kernel *K = &S->kernels[i];
+  pk_lower_options lo = {.nstrides = K->prog->ntensors, .strides = K->strides};
+  pk_status s = pk_sched_lower_opts(S->ctx, K->prog, sched, pk_sprintf(S->ctx, "k%d", i), &lo, out);
+  if (s != PK_OK) return s;
+  /* An output written over one of the node's inputs (an in-place optimizer update) makes
+   * this an in-place variant: its buffers may alias, so codegen drops `restrict`. */
+  const pk_gnode *n = S->g->nodes[K->first_node];
+  for (int o = 0; o < n->noutputs; o++)
+    for (int in = 0; in < n->ninputs; in++)
+      if (S->layout[n->outputs[o]].root == S->layout[n->inputs[in]].root)
+        (*out)->params_may_alias = true;
+  return PK_OK;
+}
+
+/* The schedule serves kernel i when it lowers with the strides, writes every output other
+ * kernels read (an inlined stage leaves its buffer unwritten) and emits as C. On failure
+ * the ctx error is cleared and *why says what went wrong. */
+static bool usable(drv_state *S, int i, pk_schedule *sched, const char **why) {
+  drv_kernel *K = &S->kernels[i];
+  const pk_gnode *n = S->g->nodes[K->first_node];
+  pk_ctx *ctx = S->ctx;
+  if (sched) {
+    int k = 0;
+    for (int t = 0; t < K->prog->ntensors; t++) {
+      if (K->prog->tensors[t]->kind != PK_TE_COMPUTE) continue;
+      int id = n->outputs[k++];
+      if (S->g->tensors[id]->role != PK_ROLE_TEMP && !pk_sched_is_materialized(sched, t)) {
+        *why = pk_sprintf(ctx, "it inlines output t%d", t);
+        return false;
+      }
+    }
+  }
+  pk_lfunc *f;
+  char *src;
+  pk_status s = drv_lower(S, i, sched, &f);
+  if (s == PK_OK) s = pk_cgen_c(ctx, &f, 1, &src);
+  if (s != PK_OK) {
+    *why = pk_strdup(ctx, pk_ctx_error(ctx));
+    pk_ctx_clear_error(ctx);
+    return false;
+  }
+  K->sched = sched;
+  K->func = f;
+  return true;
+}
+
+static int by_median(const void *a, const void *b) {
+  const pk_record *x = *(const pk_record *const *)a, *y = *(const pk_record *const *)b;
+  if (x->meas.timing.median_ns != y->meas.timing.median_ns)
+    return x->meas.timing.median_ns < y->meas.timing.median_ns ? -1 : 1;
+  return strcmp(x->id, y->id);
+}
+
+static bool try_record(drv_state *S, int i, const pk_record *r, drv_sched_source src) {
+  drv_kernel *K = &S->kernels[i];
+  pk_schedule *sched;
+  const char *why;
+  if (pk_sched_from_json(S->ctx, K->prog, r->cand.trace, &sched) != PK_OK) {
+    K->note = pk_sprintf(S->ctx, "record %.12s does not replay: %s", r->id, pk_ctx_error(S->ctx));
+    pk_ctx_clear_error(S->ctx);
+    return false;
+  }
+  if (!usable(S, i, sched, &why)) {
+    K->note = pk_sprintf(S->ctx, "record %.12s is unusable here: %s", r->id, why);
+    return false;
+  }
+  K->source = src;
+  K->record_id = r->id;
+  return true;
+}
+
+/* An extern kernel won tuning: the artifact has no extern calls yet, so the fastest
+ * generated schedule measured for this workload stands in (this device's first). */
+static pk_status best_schedule_record(drv_state *S, int i, pk_tunedb *db, const pk_target_fp *fp,
+                                      bool *found) {
+  drv_kernel *K = &S->kernels[i];
+  pk_record *recs;
+  int64_t n;
+  pk_status s = pk_db_history(db, K->workload, NULL, &recs, &n);
+  if (s != PK_OK) return s;
+  const pk_record **ok = pk_alloc(S->ctx, sizeof(pk_record *) * (size_t)(n + 1));
+  int nok = 0;
+  for (int64_t j = 0; j < n; j++)
+    if (recs[j].meas.status == PK_MEAS_OK && recs[j].cand.kind == PK_CAND_SCHEDULE) ok[nok++] = &recs[j];
+  qsort(ok, (size_t)nok, sizeof *ok, by_median);
+  int tries = 0;
+  for (int pass = 0; pass < 2 && !*found; pass++)
+    for (int j = 0; j < nok && !*found && tries < MAX_RECORD_TRIES; j++) {
+      bool here = !strcmp(ok[j]->target_key, fp->key);
+      if (here != (pass == 0)) continue;
+      tries++;
+      *found = try_record(S, i, ok[j], here ? DRV_SCHED_TUNED : DRV_SCHED_GENERIC);
+    }
+  return PK_OK;
+}
+
+static pk_status from_db(drv_state *S, int i, pk_tunedb *db, const pk_target_fp *fp, bool *found) {
+  drv_kernel *K = &S->kernels[i];
+  pk_record best;
+  pk_db_match match;
+  *found = false;
+  pk_status s = pk_db_best(db, K->workload, fp->key, fp->target, &best, &match);
+  if (s != PK_OK || match == PK_DB_MATCH_NONE) return s;
+  if (best.cand.kind == PK_CAND_EXTERN) {
+    s = best_schedule_record(S, i, db, fp, found);
+    const char *what = pk_sprintf(S->ctx, "the best record is extern %s; ", best.cand.extern_sym ? best.cand.extern_sym : "?");
+    K->note = pk_sprintf(S->ctx, "%s%s", what,
+                         *found ? "using the best generated schedule instead (no extern calls yet)"
+                                : "no generated schedule record usable");
+    return s;
+  }
+  *found = try_record(S, i, &best, match == PK_DB_MATCH_EXACT ? DRV_SCHED_TUNED : DRV_SCHED_GENERIC);
+  return PK_OK;
+}
+
+static void preset_or_default(drv_state *S, int i) {
+  drv_kernel *K = &S->kernels[i];
+  pk_ctx *ctx = S->ctx;
+  pk_space *sp = NULL;
+  pk_config cfg;
+  pk_schedule *sched;
+  const char *why = NULL;
+  if (pk_space_new(ctx, &K->task, &sp) != PK_OK) {
+    why = pk_sprintf(ctx, "no space: %s", pk_ctx_error(ctx));
+  } else if (!pk_space_preset(sp, &cfg)) {
+    why = pk_sprintf(ctx, "no preset for class %s", pk_task_class_name(K->task.cls));
+  } else if (pk_space_schedule(sp, ctx, &cfg, &sched) != PK_OK) {
+    why = pk_sprintf(ctx, "preset refused: %s", pk_ctx_error(ctx));
+  } else if (usable(S, i, sched, &why)) {
+    K->source = DRV_SCHED_PRESET;
+    pk_space_free(sp);
+    return;
+  } else {
+    why = pk_sprintf(ctx, "preset unusable: %s", why);
+  }
+  pk_ctx_clear_error(ctx); /* the default serves */
+  pk_space_free(sp);
+  K->source = DRV_SCHED_DEFAULT;
+  K->why_default = why;
+  if (!usable(S, i, NULL, &why)) {
+    K->func = NULL; /* drv_schedule reports it */
+    K->note = why;
+  }
+}
+
+pk_status drv_schedule(drv_state *S) {
+  const pk_compile_options *o = S->o;
+  pk_tunedb *db = NULL;
+  pk_target_fp fp;
+  pk_status s = PK_OK;
+  if (o->db) {
+    s = pk_target_fp_detect(S->ctx, o->target, &fp);
+    if (s == PK_OK) s = pk_db_open(S->ctx, o->db, PK_DB_OPEN_EXISTING, &db);
+    if (s != PK_OK) return s;
+  }
+  for (int i = 0; i < S->nkernels && s == PK_OK; i++) {
+    drv_kernel *K = &S->kernels[i];
+    bool found = false;
+    if (db) s = from_db(S, i, db, &fp, &found);
+    if (s != PK_OK) break;
+    if (!found) preset_or_default(S, i);
+    if (!K->func)
+      s = pk_ctx_fail(S->ctx, PK_ERR_BUILD, "compile: kernel k%d %s does not lower: %s", i, K->name,
+                      K->note ? K->note : "?");
+    if (K->note && s == PK_OK) fprintf(S->log, "pock: note: k%d %s: %s\n", i, K->name, K->note);
+  }
+  if (db) pk_db_close(db);
+  if (s != PK_OK) return s;
+  S->workspace_bytes = 0;
+  for (int i = 0; i < S->nkernels; i++)
+    if (S->kernels[i].func->workspace_bytes > S->workspace_bytes)
+      S->workspace_bytes = S->kernels[i].func->workspace_bytes;
+  return PK_OK;
+}
+
+static const char *source_name(drv_sched_source s) {
+  switch (s) {
+  case DRV_SCHED_DEFAULT: return "default";
+  case DRV_SCHED_PRESET: return "preset";
+  case DRV_SCHED_TUNED: return "tuned";
+  case DRV_SCHED_GENERIC: return "tuned-generic";
+  }
+  return "?";
+}
+
+char *drv_schedule_print(drv_state *S) {
+  pk_strbuf b;
+  pk_strbuf_init(&b);
+  for (int i = 0; i < S->nkernels; i++) {
+    const drv_kernel *K = &S->kernels[i];
+    pk_strbuf_printf(&b, "k%d %s %s", i, K->name, source_name(K->source));
+    if (K->record_id) pk_strbuf_printf(&b, " record %s", K->record_id);
+    pk_strbuf_printf(&b, " workspace %lld", (long long)K->func->workspace_bytes);
+    if (K->why_default) pk_strbuf_printf(&b, " (%s)", K->why_default);
+    pk_strbuf_printf(&b, "\n  %s\n", K->sched ? pk_sched_to_json(K->sched) : DEFAULT_TRACE);
+  }
+  return pk_strbuf_finish(S->ctx, &b);
+}

@@ -1,0 +1,35 @@
+/* data_impl.h — libpockrt-private: the dataset layout shared by the CSV and .npy loaders
+ * and the training loop. */
+#ifndef PKRT_DATA_IMPL_H
+#define PKRT_DATA_IMPL_H
+
+#include "pkrt.h"
+#include "rt_file.h"
+#include "pock/pockrt.h"
+
+struct pkrt_dataset {
+  int64_t rows, features;
+  pkrt_dtype dtype;  /* of x: F32 or F64 */
+  void *x;           /* rows x features, row-major, already scaled */
+  int32_t *labels;   /* rows */
+};
+
+/* Resolved options: what every loader checks against. */
+typedef struct rt_data_opts {
+  double scale;
+  int label_column;
+  pkrt_dtype dtype;
+  int64_t classes;   /* > 0: labels must be below */
+  int64_t features;  /* > 0: required */
+} rt_data_opts;
+
+/* X.npy:Y.npy (paths given separately). On success *out is a new dataset. */
+RT_INTERNAL pkrt_status rt_npy_load(pkrt_ctx *rt, const char *xpath, const char *ypath,
+                        const rt_data_opts *o, pkrt_dataset **out);
+RT_INTERNAL pkrt_status rt_csv_load(pkrt_ctx *rt, const char *path, const rt_data_opts *o,
+                        pkrt_dataset **out);
+/* Checks a loaded dataset's feature count and labels against o (names the file). */
+RT_INTERNAL pkrt_status rt_data_check(pkrt_ctx *rt, const char *path, const pkrt_dataset *d,
+                          const rt_data_opts *o);
+
+#endif

@@ -1,0 +1,597 @@
+/* manifest.c — parses and validates an artifact's manifest (docs/artifact-format.md,
+ * version 1) into the model's arena. The manifest is hostile input: every index is range
+ * checked, every tensor's bytes must lie inside its region, and each error names the key
+ * ("manifest: tensors[3].offset: ..."). What needs the kernel object is checked in model.c. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_impl.h"
+
+const char *const rt_role_names[RT_ROLE_COUNT_] = {
+    "input", "label", "param", "activation", "temp", "gradient", "opt_state", "hyper"};
+const char *const rt_region_names[RT_REGION_COUNT_] = {"arena", "params", "state", "io"};
+const char *const rt_plan_names[RT_PLAN_COUNT_] = {"train", "eval", "infer"};
+
+/* Limits far above any real model; they keep hostile sizes from overflowing int64. */
+#define MAX_BYTES ((int64_t)1 << 40)
+#define MAX_ELEMS ((int64_t)1 << 40)
+#define MAX_TENSORS (1 << 20)
+#define MAX_STEPS (1 << 20)
+#define MAX_KERNELS 65536
+#define MAX_NBUFS 256
+#define MAX_SCALARS 256
+
+typedef struct parser {
+  pkrt_ctx *rt;
+  pkrt_arena *a;
+  pkrt_status st;
+} parser;
+
+static pkrt_status fail(parser *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static pkrt_status fail(parser *P, const char *fmt, ...) {
+  char msg[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  P->st = pkrt_ctx_fail(P->rt, PKRT_ERR_INPUT, "manifest: %s", msg);
+  return P->st;
+}
+
+static const cJSON *get(const cJSON *o, const char *key) {
+  return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+/* An integral JSON number in [lo, hi] (doubles hold every integer up to 2^53 exactly). */
+static int as_int(const cJSON *j, int64_t lo, int64_t hi, int64_t *out) {
+  if (!cJSON_IsNumber(j)) return 0;
+  double d = j->valuedouble;
+  if (!isfinite(d) || d < (double)lo || d > (double)hi || d != floor(d)) return 0;
+  *out = (int64_t)d;
+  return 1;
+}
+
+/* Required (or optional with a default) integer member; `where` names the object. */
+static int get_int(parser *P, const cJSON *o, const char *where, const char *key, int64_t lo,
+                   int64_t hi, int required, int64_t def, int64_t *out) {
+  const cJSON *j = get(o, key);
+  if (!j || cJSON_IsNull(j)) {
+    if (!required) {
+      *out = def;
+      return 1;
+    }
+    fail(P, "%s%s%s: missing", where, *where ? "." : "", key);
+    return 0;
+  }
+  if (!as_int(j, lo, hi, out)) {
+    fail(P, "%s%s%s: must be an integer in [%lld, %lld]", where, *where ? "." : "", key,
+         (long long)lo, (long long)hi);
+    return 0;
+  }
+  return 1;
+}
+
+static int get_num(parser *P, const cJSON *o, const char *where, const char *key, double lo,
+                   double hi, int required, double def, double *out) {
+  const cJSON *j = get(o, key);
+  if (!j || cJSON_IsNull(j)) {
+    if (!required) {
+      *out = def;
+      return 1;
+    }
+    fail(P, "%s.%s: missing", where, key);
+    return 0;
+  }
+  if (!cJSON_IsNumber(j) || !isfinite(j->valuedouble) || j->valuedouble < lo ||
+      j->valuedouble > hi) {
+    fail(P, "%s.%s: must be a number in [%g, %g]", where, key, lo, hi);
+    return 0;
+  }
+  *out = j->valuedouble;
+  return 1;
+}
+
+/* A required string member copied into the arena. */
+static const char *get_str(parser *P, const cJSON *o, const char *where, const char *key,
+                           int required) {
+  const cJSON *j = get(o, key);
+  if (!j || cJSON_IsNull(j)) {
+    if (required) fail(P, "%s%s%s: missing", where, *where ? "." : "", key);
+    return NULL;
+  }
+  if (!cJSON_IsString(j) || !j->valuestring) {
+    fail(P, "%s%s%s: must be a string", where, *where ? "." : "", key);
+    return NULL;
+  }
+  const char *s = pkrt_arena_strdup(P->a, j->valuestring);
+  if (!s) P->st = pkrt_ctx_fail(P->rt, PKRT_ERR_NOMEM, "manifest: out of memory");
+  return s;
+}
+
+static int index_of(const char *s, const char *const *names, int n) {
+  for (int i = 0; s && i < n; i++)
+    if (strcmp(s, names[i]) == 0) return i;
+  return -1;
+}
+
+/* [lo, hi) bytes a tensor can touch, relative to its region; 0 on overflow or negative
+ * reach. Dims are >= 1 and |strides| <= MAX_ELEMS, so each term fits comfortably. */
+static int tensor_extent(rt_tensor *t) {
+  size_t es = pkrt_dtype_size(t->dtype);
+  int64_t min = t->elem_offset, max = t->elem_offset;
+  for (int d = 0; d < t->ndim; d++) {
+    int64_t span;
+    if (__builtin_mul_overflow(t->shape[d] - 1, t->strides[d], &span)) return 0;
+    if (span < 0 ? __builtin_add_overflow(min, span, &min)
+                 : __builtin_add_overflow(max, span, &max))
+      return 0;
+  }
+  if (min < 0 || max >= MAX_ELEMS) return 0;
+  t->lo = t->offset + min * (int64_t)es;
+  t->hi = t->offset + (max + 1) * (int64_t)es;
+  return 1;
+}
+
+static pkrt_status parse_tensor(parser *P, const cJSON *j, int i, rt_manifest *mf) {
+  char w[48];
+  snprintf(w, sizeof w, "tensors[%d]", i);
+  rt_tensor *t = &mf->tensors[i];
+  if (!cJSON_IsObject(j)) return fail(P, "%s: must be an object", w);
+  t->name = get_str(P, j, w, "name", 1);
+  if (!t->name) return P->st;
+  if (!*t->name) return fail(P, "%s.name: empty", w);
+  const char *role = get_str(P, j, w, "role", 1);
+  if (!role) return P->st;
+  int r = index_of(role, rt_role_names, RT_ROLE_COUNT_);
+  if (r < 0) return fail(P, "%s.role: unknown role '%s'", w, role);
+  t->role = (rt_role)r;
+  const char *dt = get_str(P, j, w, "dtype", 1);
+  if (!dt) return P->st;
+  t->dtype = pkrt_dtype_from_name(dt);
+  if (pkrt_dtype_size(t->dtype) == 0 || t->dtype == PKRT_DTYPE_F16 || t->dtype == PKRT_DTYPE_BF16)
+    return fail(P, "%s.dtype: '%s' is not a buffer dtype (f32, f64, i32, i64)", w, dt);
+  const cJSON *sh = get(j, "shape");
+  if (!cJSON_IsArray(sh)) return fail(P, "%s.shape: missing or not an array", w);
+  int nd = cJSON_GetArraySize(sh);
+  if (nd > RT_MAX_DIMS) return fail(P, "%s.shape: rank %d (at most %d)", w, nd, RT_MAX_DIMS);
+  t->ndim = nd;
+  t->numel = 1;
+  for (int d = 0; d < nd; d++) {
+    if (!as_int(cJSON_GetArrayItem(sh, d), 1, MAX_ELEMS, &t->shape[d]))
+      return fail(P, "%s.shape[%d]: must be an integer in [1, %lld]", w, d,
+                  (long long)MAX_ELEMS);
+    if (t->shape[d] > MAX_ELEMS / t->numel)
+      return fail(P, "%s.shape: more than %lld elements", w, (long long)MAX_ELEMS);
+    t->numel *= t->shape[d];
+  }
+  const char *reg = get_str(P, j, w, "region", 1);
+  if (!reg) return P->st;
+  int rg = index_of(reg, rt_region_names, RT_REGION_COUNT_);
+  if (rg < 0) return fail(P, "%s.region: unknown region '%s'", w, reg);
+  t->region = (rt_region)rg;
+  if (!get_int(P, j, w, "offset", 0, MAX_BYTES, 1, 0, &t->offset)) return P->st;
+  int64_t es = (int64_t)pkrt_dtype_size(t->dtype);
+  if (t->offset % es != 0)
+    return fail(P, "%s.offset: %lld is not a multiple of the element size %lld", w,
+                (long long)t->offset, (long long)es);
+  const cJSON *st = get(j, "strides");
+  if (st && !cJSON_IsNull(st)) {
+    if (!cJSON_IsArray(st) || cJSON_GetArraySize(st) != nd)
+      return fail(P, "%s.strides: must be an array of %d integers", w, nd);
+    for (int d = 0; d < nd; d++)
+      if (!as_int(cJSON_GetArrayItem(st, d), -MAX_ELEMS, MAX_ELEMS, &t->strides[d]))
+        return fail(P, "%s.strides[%d]: must be an integer in [-%lld, %lld]", w, d,
+                    (long long)MAX_ELEMS, (long long)MAX_ELEMS);
+    t->view = true;
+  } else {
+    int64_t s = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+      t->strides[d] = s;
+      s *= t->shape[d];
+    }
+  }
+  if (!get_int(P, j, w, "elem_offset", 0, MAX_ELEMS, 0, 0, &t->elem_offset)) return P->st;
+  if (t->elem_offset) t->view = true;
+  int64_t base;
+  if (!get_int(P, j, w, "base", -1, MAX_TENSORS, 0, -1, &base)) return P->st;
+  t->base = (int)base;
+  const cJSON *tr = get(j, "trainable");
+  if (tr && !cJSON_IsBool(tr)) return fail(P, "%s.trainable: must be true or false", w);
+  t->trainable = tr && cJSON_IsTrue(tr);
+  if (!tensor_extent(t))
+    return fail(P, "%s: strides and elem_offset reach outside the tensor's storage "
+                   "(a negative or huge element index)", w);
+  if (t->hi > mf->region_bytes[t->region])
+    return fail(P, "%s: bytes [%lld, %lld) lie outside region '%s' (%lld bytes)", w,
+                (long long)t->lo, (long long)t->hi, rt_region_names[t->region],
+                (long long)mf->region_bytes[t->region]);
+  return PKRT_OK;
+}
+
+/* Sort keys for finding weights (by storage, then index) and duplicate names. */
+typedef struct wkey {
+  rt_region region;
+  int64_t offset;
+  int index;
+  const char *name;
+} wkey;
+
+static int by_storage(const void *a, const void *b) {
+  const wkey *x = a, *y = b;
+  if (x->region != y->region) return x->region < y->region ? -1 : 1;
+  if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+  return x->index - y->index;
+}
+
+static int by_name(const void *a, const void *b) {
+  const wkey *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : x->index - y->index;
+}
+
+/* Aliases: a base must be a different, non-aliasing tensor of the same region and dtype
+ * whose bytes contain the alias's. Then which params are weights of their own. */
+static pkrt_status check_bases(parser *P, rt_manifest *mf) {
+  for (int i = 0; i < mf->ntensors; i++) {
+    rt_tensor *t = &mf->tensors[i];
+    if (t->base < 0) continue;
+    if (t->base >= mf->ntensors || t->base == i)
+      return fail(P, "tensors[%d].base: %d is not another tensor's index", i, t->base);
+    const rt_tensor *b = &mf->tensors[t->base];
+    if (b->base >= 0) return fail(P, "tensors[%d].base: tensor %d is itself an alias", i, t->base);
+    if (b->region != t->region || b->dtype != t->dtype)
+      return fail(P, "tensors[%d].base: tensor %d has another region or dtype", i, t->base);
+    if (t->lo < b->lo || t->hi > b->hi)
+      return fail(P, "tensors[%d]: bytes [%lld, %lld) lie outside its base '%s' [%lld, %lld)",
+                  i, (long long)t->lo, (long long)t->hi, b->name, (long long)b->lo,
+                  (long long)b->hi);
+  }
+  /* A weight is a dense param with storage of its own. Without "base" keys an in-place
+   * update's output looks like a second param at the same bytes: the first one (the
+   * model's own name, created first) is the weight. Sorting keeps hostile manifests with
+   * a million tensors from making this quadratic. */
+  int nw = 0;
+  wkey *k = pkrt_arena_alloc(P->a, sizeof(wkey) * (size_t)mf->ntensors, 0);
+  if (!k) return pkrt_ctx_fail(P->rt, PKRT_ERR_NOMEM, "manifest: out of memory");
+  for (int i = 0; i < mf->ntensors; i++) {
+    const rt_tensor *t = &mf->tensors[i];
+    if (t->role == RT_ROLE_PARAM && t->base < 0 && !t->view)
+      k[nw++] = (wkey){t->region, t->offset, i, t->name};
+  }
+  qsort(k, (size_t)nw, sizeof *k, by_storage);
+  for (int i = 0; i < nw; i++)
+    mf->tensors[k[i].index].weight =
+        i == 0 || k[i].region != k[i - 1].region || k[i].offset != k[i - 1].offset;
+  /* Weight names must be unique: they are the keys of the weights file. */
+  int n = 0;
+  for (int i = 0; i < nw; i++)
+    if (mf->tensors[k[i].index].weight) k[n++] = k[i];
+  qsort(k, (size_t)n, sizeof *k, by_name);
+  for (int i = 1; i < n; i++)
+    if (strcmp(k[i].name, k[i - 1].name) == 0)
+      return fail(P, "tensors[%d].name: parameter name '%s' is used twice", k[i].index,
+                  k[i].name);
+  return PKRT_OK;
+}
+
+static pkrt_status parse_io(parser *P, const cJSON *root, rt_manifest *mf) {
+  const cJSON *io = get(root, "io");
+  if (!cJSON_IsObject(io)) return fail(P, "io: missing or not an object");
+  struct { const char *key; int *dst; bool need; } f[] = {
+      {"input", &mf->input, true},        {"output", &mf->output, true},
+      {"target", &mf->target_t, mf->train}, {"row_weight", &mf->row_weight, mf->train},
+      {"loss", &mf->loss, mf->train},     {"hyper", &mf->hyper, mf->train},
+  };
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    int64_t v;
+    if (!get_int(P, io, "io", f[i].key, -1, mf->ntensors - 1, f[i].need, -1, &v)) return P->st;
+    if (f[i].need && v < 0) return fail(P, "io.%s: missing", f[i].key);
+    *f[i].dst = (int)v;
+    if (v < 0) continue;
+    const rt_tensor *t = &mf->tensors[v];
+    if (t->dtype != mf->dtype)
+      return fail(P, "io.%s: tensor '%s' has dtype %s, the model %s", f[i].key, t->name,
+                  pkrt_dtype_name(t->dtype), pkrt_dtype_name(mf->dtype));
+  }
+  /* What the executor writes or reads row by row must be dense with the batch first. */
+  int rowwise[] = {mf->input, mf->output, mf->target_t, mf->row_weight};
+  const char *names[] = {"input", "output", "target", "row_weight"};
+  for (int i = 0; i < 4; i++) {
+    if (rowwise[i] < 0) continue;
+    const rt_tensor *t = &mf->tensors[rowwise[i]];
+    if (t->view || t->ndim < 1 || t->shape[0] != mf->batch)
+      return fail(P, "io.%s: tensor '%s' must be dense with the batch (%lld) as its first dim",
+                  names[i], t->name, (long long)mf->batch);
+  }
+  if (mf->row_weight >= 0 && mf->tensors[mf->row_weight].ndim != 1)
+    return fail(P, "io.row_weight: tensor '%s' must have shape (batch)",
+                mf->tensors[mf->row_weight].name);
+  if (mf->target_t >= 0 && mf->classes > 0) {
+    const rt_tensor *t = &mf->tensors[mf->target_t];
+    if (t->ndim != 2 || t->shape[1] != mf->classes)
+      return fail(P, "io.target: tensor '%s' must have shape (batch, classes = %lld)", t->name,
+                  (long long)mf->classes);
+  }
+  if (mf->output >= 0 && mf->classes > 0 && mf->tensors[mf->output].numel !=
+                                               mf->batch * mf->classes)
+    return fail(P, "io.output: tensor '%s' must have batch x classes elements",
+                mf->tensors[mf->output].name);
+  if (mf->loss >= 0 && mf->tensors[mf->loss].numel != 1)
+    return fail(P, "io.loss: tensor '%s' must have one element", mf->tensors[mf->loss].name);
+  if (mf->hyper >= 0 &&
+      (mf->tensors[mf->hyper].numel != 4 || mf->tensors[mf->hyper].view))
+    return fail(P, "io.hyper: tensor '%s' must be dense with 4 elements",
+                mf->tensors[mf->hyper].name);
+  return PKRT_OK;
+}
+
+static pkrt_status parse_kernels(parser *P, const cJSON *root, rt_manifest *mf) {
+  const cJSON *ks = get(root, "kernels");
+  if (!cJSON_IsArray(ks)) return fail(P, "kernels: missing or not an array");
+  int n = cJSON_GetArraySize(ks);
+  if (n > MAX_KERNELS) return fail(P, "kernels: %d entries (at most %d)", n, MAX_KERNELS);
+  mf->nkernels = n;
+  mf->kernels = pkrt_arena_alloc(P->a, sizeof(rt_kernel) * (size_t)(n + 1), 0);
+  if (!mf->kernels) return pkrt_ctx_fail(P->rt, PKRT_ERR_NOMEM, "manifest: out of memory");
+  int i = 0;
+  for (const cJSON *k = ks->child; k; k = k->next, i++) {
+    char w[32];
+    snprintf(w, sizeof w, "kernels[%d]", i);
+    rt_kernel *K = &mf->kernels[i];
+    K->first_step_plan = -1;
+    if (!cJSON_IsObject(k)) return fail(P, "%s: must be an object", w);
+    if (!(K->name = get_str(P, k, w, "name", 1))) return P->st;
+    if (!*K->name) return fail(P, "%s.name: empty", w);
+    int64_t v;
+    if (!get_int(P, k, w, "nbufs", 0, MAX_NBUFS, 1, 0, &v)) return P->st;
+    K->nbufs = (int)v;
+    if (!get_int(P, k, w, "workspace", 0, MAX_BYTES, 0, 0, &K->workspace)) return P->st;
+    if (K->workspace > mf->workspace_bytes)
+      return fail(P, "%s.workspace: %lld bytes, more than regions.workspace (%lld)", w,
+                  (long long)K->workspace, (long long)mf->workspace_bytes);
+  }
+  const cJSON *ex = get(root, "externs");
+  if (ex && !cJSON_IsNull(ex) && (!cJSON_IsArray(ex) || cJSON_GetArraySize(ex) != 0))
+    return fail(P, "externs: extern kernels are not supported by this runtime (version 1 "
+                   "artifacts have an empty list)");
+  return PKRT_OK;
+}
+
+static pkrt_status parse_optimizer(parser *P, const cJSON *root, rt_manifest *mf) {
+  rt_optimizer *o = &mf->opt;
+  o->kind = "sgd";
+  o->beta1 = 0.9;
+  o->beta2 = 0.999;
+  o->gamma = 1;
+  const cJSON *j = get(root, "optimizer");
+  if (!j || cJSON_IsNull(j)) {
+    if (mf->train) return fail(P, "optimizer: missing (needed in mode \"train\")");
+    return PKRT_OK;
+  }
+  if (!cJSON_IsObject(j)) return fail(P, "optimizer: must be an object");
+  if (!(o->kind = get_str(P, j, "optimizer", "kind", 1))) return P->st;
+  if (strcmp(o->kind, "sgd") && strcmp(o->kind, "adam") && strcmp(o->kind, "adamw"))
+    return fail(P, "optimizer.kind: unknown optimizer '%s' (sgd, adam, adamw)", o->kind);
+  if (!get_num(P, j, "optimizer", "lr", 0, 1e6, 1, 0, &o->lr) ||
+      !get_num(P, j, "optimizer", "beta1", 0, 0.999999999, 0, 0.9, &o->beta1) ||
+      !get_num(P, j, "optimizer", "beta2", 0, 0.999999999, 0, 0.999, &o->beta2))
+    return P->st;
+  const cJSON *s = get(j, "schedule");
+  if (!s || cJSON_IsNull(s)) return PKRT_OK;
+  if (!cJSON_IsObject(s)) return fail(P, "optimizer.schedule: must be an object");
+  const char *kind = get_str(P, s, "optimizer.schedule", "kind", 1);
+  if (!kind) return P->st;
+  const char *w = "optimizer.schedule";
+  if (!get_int(P, s, w, "step_size", 0, INT64_C(1) << 50, 0, 0, &o->step_size) ||
+      !get_int(P, s, w, "total_steps", 0, INT64_C(1) << 50, 0, 0, &o->total_steps) ||
+      !get_int(P, s, w, "warmup_steps", 0, INT64_C(1) << 50, 0, 0, &o->warmup_steps) ||
+      !get_num(P, s, w, "gamma", 0, 1e6, 0, 1, &o->gamma) ||
+      !get_num(P, s, w, "min_lr", 0, 1e6, 0, 0, &o->min_lr))
+    return P->st;
+  if (strcmp(kind, "constant") == 0) {
+    o->sched = RT_SCHED_CONSTANT;
+  } else if (strcmp(kind, "step") == 0) {
+    o->sched = RT_SCHED_STEP;
+    if (o->step_size < 1) return fail(P, "%s.step_size: must be >= 1 for kind \"step\"", w);
+  } else if (strcmp(kind, "cosine") == 0) {
+    o->sched = RT_SCHED_COSINE;
+    if (o->total_steps < 1) return fail(P, "%s.total_steps: must be >= 1 for kind \"cosine\"", w);
+  } else {
+    return fail(P, "%s.kind: unknown schedule '%s' (constant, step, cosine)", w, kind);
+  }
+  return PKRT_OK;
+}
+
+/* Two calls of one kernel must pass buffers of the same dtype, shape and strides: a
+ * kernel is specialised for them (it checks on entry; this finds it at open). */
+static pkrt_status check_signature(parser *P, rt_manifest *mf, int p, int s) {
+  const rt_step *st = &mf->plans[p].steps[s];
+  rt_kernel *K = &mf->kernels[st->kernel];
+  if (K->first_step_plan < 0) {
+    K->first_step_plan = p;
+    K->first_step = s;
+    return PKRT_OK;
+  }
+  const rt_step *f = &mf->plans[K->first_step_plan].steps[K->first_step];
+  for (int b = 0; b < st->nbufs; b++) {
+    const rt_tensor *x = &mf->tensors[st->tensors[b]], *y = &mf->tensors[f->tensors[b]];
+    bool same = x->dtype == y->dtype && x->ndim == y->ndim;
+    for (int d = 0; same && d < x->ndim; d++)
+      same = x->shape[d] == y->shape[d] && x->strides[d] == y->strides[d];
+    if (!same)
+      return fail(P, "plans.%s[%d].buffers[%d]: tensor '%s' does not match what kernel '%s' "
+                     "takes there (tensor '%s' in plans.%s[%d]: dtype, shape or strides differ)",
+                  rt_plan_names[p], s, b, x->name, K->name, y->name,
+                  rt_plan_names[K->first_step_plan], K->first_step);
+  }
+  return PKRT_OK;
+}
+
+static pkrt_status parse_plans(parser *P, const cJSON *root, rt_manifest *mf) {
+  const cJSON *plans = get(root, "plans");
+  if (!cJSON_IsObject(plans)) return fail(P, "plans: missing or not an object");
+  for (int p = 0; p < RT_PLAN_COUNT_; p++) {
+    const cJSON *pl = get(plans, rt_plan_names[p]);
+    rt_plan *plan = &mf->plans[p];
+    if (!pl || cJSON_IsNull(pl)) {
+      if (p == RT_PLAN_INFER || (p == RT_PLAN_TRAIN && mf->train))
+        return fail(P, "plans.%s: missing", rt_plan_names[p]);
+      continue;
+    }
+    if (!cJSON_IsArray(pl)) return fail(P, "plans.%s: must be an array", rt_plan_names[p]);
+    int n = cJSON_GetArraySize(pl);
+    if (n > MAX_STEPS) return fail(P, "plans.%s: %d steps (at most %d)", rt_plan_names[p], n,
+                                   MAX_STEPS);
+    plan->present = true;
+    plan->n = n;
+    plan->steps = pkrt_arena_alloc(P->a, sizeof(rt_step) * (size_t)(n + 1), 0);
+    if (!plan->steps) return pkrt_ctx_fail(P->rt, PKRT_ERR_NOMEM, "manifest: out of memory");
+    int s = 0;
+    for (const cJSON *j = pl->child; j; j = j->next, s++) {
+      char w[48];
+      snprintf(w, sizeof w, "plans.%s[%d]", rt_plan_names[p], s);
+      rt_step *st = &plan->steps[s];
+      if (!cJSON_IsObject(j)) return fail(P, "%s: must be an object", w);
+      int64_t k;
+      if (mf->nkernels == 0) return fail(P, "%s.kernel: the manifest lists no kernels", w);
+      if (!get_int(P, j, w, "kernel", 0, mf->nkernels - 1, 1, 0, &k)) return P->st;
+      st->kernel = (int)k;
+      const cJSON *bufs = get(j, "buffers");
+      if (!cJSON_IsArray(bufs)) return fail(P, "%s.buffers: missing or not an array", w);
+      st->nbufs = cJSON_GetArraySize(bufs);
+      if (st->nbufs != mf->kernels[k].nbufs)
+        return fail(P, "%s.buffers: %d buffers, kernel '%s' takes %d", w, st->nbufs,
+                    mf->kernels[k].name, mf->kernels[k].nbufs);
+      st->tensors = pkrt_arena_alloc(P->a, sizeof(int) * (size_t)(st->nbufs + 1), 0);
+      if (!st->tensors) return pkrt_ctx_fail(P->rt, PKRT_ERR_NOMEM, "manifest: out of memory");
+      int b = 0;
+      for (const cJSON *x = bufs->child; x; x = x->next, b++) {
+        int64_t v;
+        if (!as_int(x, 0, mf->ntensors - 1, &v))
+          return fail(P, "%s.buffers[%d]: must be a tensor index in [0, %d]", w, b,
+                      mf->ntensors - 1);
+        st->tensors[b] = (int)v;
+      }
+      const cJSON *sc = get(j, "scalars");
+      if (sc && !cJSON_IsNull(sc)) {
+        if (!cJSON_IsArray(sc) || cJSON_GetArraySize(sc) > MAX_SCALARS)
+          return fail(P, "%s.scalars: must be an array of at most %d integers", w, MAX_SCALARS);
+        st->nscalars = cJSON_GetArraySize(sc);
+        st->scalars = pkrt_arena_alloc(P->a, sizeof(int64_t) * (size_t)(st->nscalars + 1), 0);
+        if (!st->scalars) return pkrt_ctx_fail(P->rt, PKRT_ERR_NOMEM, "manifest: out of memory");
+        int q = 0;
+        for (const cJSON *x = sc->child; x; x = x->next, q++)
+          if (!as_int(x, -(INT64_C(1) << 53), INT64_C(1) << 53, &st->scalars[q]))
+            return fail(P, "%s.scalars[%d]: must be an integer", w, q);
+      }
+      const cJSON *node = get(j, "node");
+      st->node = cJSON_IsString(node) && node->valuestring
+                     ? pkrt_arena_strdup(P->a, node->valuestring) : "";
+      if (!st->node) return pkrt_ctx_fail(P->rt, PKRT_ERR_NOMEM, "manifest: out of memory");
+      if (check_signature(P, mf, p, s) != PKRT_OK) return P->st;
+    }
+  }
+  return PKRT_OK;
+}
+
+static pkrt_status parse_fingerprint(parser *P, const cJSON *root, rt_manifest *mf) {
+  const cJSON *fp = get(root, "fingerprint");
+  if (!fp || cJSON_IsNull(fp)) return PKRT_OK;
+  if (!cJSON_IsObject(fp)) return fail(P, "fingerprint: must be an object");
+  const cJSON *mm = get(fp, "must_match");
+  if (!mm || cJSON_IsNull(mm)) return PKRT_OK;
+  if (!cJSON_IsObject(mm)) return fail(P, "fingerprint.must_match: must be an object");
+  mf->arch = get_str(P, mm, "fingerprint.must_match", "arch", 0);
+  if (P->st != PKRT_OK) return P->st;
+  const cJSON *isa = get(mm, "isa");
+  if (!isa || cJSON_IsNull(isa)) return PKRT_OK;
+  if (!cJSON_IsArray(isa) || cJSON_GetArraySize(isa) > 256)
+    return fail(P, "fingerprint.must_match.isa: must be an array of feature names");
+  mf->nisa = cJSON_GetArraySize(isa);
+  mf->isa = pkrt_arena_alloc(P->a, sizeof(char *) * (size_t)(mf->nisa + 1), 0);
+  if (!mf->isa) return pkrt_ctx_fail(P->rt, PKRT_ERR_NOMEM, "manifest: out of memory");
+  int i = 0;
+  for (const cJSON *x = isa->child; x; x = x->next, i++) {
+    if (!cJSON_IsString(x) || !x->valuestring || !*x->valuestring)
+      return fail(P, "fingerprint.must_match.isa[%d]: must be a feature name", i);
+    if (!(mf->isa[i] = pkrt_arena_strdup(P->a, x->valuestring)))
+      return pkrt_ctx_fail(P->rt, PKRT_ERR_NOMEM, "manifest: out of memory");
+  }
+  return PKRT_OK;
+}
+
+static pkrt_status parse_root(parser *P, const cJSON *root, size_t weights_bytes,
+                              rt_manifest *mf) {
+  if (!cJSON_IsObject(root)) return fail(P, "the top level must be a JSON object");
+  int64_t v;
+  const cJSON *fmt = get(root, "format");
+  if (!fmt) return fail(P, "format: missing");
+  if (!as_int(fmt, 0, INT32_MAX, &v) || v != 1)
+    return fail(P, "format: manifest version %s is not supported (this runtime reads 1)",
+                cJSON_IsNumber(fmt) ? "other than 1" : "(not a number)");
+  if (!(mf->target = get_str(P, root, "", "target", 1))) return P->st;
+  /* C targets only: "c" optionally followed by flags such as "-march=znver4". */
+  if (strcmp(mf->target, "c") != 0 && strncmp(mf->target, "c ", 2) != 0)
+    return fail(P, "target: '%s' is not supported by this runtime (C targets only)",
+                mf->target);
+  if (parse_fingerprint(P, root, mf) != PKRT_OK) return P->st;
+  const char *mode = get_str(P, root, "", "mode", 1);
+  if (!mode) return P->st;
+  if (strcmp(mode, "train") == 0) mf->train = true;
+  else if (strcmp(mode, "inference") != 0)
+    return fail(P, "mode: '%s' is neither \"train\" nor \"inference\"", mode);
+  const char *dt = get_str(P, root, "", "dtype", 1);
+  if (!dt) return P->st;
+  mf->dtype = pkrt_dtype_from_name(dt);
+  if (mf->dtype != PKRT_DTYPE_F32 && mf->dtype != PKRT_DTYPE_F64)
+    return fail(P, "dtype: '%s' (models are f32 or f64)", dt);
+  if (!get_int(P, root, "", "batch", 1, INT32_MAX, 1, 0, &mf->batch) ||
+      !get_int(P, root, "", "classes", 0, INT32_MAX, 1, 0, &mf->classes))
+    return P->st;
+  const cJSON *rg = get(root, "regions");
+  if (!cJSON_IsObject(rg)) return fail(P, "regions: missing or not an object");
+  for (int r = 0; r < RT_REGION_COUNT_; r++)
+    if (!get_int(P, rg, "regions", rt_region_names[r], 0, MAX_BYTES, 1, 0, &mf->region_bytes[r]))
+      return P->st;
+  if (!get_int(P, rg, "regions", "workspace", 0, MAX_BYTES, 1, 0, &mf->workspace_bytes))
+    return P->st;
+  int64_t want = mf->region_bytes[RT_REGION_PARAMS] + mf->region_bytes[RT_REGION_STATE];
+  if ((uint64_t)want != weights_bytes)
+    return fail(P, "regions: params + state = %lld bytes, but the weights section has %zu",
+                (long long)want, weights_bytes);
+  const cJSON *ts = get(root, "tensors");
+  if (!cJSON_IsArray(ts)) return fail(P, "tensors: missing or not an array");
+  int n = cJSON_GetArraySize(ts);
+  if (n < 1 || n > MAX_TENSORS) return fail(P, "tensors: %d entries (1..%d)", n, MAX_TENSORS);
+  mf->ntensors = n;
+  mf->tensors = pkrt_arena_alloc(P->a, sizeof(rt_tensor) * (size_t)n, 0);
+  if (!mf->tensors) return pkrt_ctx_fail(P->rt, PKRT_ERR_NOMEM, "manifest: out of memory");
+  int i = 0;
+  for (const cJSON *t = ts->child; t; t = t->next, i++)
+    if (parse_tensor(P, t, i, mf) != PKRT_OK) return P->st;
+  if (check_bases(P, mf) != PKRT_OK || parse_io(P, root, mf) != PKRT_OK ||
+      parse_kernels(P, root, mf) != PKRT_OK || parse_optimizer(P, root, mf) != PKRT_OK ||
+      parse_plans(P, root, mf) != PKRT_OK)
+    return P->st;
+  return PKRT_OK;
+}
+
+pkrt_status rt_manifest_parse(pkrt_ctx *rt, pkrt_arena *a, const char *json, size_t len,
+                              size_t weights_bytes, rt_manifest *out) {
+  memset(out, 0, sizeof *out);
+  out->input = out->target_t = out->row_weight = out->output = out->loss = out->hyper = -1;
+  parser P = {rt, a, PKRT_OK};
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+  if (!root) {
+    size_t at = end && end >= json && end <= json + len ? (size_t)(end - json) : 0;
+    return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "manifest: not valid JSON (near byte %zu)", at);
+  }
+  pkrt_status st = parse_root(&P, root, weights_bytes, out);
+  cJSON_Delete(root);
+  return st;
+}

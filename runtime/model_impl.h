@@ -1,0 +1,133 @@
+/* model_impl.h — libpockrt-private layout of a loaded model: the validated manifest
+ * (tensors, kernels, plans, optimizer) and the executor state built from it at open. */
+#ifndef PKRT_MODEL_IMPL_H
+#define PKRT_MODEL_IMPL_H
+
+#include <stdbool.h>
+
+#include "pkrt.h"
+#include "rt_file.h"
+#include "pock/pockrt.h"
+
+#define RT_MAX_DIMS 8
+
+typedef enum rt_region { RT_REGION_ARENA, RT_REGION_PARAMS, RT_REGION_STATE, RT_REGION_IO,
+                         RT_REGION_COUNT_ } rt_region;
+/* Roles, in pk_graph's order (the manifest spells them as pk_role_name does). */
+typedef enum rt_role { RT_ROLE_INPUT, RT_ROLE_LABEL, RT_ROLE_PARAM, RT_ROLE_ACTIVATION,
+                       RT_ROLE_TEMP, RT_ROLE_GRADIENT, RT_ROLE_OPT_STATE, RT_ROLE_HYPER,
+                       RT_ROLE_COUNT_ } rt_role;
+typedef enum rt_plan_kind { RT_PLAN_TRAIN, RT_PLAN_EVAL, RT_PLAN_INFER, RT_PLAN_COUNT_ }
+    rt_plan_kind;
+typedef enum rt_sched_kind { RT_SCHED_CONSTANT, RT_SCHED_STEP, RT_SCHED_COSINE } rt_sched_kind;
+
+RT_INTERNAL extern const char *const rt_role_names[RT_ROLE_COUNT_];
+RT_INTERNAL extern const char *const rt_region_names[RT_REGION_COUNT_];
+RT_INTERNAL extern const char *const rt_plan_names[RT_PLAN_COUNT_];
+
+typedef struct rt_tensor {
+  const char *name;
+  rt_role role;
+  pkrt_dtype dtype;
+  int ndim;
+  int64_t shape[RT_MAX_DIMS];
+  int64_t strides[RT_MAX_DIMS]; /* elements; row-major unless the manifest gave strides */
+  int64_t elem_offset;          /* elements from `offset` */
+  rt_region region;
+  int64_t offset;               /* bytes from the region start */
+  int base;                     /* the tensor whose storage this one aliases, or -1 */
+  bool view;                    /* has explicit strides */
+  bool trainable;
+  bool weight;                  /* saved in .pkw: a param with storage of its own */
+  int64_t numel;
+  int64_t lo, hi;               /* bytes of the region it may touch: [lo, hi) */
+} rt_tensor;
+
+typedef struct rt_kernel {
+  const char *name;
+  int nbufs;
+  int64_t workspace;
+  const pkrt_kernel_desc *desc; /* set at open, once the object is loaded */
+  int first_step_plan, first_step; /* the step that fixed its buffer signature, or -1 */
+} rt_kernel;
+
+typedef struct rt_step {
+  int kernel;
+  int nbufs;
+  int *tensors;                 /* nbufs tensor indices */
+  int nscalars;
+  int64_t *scalars;
+  const char *node;             /* for messages; may be "" */
+  pkrt_buffer *bufs;            /* built at open */
+  pkrt_kernel_fn fn;
+} rt_step;
+
+typedef struct rt_plan {
+  bool present;
+  int n;
+  rt_step *steps;
+} rt_plan;
+
+typedef struct rt_optimizer {
+  const char *kind;             /* "sgd", "adam", "adamw" */
+  double lr, beta1, beta2;
+  rt_sched_kind sched;
+  int64_t step_size, total_steps, warmup_steps;
+  double gamma, min_lr;
+} rt_optimizer;
+
+typedef struct rt_manifest {
+  const char *target;
+  bool train;                   /* mode "train" */
+  pkrt_dtype dtype;
+  int64_t batch, classes;
+  int64_t region_bytes[RT_REGION_COUNT_];
+  int64_t workspace_bytes;
+  int ntensors;
+  rt_tensor *tensors;
+  /* io.*: tensor indices, -1 when absent */
+  int input, target_t, row_weight, output, loss, hyper;
+  int nkernels;
+  rt_kernel *kernels;
+  rt_optimizer opt;
+  rt_plan plans[RT_PLAN_COUNT_];
+  /* fingerprint.must_match */
+  const char *arch;             /* NULL when absent */
+  int nisa;
+  const char **isa;
+} rt_manifest;
+
+/* Parses and validates manifest JSON (len bytes) into arena a: everything that can be
+ * checked without the kernel object. weights_bytes is the size of the weights section.
+ * Errors are PKRT_ERR_INPUT with "manifest: <key path>: <problem>". */
+RT_INTERNAL
+pkrt_status rt_manifest_parse(pkrt_ctx *rt, pkrt_arena *a, const char *json, size_t len,
+                              size_t weights_bytes, rt_manifest *out);
+/* Checks must_match against this device: the same arch, every ISA feature present. */
+RT_INTERNAL pkrt_status rt_fingerprint_check(pkrt_ctx *rt, const rt_manifest *mf);
+
+struct pkrt_model {
+  pkrt_ctx *rt;
+  pkrt_arena *arena;            /* everything with the model's lifetime */
+  pkrt_module *module;
+  rt_manifest mf;
+  unsigned char *region[RT_REGION_COUNT_];
+  unsigned char *region_owned[RT_REGION_COUNT_]; /* what close frees (not the caller's) */
+  void *workspace;
+  unsigned char *workspace_owned;
+  int64_t steps;                /* training steps taken */
+  double lr;                    /* base lr */
+  int64_t valid;                /* rows of the current batch that are real */
+  int64_t features;             /* input elements per row */
+};
+
+/* A tensor's first element (data + offset in elements gives element 0). */
+static inline unsigned char *rt_tensor_base(const pkrt_model *m, const rt_tensor *t) {
+  return m->region[t->region] + t->offset;
+}
+/* lr_t for training step t (1, 2, ...) from the schedule. */
+RT_INTERNAL double rt_lr_at(const rt_optimizer *o, double base_lr, int64_t t);
+/* Runs one plan's steps; errors name the plan, step, node and kernel. */
+RT_INTERNAL pkrt_status rt_plan_run(pkrt_model *m, rt_plan_kind p);
+
+#endif

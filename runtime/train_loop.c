@@ -1,0 +1,306 @@
+/* train_loop.c — the training loop `pock train` and `pock-rt train` share, and dataset
+ * evaluation: shuffled epochs from a seeded PRNG, padded last batch, per-epoch metrics
+ * (terminal progress bar or plain lines, JSONL log), and a stop flag for Ctrl-C. All
+ * buffers are allocated before the first step. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "data_impl.h"
+#include "model_impl.h"
+
+/* xoshiro256** seeded through splitmix64 (Vigna): small, fast, and its state lives in
+ * the loop, so runs with one seed repeat exactly. */
+typedef struct prng {
+  uint64_t s[4];
+} prng;
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static void prng_seed(prng *r, uint64_t seed) {
+  for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t prng_next(prng *r) {
+  uint64_t *s = r->s;
+  uint64_t out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return out;
+}
+
+/* Uniform in [0, n) by rejection, so no index is favoured. */
+static uint64_t prng_below(prng *r, uint64_t n) {
+  uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+  uint64_t x;
+  do x = prng_next(r);
+  while (x >= limit);
+  return x % n;
+}
+
+static void shuffle(prng *r, int64_t *perm, int64_t n) {
+  for (int64_t i = n - 1; i > 0; i--) {
+    int64_t j = (int64_t)prng_below(r, (uint64_t)i + 1);
+    int64_t t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+}
+
+static pkrt_status check_fits(pkrt_model *m, const pkrt_dataset *d, const char *what) {
+  const rt_manifest *mf = &m->mf;
+  if (mf->classes <= 0)
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
+                         "%s: the training loop needs a classification model (classes > 0)",
+                         what);
+  if (!d || d->rows < 1) return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "%s: no rows", what);
+  if (d->features != m->features)
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
+                         "%s: %lld features per row, but the model's input takes %lld", what,
+                         (long long)d->features, (long long)m->features);
+  if (d->dtype != mf->dtype)
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
+                         "%s: features are stored as %s but the model computes in %s (load the "
+                         "dataset with .model set)",
+                         what, pkrt_dtype_name(d->dtype), pkrt_dtype_name(mf->dtype));
+  for (int64_t r = 0; r < d->rows; r++)
+    if (d->labels[r] < 0 || d->labels[r] >= mf->classes)
+      return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
+                           "%s: row %lld: label %d is out of range for a model with %lld classes",
+                           what, (long long)r + 1, (int)d->labels[r], (long long)mf->classes);
+  return PKRT_OK;
+}
+
+/* Copies rows idx[0..valid) (idx NULL: rows first..first+valid) into the input, zeros the
+ * padding rows, and sets the labels. */
+static pkrt_status feed(pkrt_model *m, const pkrt_dataset *d, const int64_t *idx, int64_t first,
+                        int64_t valid, int32_t *labels) {
+  const rt_manifest *mf = &m->mf;
+  size_t row = (size_t)d->features * pkrt_dtype_size(d->dtype);
+  unsigned char *in = rt_tensor_base(m, &mf->tensors[mf->input]);
+  const unsigned char *x = d->x;
+  for (int64_t i = 0; i < valid; i++) {
+    int64_t r = idx ? idx[first + i] : first + i;
+    memcpy(in + (size_t)i * row, x + (size_t)r * row, row);
+    labels[i] = d->labels[r];
+  }
+  if (valid < mf->batch) memset(in + (size_t)valid * row, 0, (size_t)(mf->batch - valid) * row);
+  return (pkrt_status)pkrt_model_set_labels(m, labels, valid);
+}
+
+/* Rows among the first `valid` whose output argmax (first maximum) equals the label. */
+static int64_t count_correct(const pkrt_model *m, const int32_t *labels, int64_t valid) {
+  const rt_manifest *mf = &m->mf;
+  const void *out = pkrt_model_output(m);
+  int64_t k = mf->classes, correct = 0;
+  for (int64_t i = 0; i < valid; i++) {
+    int64_t best = 0;
+    double bv = -INFINITY;
+    for (int64_t c = 0; c < k; c++) {
+      double v = mf->dtype == PKRT_DTYPE_F64 ? ((const double *)out)[i * k + c]
+                                             : ((const float *)out)[i * k + c];
+      if (v > bv) bv = v, best = c;
+    }
+    correct += best == labels[i];
+  }
+  return correct;
+}
+
+int pkrt_eval_run(pkrt_model *m, const pkrt_dataset *d, double *loss, double *acc) {
+  if (!m) return PKRT_ERR_INPUT;
+  pkrt_status st = check_fits(m, d, "evaluation data");
+  if (st != PKRT_OK) return st;
+  const rt_manifest *mf = &m->mf;
+  /* Inference artifacts have no loss: accuracy from the infer plan, loss NAN. */
+  bool with_loss = mf->plans[RT_PLAN_EVAL].present && mf->loss >= 0 && mf->target_t >= 0;
+  int32_t *labels = malloc(sizeof(int32_t) * (size_t)mf->batch);
+  if (!labels) return pkrt_ctx_fail(m->rt, PKRT_ERR_NOMEM, "out of memory");
+  double sum = 0;
+  int64_t correct = 0;
+  for (int64_t first = 0; first < d->rows && st == PKRT_OK; first += mf->batch) {
+    int64_t valid = d->rows - first < mf->batch ? d->rows - first : mf->batch;
+    double l = 0;
+    if (with_loss) {
+      st = feed(m, d, NULL, first, valid, labels);
+      if (st == PKRT_OK) st = (pkrt_status)pkrt_model_eval_step(m, &l);
+    } else {
+      size_t row = (size_t)d->features * pkrt_dtype_size(d->dtype);
+      unsigned char *in = rt_tensor_base(m, &mf->tensors[mf->input]);
+      memset(in, 0, row * (size_t)mf->batch);
+      memcpy(in, (const unsigned char *)d->x + (size_t)first * row, row * (size_t)valid);
+      memcpy(labels, d->labels + first, sizeof(int32_t) * (size_t)valid);
+      st = (pkrt_status)pkrt_model_infer(m);
+    }
+    if (st != PKRT_OK) break;
+    sum += l * (double)valid;
+    correct += count_correct(m, labels, valid);
+  }
+  free(labels);
+  if (st != PKRT_OK) return st;
+  if (loss) *loss = with_loss ? sum / (double)d->rows : NAN;
+  if (acc) *acc = (double)correct / (double)d->rows;
+  return PKRT_OK;
+}
+
+static void progress(FILE *out, int epoch, int epochs, int64_t done, int64_t total,
+                     double loss) {
+  char bar[31];
+  int fill = total ? (int)(30 * done / total) : 30;
+  for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
+  bar[30] = 0;
+  fprintf(out, "\r\033[Kepoch %d/%d [%s] %lld/%lld loss %.4f", epoch, epochs, bar,
+          (long long)done, (long long)total, loss);
+  fflush(out);
+}
+
+typedef struct loop {
+  pkrt_model *m;
+  const pkrt_dataset *d;
+  const pkrt_train_options *o;
+  FILE *out, *metrics;
+  bool bar;
+  int64_t *perm;
+  int32_t *labels;
+  int64_t step_ns;
+} loop;
+
+/* One epoch; returns with *stopped set when the stop flag was seen. */
+static pkrt_status run_epoch(loop *L, int epoch, double *loss, double *acc, bool *stopped) {
+  pkrt_model *m = L->m;
+  const pkrt_dataset *d = L->d;
+  int64_t b = m->mf.batch, nsteps = (d->rows + b - 1) / b;
+  double sum = 0;
+  int64_t correct = 0, seen = 0, last_bar = 0;
+  for (int64_t s = 0; s < nsteps; s++) {
+    if (L->o->stop && *L->o->stop) {
+      *stopped = true;
+      break;
+    }
+    int64_t first = s * b, valid = d->rows - first < b ? d->rows - first : b;
+    int64_t t0 = pkrt_now_ns();
+    double l;
+    pkrt_status st = feed(m, d, L->perm, first, valid, L->labels);
+    if (st == PKRT_OK) st = (pkrt_status)pkrt_model_train_step(m, &l);
+    if (st != PKRT_OK) return st;
+    L->step_ns += pkrt_now_ns() - t0;
+    sum += l * (double)valid;
+    seen += valid;
+    correct += count_correct(m, L->labels, valid);
+    /* A bar redrawn at most ~10 times a second costs nothing next to the steps. */
+    if (L->bar && (pkrt_now_ns() - last_bar > 100000000 || s + 1 == nsteps)) {
+      progress(L->out, epoch, L->o->epochs, s + 1, nsteps, sum / (double)seen);
+      last_bar = pkrt_now_ns();
+    }
+  }
+  *loss = seen ? sum / (double)seen : NAN;
+  *acc = seen ? (double)correct / (double)seen : NAN;
+  return PKRT_OK;
+}
+
+static pkrt_status setup(loop *L, pkrt_train_result *r) {
+  pkrt_model *m = L->m;
+  const pkrt_train_options *o = L->o;
+  if (!m->mf.train)
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "this is an inference artifact: it cannot train");
+  if (o->epochs < 1)
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "epochs must be >= 1 (got %d)", o->epochs);
+  pkrt_status st = check_fits(m, L->d, "training data");
+  if (st == PKRT_OK && o->val) st = check_fits(m, o->val, "validation data");
+  if (st == PKRT_OK && o->lr > 0) st = (pkrt_status)pkrt_model_set_lr(m, o->lr);
+  if (st != PKRT_OK) return st;
+  L->perm = malloc(sizeof(int64_t) * (size_t)L->d->rows);
+  L->labels = malloc(sizeof(int32_t) * (size_t)m->mf.batch);
+  if (!L->perm || !L->labels) return pkrt_ctx_fail(m->rt, PKRT_ERR_NOMEM, "out of memory");
+  for (int64_t i = 0; i < L->d->rows; i++) L->perm[i] = i;
+  if (o->metrics_path && !(L->metrics = fopen(o->metrics_path, "w")))
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_IO, "%s: cannot open for writing", o->metrics_path);
+  r->val_loss = r->val_acc = NAN;
+  r->loss = r->acc = NAN;
+  return PKRT_OK;
+}
+
+static void print_epoch(loop *L, int epoch, const pkrt_train_result *r, double ms) {
+  const pkrt_train_options *o = L->o;
+  if (!o->quiet) {
+    if (L->bar) fputs("\r\033[K", L->out);
+    fprintf(L->out, "epoch %d/%d loss %.4f acc %.4f", epoch, o->epochs, r->loss, r->acc);
+    if (o->val) fprintf(L->out, " val_loss %.4f val_acc %.4f", r->val_loss, r->val_acc);
+    fprintf(L->out, " ms/step %.3f\n", ms);
+    fflush(L->out);
+  }
+  if (L->metrics) {
+    fprintf(L->metrics,
+            "{\"epoch\": %d, \"epochs\": %d, \"steps\": %lld, \"loss\": %.17g, \"acc\": %.17g",
+            epoch, o->epochs, (long long)L->m->steps, r->loss, r->acc);
+    if (o->val)
+      fprintf(L->metrics, ", \"val_loss\": %.17g, \"val_acc\": %.17g", r->val_loss, r->val_acc);
+    fprintf(L->metrics, ", \"ms_per_step\": %.6f, \"lr\": %.17g}\n", ms,
+            rt_lr_at(&L->m->mf.opt, L->m->lr, L->m->steps));
+    fflush(L->metrics);
+  }
+}
+
+int pkrt_train_run(pkrt_model *m, const pkrt_dataset *train, const pkrt_train_options *opts,
+                   pkrt_train_result *result) {
+  if (!m || !opts) return PKRT_ERR_INPUT;
+  pkrt_train_result dummy, *r = result ? result : &dummy;
+  memset(r, 0, sizeof *r);
+  loop L = {.m = m, .d = train, .o = opts, .out = opts->out ? opts->out : stdout};
+  L.bar = !opts->quiet && (opts->progress > 0 || (opts->progress == 0 && isatty(fileno(L.out))));
+  pkrt_status st = setup(&L, r);
+  prng rng;
+  prng_seed(&rng, opts->seed);
+  int64_t start_steps = m->steps;
+  for (int e = 1; st == PKRT_OK && e <= opts->epochs; e++) {
+    if (!opts->no_shuffle) shuffle(&rng, L.perm, train->rows);
+    double loss, acc;
+    bool stopped = false;
+    st = run_epoch(&L, e, &loss, &acc, &stopped);
+    if (st != PKRT_OK) break;
+    if (stopped) {
+      r->interrupted = 1;
+      break;
+    }
+    r->loss = loss;
+    r->acc = acc;
+    if (opts->val) st = (pkrt_status)pkrt_eval_run(m, opts->val, &r->val_loss, &r->val_acc);
+    if (st != PKRT_OK) break;
+    r->epochs = e;
+    int64_t steps = m->steps - start_steps;
+    print_epoch(&L, e, r, steps ? (double)L.step_ns / 1e6 / (double)steps : 0);
+  }
+  r->steps = m->steps - start_steps;
+  r->ms_per_step = r->steps ? (double)L.step_ns / 1e6 / (double)r->steps : 0;
+  if (L.bar && r->interrupted) fputs("\r\033[K", L.out);
+  /* Weights are saved after an interrupt too: the steps taken are not lost. */
+  pkrt_status sst = PKRT_OK;
+  if ((st == PKRT_OK) && opts->save_path)
+    sst = (pkrt_status)pkrt_model_save_weights(m, opts->save_path);
+  if (st == PKRT_OK && !opts->quiet) {
+    if (r->interrupted)
+      fprintf(L.out, "interrupted after %lld steps%s%s\n", (long long)r->steps,
+              opts->save_path && sst == PKRT_OK ? "; weights saved to " : "",
+              opts->save_path && sst == PKRT_OK ? opts->save_path : "");
+    else
+      fprintf(L.out, "trained %lld steps, ms/step %.3f\n", (long long)r->steps, r->ms_per_step);
+    fflush(L.out);
+  }
+  if (L.metrics) fclose(L.metrics);
+  free(L.perm);
+  free(L.labels);
+  return st != PKRT_OK ? st : sst;
+}

@@ -1,0 +1,10 @@
+# The driver (`pock compile`): lowering through views, compiled models against the
+# interpreter, and the compile/train/eval command line end to end.
+pk_add_test(test_driver_strides LIBS pk_codegen LABELS driver sanitize TIMEOUT 60)
+if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/test_driver.c)
+  pk_add_test(test_driver LIBS pk_driver LABELS driver TIMEOUT 120)
+endif()
+add_test(NAME test_compile_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_compile_cli.sh
+  $<TARGET_FILE:pock> ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_compile_cli PROPERTIES LABELS "driver;cli" TIMEOUT 300
+  ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")
