@@ -24,6 +24,8 @@ static cJSON *tensor_json(drv_state *S, int i) {
   cJSON_AddStringToObject(o, "region", pk_region_name(S->mp->region[L->root]));
   cJSON_AddNumberToObject(o, "offset", (double)S->mp->offset[L->root]);
   if (t->role == PK_ROLE_PARAM && t->base < 0) cJSON_AddBoolToObject(o, "trainable", t->trainable);
+  /* In-place outputs and weight views say whose storage they share. */
+  if (t->base >= 0) cJSON_AddNumberToObject(o, "base", L->root);
   if (!L->dense) {
     cJSON_AddItemToObject(o, "strides", int_array(L->strides, t->ndim));
     cJSON_AddNumberToObject(o, "elem_offset", (double)L->elem_offset);
