@@ -95,6 +95,11 @@ void pk_space_crossover(const pk_space *sp, const pk_config *a, const pk_config 
 /* The config closest to the class's hand schedule (bench/hand_schedules.c for matmul and
  * conv); false when the class has none. */
 bool pk_space_preset(const pk_space *sp, pk_config *out);
+/* The schedule a kernel gets without a tuning record (docs/tuning.md, "Default schedules"):
+ * its space's preset, built in ctx, when the task has a space with a preset that schedules;
+ * else NULL, the default loop nest, and *why (may be NULL) says why. Never fails: a task
+ * that cannot be scheduled falls back, and ctx's error is left clear. */
+pk_schedule *pk_space_default_schedule(pk_ctx *ctx, const pk_task *task, const char **why);
 bool pk_config_equal(const pk_config *a, const pk_config *b);
 uint64_t pk_config_hash(const pk_config *c);
 

@@ -54,6 +54,17 @@ int space_vector_values(const pk_space *sp, int64_t max_lanes, int64_t *out) {
   return n;
 }
 
+int64_t space_pick(const pk_space *sp, int k, int64_t want) {
+  const pk_knob *kn = &sp->knobs[k];
+  int64_t below = INT64_MIN, least = INT64_MAX;
+  for (int i = 0; i < kn->nvalues; i++) {
+    int64_t x = kn->values[i];
+    if (x <= want && x > below) below = x;
+    if (x < least) least = x;
+  }
+  return below != INT64_MIN ? below : least;
+}
+
 const char *space_name(pk_schedule *s, const char *base, const char *suffix) {
   return pk_sprintf(s->ctx, "%s%s", base, suffix);
 }
@@ -119,9 +130,12 @@ pk_status pk_space_new_opts(pk_ctx *ctx, const pk_task *task, const pk_space_opt
 
   /* A class's own template first; the generic ones take any program it cannot shape
    * (a "matmul" whose output is a vector, a conv with one spatial dim, ...). */
-  const space_class *tries[3];
+  const space_class *tries[4];
   int ntries = 0;
   if (task->cls == PK_TASK_MATMUL) tries[ntries++] = &pk_space_class_matmul;
+  /* convolutions on small images (and their guarded data gradients, classed reductions):
+   * channels as lanes; the template refuses long rows, which the conv one serves */
+  if (task->cls == PK_TASK_CONV || task->cls == PK_TASK_REDUCTION) tries[ntries++] = &pk_space_class_conv_gemm;
   if (task->cls == PK_TASK_CONV) tries[ntries++] = &pk_space_class_conv;
   if (task->cls != PK_TASK_INJECTIVE) tries[ntries++] = &pk_space_class_reduction;
   tries[ntries++] = &pk_space_class_injective;
@@ -235,6 +249,23 @@ bool pk_space_preset(const pk_space *sp, pk_config *out) {
     out->idx[i] = found;
   }
   return true;
+}
+
+pk_schedule *pk_space_default_schedule(pk_ctx *ctx, const pk_task *task, const char **why) {
+  pk_space *sp = NULL;
+  pk_config cfg;
+  pk_schedule *sched = NULL;
+  const char *reason = NULL;
+  if (pk_space_new(ctx, task, &sp) != PK_OK)
+    reason = pk_sprintf(ctx, "no space: %s", pk_ctx_error(ctx));
+  else if (!pk_space_preset(sp, &cfg))
+    reason = pk_sprintf(ctx, "no preset for class %s (template %s)", pk_task_class_name(task->cls), sp->cls->name);
+  else if (pk_space_schedule(sp, ctx, &cfg, &sched) != PK_OK)
+    reason = pk_sprintf(ctx, "preset refused: %s", pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+  pk_space_free(sp);
+  if (why) *why = reason;
+  return reason ? NULL : sched;
 }
 
 bool pk_config_equal(const pk_config *a, const pk_config *b) {

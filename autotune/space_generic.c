@@ -191,4 +191,39 @@ static pk_status injective_apply(const pk_space *sp, pk_schedule *s, const int64
   return PK_OK;
 }
 
-const space_class pk_space_class_injective = {"injective", injective_init, injective_apply, NULL};
+/* Does every read of e either use no axis (a scalar such as the learning rate) or read the
+ * point itself, t[i0, ..., iN] of a tensor shaped like t? Then the fused loop reads each
+ * operand as contiguous vectors; any other index (a bias broadcast t[i1, 0, 0]) would be a
+ * gather with a division per lane. */
+static bool reads_pointwise(const pk_expr *e, const pk_te_tensor *t) {
+  if (e->kind == PK_EXPR_READ) {
+    bool uses = false, same = e->tensor->ndim == t->ndim;
+    for (int d = 0; d < e->nargs; d++) {
+      const pk_expr *a = e->args[d];
+      for (int j = 0; j < t->ndim; j++) uses |= space_uses_axis(a, t->axes[j]);
+      same = same && a->kind == PK_EXPR_AXIS && a->axis == t->axes[d] && e->tensor->shape[d] == t->shape[d];
+    }
+    if (uses && !same) return false;
+  }
+  for (int i = 0; i < e->nargs; i++)
+    if (!reads_pointwise(e->args[i], t)) return false;
+  return true;
+}
+
+/* Pointwise programs (relu, optimizer updates): one fused loop in vectors of two hardware
+ * vectors (or the widest that fits), as they are bound by loads and stores. Others keep
+ * the default loop nest, which the host compiler vectorizes along the innermost dim. */
+static bool injective_preset(const pk_space *sp, int64_t *v) {
+  const pk_te_program *prog = sp->task->prog;
+  for (int i = 0; i < prog->ntensors; i++) {
+    const pk_te_tensor *t = prog->tensors[i];
+    if (t->kind == PK_TE_COMPUTE && !reads_pointwise(t->body, t)) return false;
+  }
+  memset(v, 0, IJ_NKNOBS * sizeof *v);
+  v[IJ_VECTOR] = space_pick(sp, IJ_VECTOR, 2 * (int64_t)sp->lanes);
+  v[IJ_FUSE] = 1;
+  v[IJ_UNROLL] = 1;
+  return true;
+}
+
+const space_class pk_space_class_injective = {"injective", injective_init, injective_apply, injective_preset};

@@ -40,6 +40,7 @@ struct space_class {
 
 extern const space_class pk_space_class_matmul;
 extern const space_class pk_space_class_conv;
+extern const space_class pk_space_class_conv_gemm;
 extern const space_class pk_space_class_reduction;
 extern const space_class pk_space_class_injective;
 
@@ -62,6 +63,8 @@ int space_tile_values(int64_t extent, const int64_t *preferred, int npreferred, 
  * vectors as several hardware ones), at most max_lanes. (An odd width such as 10, a short
  * axis as one vector, is left out: its masked part costs more than it saves.) */
 int space_vector_values(const pk_space *sp, int64_t max_lanes, int64_t *out);
+/* For presets: the largest value of knob k that is at most want, else its smallest. */
+int64_t space_pick(const pk_space *sp, int k, int64_t want);
 /* "<base><suffix>" in the schedule's context. */
 const char *space_name(pk_schedule *s, const char *base, const char *suffix);
 /* The compute that classifies the task: the first sum of a product (matmul, conv). */

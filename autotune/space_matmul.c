@@ -292,12 +292,13 @@ static pk_status matmul_apply(const pk_space *sp, pk_schedule *s, const int64_t 
 }
 
 /* bench/hand_schedules.c: 6 rows × 2 vectors, B packed by the tile width, k outermost in
- * the tile, rows and vectors unrolled. */
+ * the tile, rows and vectors unrolled. Shapes narrower than that take the nearest values
+ * the space offers (fc layers: N = 10 columns, M = 1 row at batch 1). */
 static bool matmul_preset(const pk_space *sp, int64_t *v) {
   memset(v, 0, MM_NKNOBS * sizeof *v);
-  v[MM_TILE_M] = 6;
-  v[MM_TILE_N] = 2 * (int64_t)sp->lanes;
-  v[MM_VECTOR] = sp->lanes;
+  v[MM_TILE_M] = space_pick(sp, MM_TILE_M, 6);
+  v[MM_TILE_N] = space_pick(sp, MM_TILE_N, 2 * (int64_t)sp->lanes);
+  v[MM_VECTOR] = space_pick(sp, MM_VECTOR, v[MM_TILE_N] < sp->lanes ? v[MM_TILE_N] : sp->lanes);
   v[MM_CACHE_WRITE] = 1;
   v[MM_PACK_B] = 1;
   v[MM_K_UNROLL] = 1;

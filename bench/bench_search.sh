@@ -5,7 +5,8 @@
 # the evo best at 300 are re-timed side by side in one process (bench/search_retime.c).
 # A bench, not a test: it prints a table and never fails on a timing.
 #
-# Usage: bench/bench_search.sh BUILD_DIR OUT_DIR TASK.te... [SEEDS="1 2 3"]
+# Usage: [SEEDS="1 2 3"] [MIN_MS=50] bench/bench_search.sh BUILD_DIR OUT_DIR TASK.te...
+# (MIN_MS: the tuners' repeat time per candidate; the final re-timing always uses 50 ms)
 set -euo pipefail
 build=$1; out=$2; shift 2
 seeds=${SEEDS:-"1 2 3"}
@@ -17,8 +18,8 @@ for te in "$@"; do
   name=$(basename "$te" .te)
   for s in $seeds; do
     r=$out/$name.random.$s.db; e=$out/$name.evo.$s.db
-    [ -f "$r.done" ] || { rm -f "$r"; $pock tune "$te" --db "$r" --tuner random --trials 1000 --seed "$s" --timeout 20 >"$out/$name.random.$s.log" 2>&1; touch "$r.done"; }
-    [ -f "$e.done" ] || { rm -f "$e"; $pock tune "$te" --db "$e" --tuner evo --trials 300 --seed "$s" --timeout 20 >"$out/$name.evo.$s.log" 2>&1; touch "$e.done"; }
+    [ -f "$r.done" ] || { rm -f "$r"; $pock tune "$te" --db "$r" --tuner random --trials 1000 --seed "$s" --timeout 5 --min-ms "${MIN_MS:-50}" >"$out/$name.random.$s.log" 2>&1; touch "$r.done"; }
+    [ -f "$e.done" ] || { rm -f "$e"; $pock tune "$te" --db "$e" --tuner evo --trials 300 --seed "$s" --timeout 5 --min-ms "${MIN_MS:-50}" >"$out/$name.evo.$s.log" 2>&1; touch "$e.done"; }
     $retime "$te" "$r:300" "$r:1000" "$e:300" > "$out/$name.$s.retime"
     # the first evo trial whose (tuner-measured) best reaches 95% of random's re-timed best
     $pock db history "$e" --te "$te" > "$out/$name.evo.$s.history" 2>/dev/null || true

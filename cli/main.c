@@ -40,6 +40,9 @@ static const char usage[] =
     "  db merge DB OTHER...     add other databases' records (idempotent)\n"
     "  db export DB             every record as JSON lines on stdout\n"
     "  db import DB FILE        add records from JSON lines (docs/tuning-db.md)\n"
+    "  keygen -o NAME           an Ed25519 signing key pair: NAME.key (secret), NAME.pub\n"
+    "  sign OUT.pock --key NAME.key   sign an artifact (in place) [-o SIGNED.pock]\n"
+    "  verify OUT.pock [--trusted-key NAME.pub]   check its signature and signer\n"
     "  --version                print the version\n"
     "  (`pock COMMAND --help` describes each command)\n"
     "\n"
@@ -92,5 +95,8 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "train")) return pk_cmd_train(argc - 2, argv + 2);
   if (!strcmp(cmd, "eval")) return pk_cmd_eval(argc - 2, argv + 2);
   if (!strcmp(cmd, "report")) return pk_cmd_report(argc - 2, argv + 2);
+  if (!strcmp(cmd, "keygen")) return pk_cmd_keygen(argc - 2, argv + 2);
+  if (!strcmp(cmd, "sign")) return pk_cmd_sign(argc - 2, argv + 2);
+  if (!strcmp(cmd, "verify")) return pk_cmd_verify(argc - 2, argv + 2);
   return pk_cli_usage("unknown command '%s'", cmd);
 }

@@ -128,28 +128,18 @@ static pk_status from_db(drv_state *S, int i, pk_tunedb *db, const pk_target_fp 
   return PK_OK;
 }
 
+/* Without a usable record: the task space's default schedule (autotune/space*.c presets,
+ * shaped to the kernel), else the plain loop nest. */
 static void preset_or_default(drv_state *S, int i) {
   drv_kernel *K = &S->kernels[i];
   pk_ctx *ctx = S->ctx;
-  pk_space *sp = NULL;
-  pk_config cfg;
-  pk_schedule *sched;
   const char *why = NULL;
-  if (pk_space_new(ctx, &K->task, &sp) != PK_OK) {
-    why = pk_sprintf(ctx, "no space: %s", pk_ctx_error(ctx));
-  } else if (!pk_space_preset(sp, &cfg)) {
-    why = pk_sprintf(ctx, "no preset for class %s", pk_task_class_name(K->task.cls));
-  } else if (pk_space_schedule(sp, ctx, &cfg, &sched) != PK_OK) {
-    why = pk_sprintf(ctx, "preset refused: %s", pk_ctx_error(ctx));
-  } else if (usable(S, i, sched, &why)) {
+  pk_schedule *sched = pk_space_default_schedule(ctx, &K->task, &why);
+  if (sched && usable(S, i, sched, &why)) {
     K->source = DRV_SCHED_PRESET;
-    pk_space_free(sp);
     return;
-  } else {
-    why = pk_sprintf(ctx, "preset unusable: %s", why);
   }
-  pk_ctx_clear_error(ctx); /* the default serves */
-  pk_space_free(sp);
+  if (sched) why = pk_sprintf(ctx, "preset unusable: %s", why);
   K->source = DRV_SCHED_DEFAULT;
   K->why_default = why;
   if (!usable(S, i, NULL, &why)) {

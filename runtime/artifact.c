@@ -1,11 +1,13 @@
 /* artifact.c — the artifact container, version 1 (docs/artifact-format.md): writer and
  * verifying reader. Every byte of a file is checked before any section is used: header
- * and table by structure, payloads by SHA-256, padding must be zero, nothing trails. */
+ * and table by structure, payloads by SHA-256, padding must be zero, nothing trails but
+ * a signature trailer, whose signature is verified (sign.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rt_file.h"
+#include "sign_impl.h"
 
 #define HDR_BYTES 16
 #define ENTRY_BYTES 64
@@ -15,6 +17,7 @@
 struct pkrt_artifact {
   unsigned char *bytes; /* the whole file */
   size_t len;
+  size_t body_len;      /* bytes before the signature trailer; len when unsigned */
   int n;
   pkrt_section s[PKRT_ARTIFACT_MAX_SECTIONS];
   char names[PKRT_ARTIFACT_MAX_SECTIONS][PKRT_ARTIFACT_NAME_MAX + 1];
@@ -192,8 +195,10 @@ static pkrt_status verify(pkrt_ctx *rt, const char *what, unsigned char *bytes, 
       FAIL("%s: non-zero padding before section '%s'", what, a->names[spans[k].index]);
     pos = spans[k].off + spans[k].size;
   }
-  if (pos != len) FAIL("%s: %llu unexpected bytes after the last section", what,
-                       (unsigned long long)(len - pos));
+  /* The only bytes allowed after the last section: a signature trailer (sign.c). */
+  if (pos != len && (st = rt_sig_trailer_check(rt, what, bytes, pos, len)) != PKRT_OK)
+    goto fail;
+  a->body_len = pos;
   for (uint32_t i = 0; i < n; i++) {
     const unsigned char *e = bytes + HDR_BYTES + ENTRY_BYTES * i;
     uint64_t off = get_u64(e + 16), size = get_u64(e + 24);
@@ -203,6 +208,7 @@ static pkrt_status verify(pkrt_ctx *rt, const char *what, unsigned char *bytes, 
       FAIL("%s: section '%s' checksum mismatch", what, a->names[i]);
     a->s[i] = (pkrt_section){a->names[i], bytes + off, size};
   }
+  if (pos != len && (st = rt_sig_verify_embedded(rt, what, bytes, pos)) != PKRT_OK) goto fail;
 #undef FAIL
   *out = a;
   return PKRT_OK;
@@ -233,6 +239,13 @@ pkrt_status pkrt_artifact_parse(pkrt_ctx *rt, const char *what, const void *byte
   if (len) memcpy(copy, bytes, len);
   copy[len] = 0;
   return verify(rt, what, copy, len, out);
+}
+
+const unsigned char *rt_artifact_signed_span(const pkrt_artifact *a,
+                                             const unsigned char **bytes, size_t *body_len) {
+  *bytes = a->bytes;
+  *body_len = a->body_len;
+  return a->body_len < a->len ? a->bytes + a->body_len : NULL;
 }
 
 int pkrt_artifact_count(const pkrt_artifact *a) { return a ? a->n : 0; }

@@ -41,35 +41,49 @@ static const char *cpuinfo_line(const char *text, const char *key, const char **
   return NULL;
 }
 
-pkrt_status rt_fingerprint_check(pkrt_ctx *rt, const rt_manifest *mf) {
-  if (mf->arch) {
-    struct utsname u;
-    if (uname(&u) == 0 && strcmp(u.machine, mf->arch) != 0)
-      return pkrt_ctx_fail(rt, PKRT_ERR_INPUT,
-                           "target mismatch: the artifact was compiled for arch '%s', this "
-                           "device is '%s' (recompile it for this device)",
-                           mf->arch, u.machine);
-  }
-  if (mf->nisa == 0) return PKRT_OK;
-  void *text;
-  size_t len;
-  /* Without /proc/cpuinfo the features cannot be known; the arch check above stands. */
-  if (rt_file_read(rt, "/proc/cpuinfo", (size_t)1 << 24, &text, &len) != PKRT_OK) {
-    pkrt_ctx_fail(rt, PKRT_OK, "%s", "");
-    return PKRT_OK;
-  }
+/* A manifest string fit for a message: at most 64 bytes, control characters as '?'. */
+static const char *printable(const char *s, char buf[68]) {
+  size_t n = 0;
+  for (; s[n] && n < 64; n++) buf[n] = (unsigned char)s[n] < 0x20 || s[n] == 0x7f ? '?' : s[n];
+  if (s[n]) buf[n++] = '.', buf[n++] = '.', buf[n++] = '.';
+  buf[n] = 0;
+  return buf;
+}
+
+pkrt_status rt_fingerprint_match(pkrt_ctx *rt, const rt_manifest *mf, const char *machine,
+                                 const char *cpuinfo) {
+  if (mf->arch && machine && strcmp(machine, mf->arch) != 0)
+    return pkrt_ctx_fail(rt, PKRT_ERR_INPUT,
+                         "target mismatch: fingerprint.must_match.arch: the artifact was "
+                         "compiled for arch '%s', this device is '%s' (recompile it for this "
+                         "device)",
+                         printable(mf->arch, (char[68]){0}), machine);
+  if (mf->nisa == 0 || !cpuinfo) return PKRT_OK;
   const char *end = NULL;
-  const char *flags = cpuinfo_line(text, "flags", &end);
-  if (!flags) flags = cpuinfo_line(text, "Features", &end);
-  pkrt_status st = PKRT_OK;
+  const char *flags = cpuinfo_line(cpuinfo, "flags", &end);
+  if (!flags) flags = cpuinfo_line(cpuinfo, "Features", &end);
   for (int i = 0; flags && i < mf->nisa; i++)
-    if (!has_word(flags, end, mf->isa[i])) {
-      st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT,
-                         "target mismatch: the artifact's kernels use CPU feature '%s', which "
-                         "this device lacks (recompile it for this device)",
-                         mf->isa[i]);
-      break;
-    }
+    if (!has_word(flags, end, mf->isa[i]))
+      return pkrt_ctx_fail(rt, PKRT_ERR_INPUT,
+                           "target mismatch: fingerprint.must_match.isa: the artifact's kernels "
+                           "use CPU feature '%s', which this device lacks (recompile it for "
+                           "this device)",
+                           printable(mf->isa[i], (char[68]){0}));
+  return PKRT_OK;
+}
+
+pkrt_status rt_fingerprint_check(pkrt_ctx *rt, const rt_manifest *mf) {
+  struct utsname u;
+  const char *machine = uname(&u) == 0 ? u.machine : NULL;
+  void *text = NULL;
+  size_t len;
+  /* Without /proc/cpuinfo the features cannot be known; the arch check stands. */
+  if (mf->nisa > 0 &&
+      rt_file_read(rt, "/proc/cpuinfo", (size_t)1 << 24, &text, &len) != PKRT_OK) {
+    pkrt_ctx_fail(rt, PKRT_OK, "%s", "");
+    text = NULL;
+  }
+  pkrt_status st = rt_fingerprint_match(rt, mf, machine, text);
   free(text);
   return st;
 }

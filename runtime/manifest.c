@@ -38,6 +38,10 @@ static pkrt_status fail(parser *P, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  /* Messages quote the file's strings and end up on terminals: no control characters
+   * (an escape sequence in a tensor name must not reach one). */
+  for (char *c = msg; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
   P->st = pkrt_ctx_fail(P->rt, PKRT_ERR_INPUT, "manifest: %s", msg);
   return P->st;
 }
@@ -530,9 +534,12 @@ static pkrt_status parse_root(parser *P, const cJSON *root, size_t weights_bytes
   int64_t v;
   const cJSON *fmt = get(root, "format");
   if (!fmt) return fail(P, "format: missing");
-  if (!as_int(fmt, 0, INT32_MAX, &v) || v != 1)
-    return fail(P, "format: manifest version %s is not supported (this runtime reads 1)",
-                cJSON_IsNumber(fmt) ? "other than 1" : "(not a number)");
+  /* The error names the version, so a fleet device says which runtime a file needs. */
+  if (!as_int(fmt, 0, INT32_MAX, &v))
+    return fail(P, "format: must be an integer manifest version (this runtime reads 1)");
+  if (v != 1)
+    return fail(P, "format: manifest version %lld is not supported (this runtime reads 1)",
+                (long long)v);
   if (!(mf->target = get_str(P, root, "", "target", 1))) return P->st;
   /* C targets only: "c" optionally followed by flags such as "-march=znver4". */
   if (strcmp(mf->target, "c") != 0 && strncmp(mf->target, "c ", 2) != 0)

@@ -106,18 +106,23 @@ static pkrt_status build_buffers(pkrt_model *m) {
 }
 
 static pkrt_status open_model(pkrt_model *m, const char *path, const pkrt_open_options *o) {
-  pkrt_artifact *art;
-  pkrt_status st = pkrt_artifact_read(m->rt, path, &art);
+  /* Trust is settled right after the container is read: with a trusted key configured,
+   * nothing in an unsigned or foreign file is parsed, let alone loaded (docs/signing.md). */
+  pkrt_trusted_key tk;
+  pkrt_status st = pkrt_trust_resolve(m->rt, o ? o->trusted_key : NULL, &tk);
   if (st != PKRT_OK) return st;
-  const pkrt_section *man = pkrt_artifact_find(art, "manifest");
-  const pkrt_section *ker = pkrt_artifact_find(art, "kernels");
-  const pkrt_section *wts = pkrt_artifact_find(art, "weights");
-  const char *missing = !man ? "manifest" : !ker ? "kernels" : !wts ? "weights" : NULL;
-  if (missing)
-    st = pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "%s: no '%s' section", path, missing);
-  if (st == PKRT_OK)
-    st = rt_manifest_parse(m->rt, m->arena, man->data, man->size, wts->size, &m->mf);
-  if (st == PKRT_OK && !(o && o->skip_fingerprint)) st = rt_fingerprint_check(m->rt, &m->mf);
+  pkrt_artifact *art;
+  st = pkrt_artifact_read(m->rt, path, &art);
+  if (st != PKRT_OK) return st;
+  if ((st = pkrt_trust_check(m->rt, path, art, &tk)) != PKRT_OK) {
+    pkrt_artifact_free(art);
+    return st;
+  }
+  /* Everything before the kernel object is loaded is rt_artifact_check: what the fuzzer runs. */
+  const pkrt_section *man, *ker, *wts;
+  pkrt_check_options co = {.skip_fingerprint = o && o->skip_fingerprint};
+  st = rt_artifact_check(m->rt, m->arena, path, art, &co, &m->mf, &man, &ker, &wts);
+  if (st == PKRT_OK) pkrt_sha256(man->data, man->size, m->manifest_sha);
   if (st == PKRT_OK) st = pkrt_module_load_memory(m->rt, ker->data, ker->size, &m->module);
   if (st == PKRT_OK) st = bind_kernels(m);
   if (st == PKRT_OK) st = alloc_regions(m, o);

@@ -105,6 +105,19 @@ pkrt_status rt_manifest_parse(pkrt_ctx *rt, pkrt_arena *a, const char *json, siz
                               size_t weights_bytes, rt_manifest *out);
 /* Checks must_match against this device: the same arch, every ISA feature present. */
 RT_INTERNAL pkrt_status rt_fingerprint_check(pkrt_ctx *rt, const rt_manifest *mf);
+/* The same against a described device: machine is `uname -m` (NULL: not checked), cpuinfo
+ * the text of /proc/cpuinfo (NULL: features not checked). Errors name the must_match key. */
+RT_INTERNAL pkrt_status rt_fingerprint_match(pkrt_ctx *rt, const rt_manifest *mf,
+                                             const char *machine, const char *cpuinfo);
+/* What pkrt_model_open checks before it loads the kernel object (artifact_check.c): the
+ * manifest, kernels and weights sections exist, the manifest is valid (into arena a) and
+ * agrees with the weights section's size, and the fingerprint matches (o may be NULL: this
+ * device). The sections are returned for the loader. */
+RT_INTERNAL pkrt_status rt_artifact_check(pkrt_ctx *rt, pkrt_arena *a, const char *what,
+                                          const pkrt_artifact *art,
+                                          const pkrt_check_options *o, rt_manifest *mf,
+                                          const pkrt_section **man, const pkrt_section **ker,
+                                          const pkrt_section **wts);
 
 struct pkrt_model {
   pkrt_ctx *rt;
@@ -119,6 +132,7 @@ struct pkrt_model {
   double lr;                    /* base lr */
   int64_t valid;                /* rows of the current batch that are real */
   int64_t features;             /* input elements per row */
+  uint8_t manifest_sha[PKRT_SHA256_BYTES]; /* the model's identity, for checkpoints */
 };
 
 /* A tensor's first element (data + offset in elements gives element 0). */

@@ -18,18 +18,7 @@
 #include <stdint.h>
 
 #include "pock/pkrt_kernel.h"
-
-typedef enum pkrt_status {
-  PKRT_OK = 0,
-  PKRT_ERR_INPUT,   /* bad argument or malformed input */
-  PKRT_ERR_IO,      /* file system */
-  PKRT_ERR_NOMEM,
-  PKRT_ERR_LOAD,    /* dlopen/dlsym, ABI version, missing symbol */
-  PKRT_ERR_KERNEL,  /* a kernel returned non-zero */
-  PKRT_ERR_EXTERN   /* extern library, symbol or signature */
-} pkrt_status;
-
-const char *pkrt_status_name(pkrt_status s);
+#include "pock/pkrt_status.h" /* pkrt_status, pkrt_status_name: public, for pockrt.h too */
 
 /* ---- dtypes ---- */
 const char *pkrt_dtype_name(pkrt_dtype t);          /* "f32", ...; "invalid" otherwise */
@@ -137,7 +126,8 @@ pkrt_status pkrt_artifact_write(pkrt_ctx *rt, const char *path, const pkrt_secti
                                 int n);
 typedef struct pkrt_artifact pkrt_artifact;
 /* Reads the whole file into memory and verifies it: magic, version (only 1), section
- * table bounds, alignment and overlap, zero padding, no trailing bytes, every checksum.
+ * table bounds, alignment and overlap, zero padding, no trailing bytes (but a signature
+ * trailer, whose signature must verify under the key it names), every checksum.
  * Errors name the file and the section ("m.pock: section 'kernels' checksum mismatch"). */
 pkrt_status pkrt_artifact_read(pkrt_ctx *rt, const char *path, pkrt_artifact **out);
 /* The same on bytes in memory (copied); `what` names them in messages. */
@@ -147,6 +137,70 @@ int pkrt_artifact_count(const pkrt_artifact *a);
 const pkrt_section *pkrt_artifact_section(const pkrt_artifact *a, int i); /* NULL if out of range */
 const pkrt_section *pkrt_artifact_find(const pkrt_artifact *a, const char *name);
 void pkrt_artifact_free(pkrt_artifact *a);
+
+/* ---- signatures (docs/signing.md) ----
+ * Ed25519 (libsodium). A signed artifact is an unsigned one followed by a 128-byte trailer
+ * that signs every byte before it; the sections do not move. pkrt_artifact_read verifies a
+ * signature against the key the trailer names (integrity); pkrt_trust_check decides
+ * whether that key is the trusted one (authenticity). pkrt_model_open does both before
+ * the manifest is parsed or the kernel object loaded.
+ *
+ *   pkrt_public_key pub;
+ *   pkrt_key_generate(rt, "fleet", &pub);                // fleet.key (0600), fleet.pub
+ *   pkrt_artifact_sign(rt, "m.pock", "fleet.key", NULL, &pub);  // in place, atomically
+ *   pkrt_trusted_key tk;
+ *   pkrt_trust_resolve(rt, NULL, &tk);  // POCK_TRUSTED_KEY, then /etc/pock/trusted.pub
+ *   pkrt_artifact_read(rt, "m.pock", &a) ... pkrt_trust_check(rt, "m.pock", a, &tk) */
+#define PKRT_PUBLIC_KEY_BYTES 32
+#define PKRT_KEY_ID_BYTES 8
+#define PKRT_TRUSTED_KEY_ENV "POCK_TRUSTED_KEY"
+#define PKRT_TRUSTED_KEY_FILE "/etc/pock/trusted.pub"
+typedef struct pkrt_public_key {
+  uint8_t key[PKRT_PUBLIC_KEY_BYTES];
+  char id[2 * PKRT_KEY_ID_BYTES + 1]; /* key id: hex of the first 8 bytes of SHA-256(key) */
+} pkrt_public_key;
+/* A public key given as its text ("pock-ed25519-public <base64>") or as the path of a
+ * file holding that line (NAME.pub). */
+pkrt_status pkrt_public_key_load(pkrt_ctx *rt, const char *path_or_text, pkrt_public_key *out);
+/* Writes NAME.key (the secret seed; mode 0600, created exclusively) and NAME.pub; refuses
+ * to replace either. out (may be NULL) gets the public key. */
+pkrt_status pkrt_key_generate(pkrt_ctx *rt, const char *name, pkrt_public_key *out);
+/* Verifies the artifact at path (an existing signature must verify), then writes it to
+ * out_path (NULL: path; atomically) with a trailer signed by the secret key file key_path,
+ * replacing any earlier signature. signer (may be NULL) gets the signing key. */
+pkrt_status pkrt_artifact_sign(pkrt_ctx *rt, const char *path, const char *key_path,
+                               const char *out_path, pkrt_public_key *signer);
+/* 1 and *out (may be NULL) = the signer's key when the verified artifact is signed, else 0. */
+int pkrt_artifact_signer(const pkrt_artifact *a, pkrt_public_key *out);
+/* The trusted key, from the first source configured: `option` (key text or a path; NULL or
+ * "" for none), the environment variable POCK_TRUSTED_KEY (the same), the file
+ * /etc/pock/trusted.pub when it exists. A configured source that cannot be read or parsed
+ * is an error, never "no key". */
+typedef struct pkrt_trusted_key {
+  int configured;          /* 0: no source configured; any artifact may load */
+  pkrt_public_key key;
+  char source[320];        /* where it came from, for messages: "POCK_TRUSTED_KEY=k.pub" */
+} pkrt_trusted_key;
+pkrt_status pkrt_trust_resolve(pkrt_ctx *rt, const char *option, pkrt_trusted_key *out);
+/* With a configured key, refuses an unsigned artifact, one signed by another key (naming
+ * both key ids) or one whose signature does not verify under the trusted key. */
+pkrt_status pkrt_trust_check(pkrt_ctx *rt, const char *what, const pkrt_artifact *a,
+                             const pkrt_trusted_key *t);
+
+/* ---- checking an artifact without loading it ----
+ * Every check pkrt_model_open makes before it loads the kernel object, on bytes in
+ * memory: the container and its checksums, the manifest (tensors, io, kernels, optimizer,
+ * plans; the weights section's size) and the target fingerprint. Nothing in the file is
+ * loaded or run, so this is what the fuzz target (fuzz/) drives, and what a tool may call
+ * on an untrusted file. The device the fingerprint is compared with can be described, so
+ * tests and the fuzzer can play another device. */
+typedef struct pkrt_check_options {
+  int skip_fingerprint;  /* non-zero: do not compare the fingerprint */
+  const char *machine;   /* the device's `uname -m`; NULL: this device's */
+  const char *cpuinfo;   /* the device's /proc/cpuinfo text; NULL: this device's */
+} pkrt_check_options;
+pkrt_status pkrt_artifact_check_memory(pkrt_ctx *rt, const char *what, const void *bytes,
+                                       size_t len, const pkrt_check_options *opts);
 
 /* ---- time ---- */
 int64_t pkrt_now_ns(void); /* CLOCK_MONOTONIC */

@@ -1,7 +1,7 @@
 /* train_loop.c — the training loop `pock train` and `pock-rt train` share, and dataset
  * evaluation: shuffled epochs from a seeded PRNG, padded last batch, per-epoch metrics
- * (terminal progress bar or plain lines, JSONL log), and a stop flag for Ctrl-C. All
- * buffers are allocated before the first step. */
+ * (terminal progress bar or plain lines, JSONL log), a stop flag for Ctrl-C, checkpoints
+ * and bit-identical resume. All buffers are allocated before the first step. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint_impl.h"
 #include "data_impl.h"
 #include "model_impl.h"
 
@@ -176,17 +177,32 @@ typedef struct loop {
   int64_t *perm;
   int32_t *labels;
   int64_t step_ns;
+  int64_t start_steps;          /* the model's step count when this run began */
+  prng rng;
+  rt_loop_state ls;             /* the position a checkpoint records; ls.perm is perm */
 } loop;
 
-/* One epoch; returns with *stopped set when the stop flag was seen. */
+static bool should_stop(const loop *L) {
+  const pkrt_train_options *o = L->o;
+  return (o->stop && *o->stop) || (o->max_steps > 0 && L->m->steps - L->start_steps >= o->max_steps);
+}
+
+static pkrt_status save_checkpoint(loop *L) {
+  if (!L->o->checkpoint_path) return PKRT_OK;
+  memcpy(L->ls.rng, L->rng.s, sizeof L->rng.s);
+  return rt_checkpoint_write(L->m, L->o->checkpoint_path, &L->ls);
+}
+
+/* Runs the current epoch from step ls.pos on; returns with *stopped set when asked to stop.
+ * The epoch's sums live in ls, so a checkpoint taken mid-epoch resumes them exactly. */
 static pkrt_status run_epoch(loop *L, int epoch, double *loss, double *acc, bool *stopped) {
   pkrt_model *m = L->m;
   const pkrt_dataset *d = L->d;
-  int64_t b = m->mf.batch, nsteps = (d->rows + b - 1) / b;
-  double sum = 0;
-  int64_t correct = 0, seen = 0, last_bar = 0;
-  for (int64_t s = 0; s < nsteps; s++) {
-    if (L->o->stop && *L->o->stop) {
+  rt_loop_state *ls = &L->ls;
+  int64_t b = m->mf.batch, nsteps = (d->rows + b - 1) / b, every = L->o->checkpoint_every;
+  int64_t last_bar = 0;
+  for (int64_t s = ls->pos; s < nsteps; s++) {
+    if (should_stop(L)) {
       *stopped = true;
       break;
     }
@@ -197,17 +213,23 @@ static pkrt_status run_epoch(loop *L, int epoch, double *loss, double *acc, bool
     if (st == PKRT_OK) st = (pkrt_status)pkrt_model_train_step(m, &l);
     if (st != PKRT_OK) return st;
     L->step_ns += pkrt_now_ns() - t0;
-    sum += l * (double)valid;
-    seen += valid;
-    correct += count_correct(m, L->labels, valid);
+    ls->loss_sum += l * (double)valid;
+    ls->seen += valid;
+    ls->correct += count_correct(m, L->labels, valid);
+    ls->pos = s + 1;
+    /* Counted in total steps, so resumed runs checkpoint at the same points; the epoch's
+     * last step is left to the end-of-epoch checkpoint. */
+    if (every > 0 && m->steps % every == 0 && s + 1 < nsteps &&
+        (st = save_checkpoint(L)) != PKRT_OK)
+      return st;
     /* A bar redrawn at most ~10 times a second costs nothing next to the steps. */
     if (L->bar && (pkrt_now_ns() - last_bar > 100000000 || s + 1 == nsteps)) {
-      progress(L->out, epoch, L->o->epochs, s + 1, nsteps, sum / (double)seen);
+      progress(L->out, epoch, L->o->epochs, s + 1, nsteps, ls->loss_sum / (double)ls->seen);
       last_bar = pkrt_now_ns();
     }
   }
-  *loss = seen ? sum / (double)seen : NAN;
-  *acc = seen ? (double)correct / (double)seen : NAN;
+  *loss = ls->seen ? ls->loss_sum / (double)ls->seen : NAN;
+  *acc = ls->seen ? (double)ls->correct / (double)ls->seen : NAN;
   return PKRT_OK;
 }
 
@@ -218,6 +240,8 @@ static pkrt_status setup(loop *L, pkrt_train_result *r) {
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "this is an inference artifact: it cannot train");
   if (o->epochs < 1)
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "epochs must be >= 1 (got %d)", o->epochs);
+  if (o->checkpoint_every < 0 || o->max_steps < 0)
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "checkpoint_every and max_steps must be >= 0");
   pkrt_status st = check_fits(m, L->d, "training data");
   if (st == PKRT_OK && o->val) st = check_fits(m, o->val, "validation data");
   if (st == PKRT_OK && o->lr > 0) st = (pkrt_status)pkrt_model_set_lr(m, o->lr);
@@ -226,7 +250,17 @@ static pkrt_status setup(loop *L, pkrt_train_result *r) {
   L->labels = malloc(sizeof(int32_t) * (size_t)m->mf.batch);
   if (!L->perm || !L->labels) return pkrt_ctx_fail(m->rt, PKRT_ERR_NOMEM, "out of memory");
   for (int64_t i = 0; i < L->d->rows; i++) L->perm[i] = i;
-  if (o->metrics_path && !(L->metrics = fopen(o->metrics_path, "w")))
+  prng_seed(&L->rng, o->seed);
+  L->ls = (rt_loop_state){.rows = L->d->rows, .perm = L->perm};
+  if (o->checkpoint_path || o->resume_path) rt_dataset_digest(L->d, L->ls.data_sha);
+  if (o->resume_path) {
+    if ((st = rt_checkpoint_read(m, o->resume_path, &L->ls)) != PKRT_OK) return st;
+    memcpy(L->rng.s, L->ls.rng, sizeof L->rng.s);
+    /* An explicit lr still wins over the one the checkpoint restored. */
+    if (o->lr > 0 && (st = (pkrt_status)pkrt_model_set_lr(m, o->lr)) != PKRT_OK) return st;
+  }
+  /* A resumed run appends to the log of the run it continues. */
+  if (o->metrics_path && !(L->metrics = fopen(o->metrics_path, o->resume_path ? "a" : "w")))
     return pkrt_ctx_fail(m->rt, PKRT_ERR_IO, "%s: cannot open for writing", o->metrics_path);
   r->val_loss = r->val_acc = NAN;
   r->loss = r->acc = NAN;
@@ -254,6 +288,22 @@ static void print_epoch(loop *L, int epoch, const pkrt_train_result *r, double m
   }
 }
 
+static void print_end(loop *L, const pkrt_train_result *r, pkrt_status wst, pkrt_status cst) {
+  const pkrt_train_options *o = L->o;
+  if (o->quiet) return;
+  if (!r->interrupted) {
+    fprintf(L->out, "trained %lld steps, ms/step %.3f\n", (long long)r->steps, r->ms_per_step);
+  } else {
+    fprintf(L->out, "%s after %lld steps", o->stop && *o->stop ? "interrupted" : "stopped",
+            (long long)r->steps);
+    if (o->save_path && wst == PKRT_OK) fprintf(L->out, "; weights saved to %s", o->save_path);
+    if (o->checkpoint_path && cst == PKRT_OK)
+      fprintf(L->out, "; checkpoint saved to %s", o->checkpoint_path);
+    fputc('\n', L->out);
+  }
+  fflush(L->out);
+}
+
 int pkrt_train_run(pkrt_model *m, const pkrt_dataset *train, const pkrt_train_options *opts,
                    pkrt_train_result *result) {
   if (!m || !opts) return PKRT_ERR_INPUT;
@@ -262,11 +312,20 @@ int pkrt_train_run(pkrt_model *m, const pkrt_dataset *train, const pkrt_train_op
   loop L = {.m = m, .d = train, .o = opts, .out = opts->out ? opts->out : stdout};
   L.bar = !opts->quiet && (opts->progress > 0 || (opts->progress == 0 && isatty(fileno(L.out))));
   pkrt_status st = setup(&L, r);
-  prng rng;
-  prng_seed(&rng, opts->seed);
-  int64_t start_steps = m->steps;
-  for (int e = 1; st == PKRT_OK && e <= opts->epochs; e++) {
-    if (!opts->no_shuffle) shuffle(&rng, L.perm, train->rows);
+  rt_loop_state *ls = &L.ls;
+  L.start_steps = m->steps;
+  r->epochs = (int)ls->epochs_done;
+  if (st == PKRT_OK && opts->resume_path && !opts->quiet) {
+    fprintf(L.out, "resumed from %s: epoch %lld, step %lld of the epoch, %lld steps taken\n",
+            opts->resume_path, (long long)ls->epochs_done + 1, (long long)ls->pos,
+            (long long)m->steps);
+    fflush(L.out);
+  }
+  for (int e = (int)ls->epochs_done + 1; st == PKRT_OK && e <= opts->epochs; e++) {
+    if (!ls->in_epoch) {
+      if (!opts->no_shuffle) shuffle(&L.rng, L.perm, train->rows);
+      ls->in_epoch = 1;
+    }
     double loss, acc;
     bool stopped = false;
     st = run_epoch(&L, e, &loss, &acc, &stopped);
@@ -279,28 +338,26 @@ int pkrt_train_run(pkrt_model *m, const pkrt_dataset *train, const pkrt_train_op
     r->acc = acc;
     if (opts->val) st = (pkrt_status)pkrt_eval_run(m, opts->val, &r->val_loss, &r->val_acc);
     if (st != PKRT_OK) break;
+    ls->epochs_done = e;
+    ls->in_epoch = ls->pos = ls->seen = ls->correct = 0;
+    ls->loss_sum = 0;
+    if ((st = save_checkpoint(&L)) != PKRT_OK) break;
     r->epochs = e;
-    int64_t steps = m->steps - start_steps;
+    int64_t steps = m->steps - L.start_steps;
     print_epoch(&L, e, r, steps ? (double)L.step_ns / 1e6 / (double)steps : 0);
   }
-  r->steps = m->steps - start_steps;
+  r->steps = m->steps - L.start_steps;
   r->ms_per_step = r->steps ? (double)L.step_ns / 1e6 / (double)r->steps : 0;
   if (L.bar && r->interrupted) fputs("\r\033[K", L.out);
-  /* Weights are saved after an interrupt too: the steps taken are not lost. */
-  pkrt_status sst = PKRT_OK;
-  if ((st == PKRT_OK) && opts->save_path)
-    sst = (pkrt_status)pkrt_model_save_weights(m, opts->save_path);
-  if (st == PKRT_OK && !opts->quiet) {
-    if (r->interrupted)
-      fprintf(L.out, "interrupted after %lld steps%s%s\n", (long long)r->steps,
-              opts->save_path && sst == PKRT_OK ? "; weights saved to " : "",
-              opts->save_path && sst == PKRT_OK ? opts->save_path : "");
-    else
-      fprintf(L.out, "trained %lld steps, ms/step %.3f\n", (long long)r->steps, r->ms_per_step);
-    fflush(L.out);
-  }
+  /* Weights and the checkpoint are saved after an interrupt too: the steps taken are not
+   * lost. */
+  pkrt_status wst = PKRT_OK, cst = PKRT_OK;
+  if (st == PKRT_OK && r->interrupted) cst = save_checkpoint(&L);
+  if (st == PKRT_OK && opts->save_path)
+    wst = (pkrt_status)pkrt_model_save_weights(m, opts->save_path);
+  if (st == PKRT_OK) print_end(&L, r, wst, cst);
   if (L.metrics) fclose(L.metrics);
   free(L.perm);
   free(L.labels);
-  return st != PKRT_OK ? st : sst;
+  return st != PKRT_OK ? st : cst != PKRT_OK ? cst : wst;
 }

@@ -4,6 +4,9 @@
 set -euo pipefail
 packages=(build-essential cmake pkg-config libsqlite3-dev libcjson-dev libffi-dev
           libopenblas-dev libsodium-dev)
+# Tests: strace (test_isolation: no program executed), clang + its libFuzzer runtime
+# (scripts/fuzz.sh, test_fuzz_artifact_60s; both skip without them).
+packages+=(strace clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

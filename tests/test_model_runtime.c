@@ -945,7 +945,7 @@ static void test_hostile_manifests(void) {
       {"batch", NULL, 8, NULL, "io.input: tensor 'x' must be dense with the batch (8)"},
       {"classes", NULL, 4, NULL, "io.target: tensor 'target' must have shape (batch, classes = 4)"},
       {"target", NULL, 0, "cuda -arch=sm_87", "target: 'cuda -arch=sm_87' is not supported"},
-      {"fingerprint.must_match.arch", NULL, 0, "sparc64", "target mismatch: the artifact was compiled for arch 'sparc64'"},
+      {"fingerprint.must_match.arch", NULL, 0, "sparc64", "fingerprint.must_match.arch: the artifact was compiled for arch 'sparc64'"},
       {b_name, NULL, 0, "fc.weight", "parameter name 'fc.weight' is used twice"},
       {b_base, NULL, 2, NULL, "base: 2 is not another tensor's index"},
       {b_base, NULL, 0, NULL, "base: tensor 0 has another region or dtype"},

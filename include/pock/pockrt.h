@@ -26,7 +26,10 @@
  *   pkrt_dataset_free(d);
  *
  * Thread safety: a pkrt_model is used by one thread at a time (its own pool runs the
- * kernels); distinct models are independent. Nothing is allocated per step.
+ * kernels); distinct models are independent. Nothing is allocated per step. The queries
+ * of what a model is (batch, dtype, can_train, classes, features, shapes, arena bytes,
+ * id) never change after open and may be called from any thread; a loaded dataset is
+ * read-only and may be shared. Details: docs/runtime.md, "Thread safety of the C API".
  */
 #ifndef POCKRT_H
 #define POCKRT_H
@@ -37,8 +40,10 @@
 #include <stdio.h>
 
 #include "pock/pkrt_kernel.h"
+#include "pock/pkrt_status.h"
 
-/* Calls returning int return 0 (PKRT_OK) on success, else a pkrt_status code. */
+/* Calls returning int return 0 (PKRT_OK) on success, else a pkrt_status code
+ * (pock/pkrt_status.h; pkrt_status_name() names it). */
 
 typedef struct pkrt_model pkrt_model;
 
@@ -49,9 +54,17 @@ typedef struct pkrt_open_options {
   /* Non-zero: do not compare the artifact's target fingerprint with this device (for
    * tests and for devices whose /proc/cpuinfo hides features). */
   int skip_fingerprint;
+  /* The trusted signing key (docs/signing.md): its text ("pock-ed25519-public <base64>")
+   * or the path of its .pub file. NULL: the environment variable POCK_TRUSTED_KEY (text
+   * or path), else /etc/pock/trusted.pub if it exists, else none. With a key, open refuses
+   * unsigned, differently signed and tampered artifacts before parsing their manifest or
+   * loading their code; with none (the default), unsigned artifacts load, and a signed one
+   * still loads only if its signature verifies under the key it names. */
+  const char *trusted_key;
 } pkrt_open_options;
 
-/* Opens an artifact: checks the format version and section checksums, validates the
+/* Opens an artifact: checks the format version and section checksums, the signature
+ * against the trusted key when one is configured (trusted_key above), validates the
  * manifest against itself and against the kernel object (loaded from memory), checks the
  * target fingerprint, allocates its regions once and copies the initial weights. On
  * failure returns non-zero and writes a message naming the problem into err (when
@@ -120,6 +133,19 @@ const void *pkrt_model_output(const pkrt_model *m);
 int pkrt_model_save_weights(pkrt_model *m, const char *path);
 int pkrt_model_load_weights(pkrt_model *m, const char *path);
 
+/* ---- checkpoints (format: docs/runtime.md) ----
+ * A checkpoint holds what training changes: the parameters, the optimizer state, the step
+ * count and the base lr (and, written by the training loop, its position: epoch, step in
+ * it, shuffling PRNG, row order). It belongs to one artifact (its manifest's SHA-256) and
+ * any other refuses it. Save is atomic (temp file in the same directory, fsync, rename,
+ * directory fsync) and allocates nothing, so a kill at any moment leaves the previous
+ * file intact; load verifies the whole file (SHA-256 trailer) before changing anything. */
+int pkrt_model_save_checkpoint(pkrt_model *m, const char *path);
+int pkrt_model_load_checkpoint(pkrt_model *m, const char *path);
+/* The model's identity, which checkpoints carry: the lower-case hex SHA-256 of the
+ * artifact's manifest (hex holds 65 bytes). */
+void pkrt_model_id(const pkrt_model *m, char hex[65]);
+
 /* ---- datasets ----
  * path is a CSV file, or "X.npy:Y.npy":
  *   CSV: numbers separated by commas, one row per line; a first line that is not all
@@ -175,11 +201,22 @@ typedef struct pkrt_train_options {
                                       bar, -1: never */
   int quiet;                       /* non-zero: print nothing */
   volatile sig_atomic_t *stop;     /* optional stop flag, checked between steps */
+  /* Checkpoints: checkpoint_path is written at the end of every epoch, every
+   * checkpoint_every steps when that is > 0, and when the run stops early. resume_path
+   * continues from such a file: model state, epoch, step in the epoch and row order come
+   * from it (seed is unused), so the losses and weights equal the uninterrupted run's.
+   * epochs counts from the first epoch, before the checkpoint too. */
+  const char *checkpoint_path;
+  int64_t checkpoint_every;
+  const char *resume_path;
+  int64_t max_steps;               /* > 0: stop after this many steps of this run, as the
+                                      stop flag does (result->interrupted is set) */
 } pkrt_train_options;
 
 typedef struct pkrt_train_result {
   int64_t steps;                   /* training steps of this run */
-  int epochs;                      /* epochs completed */
+  int epochs;                      /* epochs completed (with resume_path: counted from
+                                      the run's first epoch) */
   double loss, acc;                /* of the last completed epoch */
   double val_loss, val_acc;        /* NAN without a validation set */
   double ms_per_step;              /* mean wall time of a training step (data copy included) */

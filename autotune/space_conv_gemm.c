@@ -1,0 +1,292 @@
+/* space_conv_gemm.c — the conv-as-GEMM template, for sums of products whose rows are too
+ * short for column vectors (conv2d on 8×8..2×2 images, its data and weight gradients): a
+ * channel axis V of the output runs as vector lanes, another axis R before it as register
+ * rows, and every reduction (channels, kernel window, batch, image) is the K loop of a
+ * GEMM micro-kernel. The operand read at bare V is packed into [V/tile_v][...][tile_v]
+ * panels, so each K step loads tile_v contiguous lanes and broadcasts one value per row.
+ *
+ *   conv2d      out[n, o, h, w]  V = o (weight packed), R = n
+ *   conv2d dX   dX[n, c, h, w]   V = c (weight packed), R = n   (sum of a guarded product)
+ *   conv2d dW   dW[o, c, kh, kw] V = c (input packed),  R = o
+ *
+ * R comes before V in the output's dims and the tile is one point of every other dim, so
+ * the accumulator tile [tile_rows][tile_v] has V innermost: a register tile for codegen. */
+#include <string.h>
+
+#include "space_impl.h"
+
+enum {
+  CG_TILE_ROWS, CG_TILE_V, CG_VECTOR, CG_CACHE_WRITE, CG_PACK, CG_REDUCE_ORDER, CG_ORDER,
+  CG_UNROLL, CG_UNROLL_K, CG_PARALLEL, CG_NKNOBS
+};
+
+#define CG_MAX_ORDERS 6
+
+typedef struct gemm_plan {
+  const char *stage, *local;
+  int ndim;
+  const char *root[PK_TE_MAX_DIMS]; /* spatial roots */
+  int v, r;                         /* dims: vector lanes, register rows (-1: none) */
+  int64_t ev, er;                   /* their extents (er 1 without rows) */
+  int nreduce;
+  const char *k[PK_TE_MAX_DIMS];    /* reduce roots sorted by name */
+  int norders;
+  int orders[CG_MAX_ORDERS][PK_TE_MAX_DIMS];
+  const char *packed;               /* the operand read at bare V ("t1") */
+  int packed_dim;
+  int nother;
+  const char *other[64];
+} gemm_plan;
+
+/* The product of a sum: sum(a * b) or sum(select(c, a * b, 0)) (a transposed window's
+ * guard); *guard gets c or NULL. */
+static const pk_expr *sum_product(const pk_te_tensor *t, const pk_expr **guard) {
+  *guard = NULL;
+  if (t->kind != PK_TE_COMPUTE || t->body->kind != PK_EXPR_REDUCE || t->body->op != PK_EOP_SUM)
+    return NULL;
+  const pk_expr *e = t->body->args[0];
+  if (e->kind == PK_EXPR_SELECT && e->args[2]->kind == PK_EXPR_FLOAT && e->args[2]->fval == 0) {
+    *guard = e->args[0];
+    e = e->args[1];
+  }
+  return e->kind == PK_EXPR_BINARY && e->op == PK_EOP_MUL ? e : NULL;
+}
+
+/* The read inside an operand: t[...] or select(c, t[...], 0) (a padded window). */
+static const pk_expr *operand_read(const pk_expr *e) {
+  if (e->kind == PK_EXPR_SELECT) e = e->args[1];
+  return e->kind == PK_EXPR_READ ? e : NULL;
+}
+
+/* Permutations of 0..n-1 in lexicographic order, the first `max`. */
+static int permutations(int n, int max, int out[][PK_TE_MAX_DIMS]) {
+  int a[PK_TE_MAX_DIMS], count = 0;
+  for (int i = 0; i < n; i++) a[i] = i;
+  for (;;) {
+    memcpy(out[count++], a, sizeof a);
+    if (count == max) return count;
+    int i = n - 2;
+    while (i >= 0 && a[i] > a[i + 1]) i--;
+    if (i < 0) return count;
+    int j = n - 1;
+    while (a[j] < a[i]) j--;
+    int t = a[i]; a[i] = a[j]; a[j] = t;
+    for (int l = i + 1, r = n - 1; l < r; l++, r--) { t = a[l]; a[l] = a[r]; a[r] = t; }
+  }
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Accumulators of a register tile: two vector registers stay free for the loads and the
+ * broadcast (16 registers with AVX2 and NEON, 32 with AVX-512). */
+static int64_t tile_accumulators(const pk_space *sp) { return sp->lanes >= 16 ? 24 : 12; }
+
+/* Picks V, R and the packed operand: V is read bare by one operand and by nothing else (so
+ * lanes differ only in that load), R is read by the other operand only (one broadcast per
+ * row). The tile with the most accumulators wins (vector parts × rows); a V whose operand
+ * is guarded (a padded window) counts a quarter, as each of its loads is masked. */
+static bool choose_axes(const pk_space *sp, const pk_te_tensor *t, const pk_expr *mul,
+                        const pk_expr *guard, gemm_plan *p) {
+  double best = 0;
+  for (int d = 0; d < t->ndim; d++) {
+    const pk_te_axis *ax = t->axes[d];
+    if (t->shape[d] < 4 || (guard && space_uses_axis(guard, ax))) continue;
+    for (int i = 0; i < 2; i++) {
+      const pk_expr *vop = mul->args[i], *bop = mul->args[1 - i], *rd = operand_read(vop);
+      int bd = rd ? space_bare_dim(rd, ax) : -1;
+      if (bd < 0 || space_uses_axis(bop, ax)) continue;
+      if (vop->kind == PK_EXPR_SELECT && space_uses_axis(vop->args[0], ax)) continue;
+      int r = -1;
+      for (int c = 0; c < d; c++)
+        if (space_uses_axis(bop, t->axes[c]) && !space_uses_axis(vop, t->axes[c]) &&
+            (r < 0 || t->shape[c] > t->shape[r]))
+          r = c;
+      double parts = (double)t->shape[d] / sp->lanes, rows = r >= 0 ? (double)min64(t->shape[r], 8) : 1;
+      if (parts > 8) parts = 8;
+      double score = parts * rows;
+      if (score > tile_accumulators(sp)) score = (double)tile_accumulators(sp);
+      if (vop->kind == PK_EXPR_SELECT) score /= 4;
+      if (score <= best) continue;
+      best = score;
+      p->v = d;
+      p->r = r;
+      p->packed = pk_sprintf(sp->ctx, "t%d", rd->tensor->id);
+      p->packed_dim = bd;
+    }
+  }
+  return best > 0;
+}
+
+static pk_status gemm_init(pk_space *sp) {
+  const pk_te_program *prog = sp->task->prog;
+  const pk_te_tensor *t = NULL;
+  const pk_expr *mul = NULL, *guard = NULL;
+  for (int i = 0; i < prog->ntensors && !mul; i++)
+    if ((mul = sum_product(prog->tensors[i], &guard))) t = prog->tensors[i];
+  if (!mul || t->ndim < 3) return PK_ERR_UNSUPPORTED;
+  /* long rows vectorize well along columns: space_conv.c's template serves those */
+  if (t->shape[t->ndim - 1] >= 2 * (int64_t)sp->lanes) return PK_ERR_UNSUPPORTED;
+  gemm_plan *p = pk_alloc(sp->ctx, sizeof *p);
+  if (!choose_axes(sp, t, mul, guard, p)) return PK_ERR_UNSUPPORTED;
+  pk_ctx *ctx = sp->ctx, *tmp = pk_ctx_new();
+  pk_schedule *s0 = pk_sched_new(tmp, prog);
+  p->stage = pk_sprintf(ctx, "t%d", t->id);
+  p->local = pk_sprintf(ctx, "t%d.local", t->id);
+  const pk_stage *st = pk_sched_find_stage(s0, p->stage);
+  PK_ASSERT(st && st->nroot == t->ndim + t->body->naxes);
+  p->ndim = t->ndim;
+  for (int d = 0; d < t->ndim; d++) p->root[d] = pk_strdup(ctx, st->root[d]->name);
+  p->nreduce = t->body->naxes;
+  for (int r = 0; r < p->nreduce; r++) {
+    const char *name = st->root[t->ndim + r]->name;
+    int j = r;
+    for (; j > 0 && strcmp(p->k[j - 1], name) > 0; j--) p->k[j] = p->k[j - 1];
+    p->k[j] = pk_strdup(ctx, name);
+  }
+  for (int i = 0; i < s0->nstages && p->nother < 64; i++)
+    if (strcmp(s0->stages[i]->name, p->stage) != 0) p->other[p->nother++] = pk_strdup(ctx, s0->stages[i]->name);
+  pk_ctx_free(tmp);
+  p->norders = permutations(p->nreduce, CG_MAX_ORDERS, p->orders);
+  sp->plan = p;
+
+  int64_t EV = p->ev = t->shape[p->v], ER = p->er = p->r >= 0 ? t->shape[p->r] : 1;
+  int64_t v[PK_SPACE_MAX_VALUES];
+  static const int64_t rows[] = {1, 2, 3, 4, 5, 6, 8};
+  static const int64_t lanes[] = {4, 8, 12, 16, 24, 32, 48, 64};
+  space_add_knob(sp, "tile_rows", v, space_tile_values(ER, rows, 7, 2, 8, v));
+  int n = space_tile_values(EV, lanes, 8, 0, 0, v);
+  if (EV <= 64 && (n == 0 || v[n - 1] != EV)) v[n++] = EV;
+  space_add_knob(sp, "tile_v", v, n);
+  space_add_knob(sp, "vector", v, space_vector_values(sp, EV, v));
+  space_add_knob(sp, "cache_write", (int64_t[]){0, 1}, 2);
+  space_add_knob(sp, "pack", (int64_t[]){0, 1}, 2);
+  n = 0;
+  for (int i = 0; i < p->norders; i++) v[n++] = i;
+  space_add_knob(sp, "reduce_order", v, n);
+  space_add_knob(sp, "order", (int64_t[]){0, 1}, 2);
+  space_add_knob(sp, "unroll", (int64_t[]){0, 1}, 2);
+  space_add_knob(sp, "unroll_k", (int64_t[]){1, 2, 4, 0}, 4);
+  space_add_knob(sp, "parallel", (int64_t[]){0, 1}, sp->opts.allow_parallel ? 2 : 1);
+  PK_ASSERT(sp->nknobs == CG_NKNOBS);
+  return PK_OK;
+}
+
+#define N_(base, suffix) space_name(s, base, suffix)
+
+/* Splits R by tile_rows and V by tile_v (and V.i by the vector width) in stage; the names
+ * of the tile's inner loops go to inner[] (rows, vector parts, lanes). */
+static pk_status split_tile(const gemm_plan *p, pk_schedule *s, const char *stage, const int64_t *v,
+                            const char **inner, int *ninner, const char **lanes) {
+  const char *R = p->r >= 0 ? p->root[p->r] : NULL, *V = p->root[p->v];
+  int64_t vec = v[CG_VECTOR];
+  *ninner = 0;
+  *lanes = NULL;
+  if (R) {
+    SPACE_TRY(pk_sched_split(s, stage, R, v[CG_TILE_ROWS]));
+    inner[(*ninner)++] = N_(R, ".i");
+  }
+  SPACE_TRY(pk_sched_split(s, stage, V, v[CG_TILE_V]));
+  const char *vi = N_(V, ".i");
+  if (vec > 1) {
+    SPACE_TRY(pk_sched_split(s, stage, vi, vec));
+    inner[(*ninner)++] = N_(vi, ".o");
+    inner[(*ninner)++] = *lanes = N_(vi, ".i");
+  } else {
+    inner[(*ninner)++] = vi;
+  }
+  return PK_OK;
+}
+
+/* Tile loops outside: V.o then R.o (order 0: one packed panel serves every row tile) or R.o
+ * then V.o, then the other dims, each a single point of the tile. */
+static int outer_loops(const gemm_plan *p, pk_schedule *s, const int64_t *v, const char **out) {
+  int n = 0;
+  const char *R = p->r >= 0 ? p->root[p->r] : NULL, *V = p->root[p->v];
+  if (v[CG_ORDER] == 1 && R) out[n++] = N_(R, ".o");
+  out[n++] = N_(V, ".o");
+  if (v[CG_ORDER] == 0 && R) out[n++] = N_(R, ".o");
+  for (int d = 0; d < p->ndim; d++)
+    if (d != p->v && d != p->r) out[n++] = p->root[d];
+  return n;
+}
+
+/* The accumulating stage's loops: outer, [reductions], rows, vector parts, lanes; rows and
+ * parts fully unrolled (unroll 1), so the tile lives in registers. */
+static pk_status shape_acc(const gemm_plan *p, pk_schedule *s, const char *stage, const int64_t *v) {
+  const char *inner[4], *lanes, *order[2 * PK_TE_MAX_DIMS + 8];
+  int ninner, n = 0;
+  SPACE_TRY(split_tile(p, s, stage, v, inner, &ninner, &lanes));
+  n = outer_loops(p, s, v, order);
+  for (int r = 0; r < p->nreduce; r++) order[n++] = p->k[p->orders[v[CG_REDUCE_ORDER]][r]];
+  for (int i = 0; i < ninner; i++) order[n++] = inner[i];
+  SPACE_TRY(pk_sched_reorder(s, stage, n, order));
+  if (v[CG_UNROLL])
+    for (int i = 0; i < ninner; i++)
+      if (inner[i] != lanes) SPACE_TRY(pk_sched_unroll(s, stage, inner[i], 0));
+  if (v[CG_UNROLL_K] != 1)
+    SPACE_TRY(pk_sched_unroll(s, stage, p->k[p->orders[v[CG_REDUCE_ORDER]][p->nreduce - 1]], v[CG_UNROLL_K]));
+  if (lanes) SPACE_TRY(pk_sched_vectorize(s, stage, lanes));
+  return PK_OK;
+}
+
+static pk_status gemm_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
+  const gemm_plan *p = sp->plan;
+  const char *T = p->stage;
+  if (v[CG_PACK]) {
+    const char *readers[] = {T};
+    SPACE_TRY(pk_sched_cache_read(s, p->packed, "ws", 1, readers, p->packed_dim, v[CG_TILE_V]));
+  }
+  const char *outer[PK_TE_MAX_DIMS + 2];
+  int nouter;
+  if (v[CG_CACHE_WRITE]) {
+    /* T copies the tile out (lanes vectorized); T.local accumulates it in registers */
+    const char *inner[4], *lanes, *order[2 * PK_TE_MAX_DIMS + 8];
+    int ninner;
+    SPACE_TRY(pk_sched_cache_write(s, T, "local"));
+    SPACE_TRY(split_tile(p, s, T, v, inner, &ninner, &lanes));
+    nouter = outer_loops(p, s, v, outer);
+    int n = 0;
+    for (int i = 0; i < nouter; i++) order[n++] = outer[i];
+    for (int i = 0; i < ninner; i++) order[n++] = inner[i];
+    SPACE_TRY(pk_sched_reorder(s, T, n, order));
+    if (lanes) SPACE_TRY(pk_sched_vectorize(s, T, lanes));
+    SPACE_TRY(pk_sched_compute_at(s, p->local, T, outer[nouter - 1]));
+    SPACE_TRY(shape_acc(p, s, p->local, v));
+  } else {
+    SPACE_TRY(shape_acc(p, s, T, v));
+    nouter = outer_loops(p, s, v, outer);
+  }
+  if (v[CG_PARALLEL]) SPACE_TRY(pk_sched_parallel(s, T, outer[0]));
+  for (int i = 0; i < p->nother; i++) {
+    const pk_stage *st = pk_sched_find_stage(s, p->other[i]);
+    if (st) SPACE_TRY(space_schedule_injective(s, st, v[CG_VECTOR], 1, v[CG_PARALLEL] != 0, false, false));
+  }
+  return PK_OK;
+}
+
+/* The GEMM micro-kernel as preset: about tile_accumulators() vectors of rows × parts, two
+ * parts when R has at least 4 rows (rows dividing R, so no tile has a tail), else as many
+ * parts as V has (up to 64 lanes); panels packed, reductions in canonical order. */
+static bool gemm_preset(const pk_space *sp, int64_t *v) {
+  const gemm_plan *p = sp->plan;
+  memset(v, 0, CG_NKNOBS * sizeof *v);
+  int64_t acc = tile_accumulators(sp);
+  int64_t vec = space_pick(sp, CG_VECTOR, p->ev >= sp->lanes ? sp->lanes : p->ev);
+  int64_t vparts = (p->ev + vec - 1) / vec;
+  int64_t rows = 1;
+  for (int64_t r = 8; r >= 1 && rows == 1; r--)
+    if (p->er % r == 0) rows = r;
+  int64_t parts = rows >= 4 ? min64(2, vparts) : min64(acc / rows, vparts);
+  if (rows >= 4)
+    for (rows = min64(acc / parts, 8); p->er % rows; rows--) {}
+  v[CG_TILE_ROWS] = space_pick(sp, CG_TILE_ROWS, rows);
+  v[CG_TILE_V] = space_pick(sp, CG_TILE_V, parts * vec);
+  v[CG_VECTOR] = vec;
+  v[CG_CACHE_WRITE] = 1;
+  v[CG_PACK] = 1;
+  v[CG_UNROLL] = 1;
+  v[CG_UNROLL_K] = 1;
+  return true;
+}
+
+const space_class pk_space_class_conv_gemm = {"conv_gemm", gemm_init, gemm_apply, gemm_preset};

@@ -1,0 +1,93 @@
+/* pock_rt.c — `pock-rt`, the fleet-side command: train, evaluate, run and inspect a compiled
+ * model with libpockrt alone (no compiler, tuning database or Python on the device). */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pock/pkrt_kernel.h"
+#include "pock_rt.h"
+
+static const char usage[] =
+    "usage: pock-rt <command> MODEL.pock [options]\n"
+    "\n"
+    "Runs a model compiled by `pock compile` on this device; needs no compiler.\n"
+    "\n"
+    "commands:\n"
+    "  train MODEL.pock --data FILE --epochs N   train [--val FILE] [--lr X] [--seed S]\n"
+    "                    [--threads T] [--save W.pkw] [--checkpoint C.ckpt\n"
+    "                    [--checkpoint-every N]] [--resume C.ckpt] [--max-steps N]\n"
+    "                    [--metrics M.jsonl] [--scale X] [--label-column K] [--weights W.pkw]\n"
+    "  eval MODEL.pock --data FILE    loss and accuracy [--weights W.pkw] [--scale X]\n"
+    "                    [--label-column K] [--threads T]\n"
+    "  run MODEL.pock --data FILE     inference: one predicted class per row [--scores]\n"
+    "                    [--weights W.pkw] [--scale X] [--label-column K] [--threads T]\n"
+    "  info MODEL.pock                format, target, sizes, kernels, tuning ids, signer\n"
+    "                    [--extract-kernels OUT.so]\n"
+    "  --version                      print the version\n"
+    "  (`pock-rt COMMAND --help` describes each command; every command that opens a model\n"
+    "  takes --trusted-key KEY: only artifacts signed by KEY load, docs/signing.md)\n"
+    "\n"
+    "Exit status: 0 success, 1 error, 2 usage.\n";
+
+int pkrt_cli_fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("pock-rt: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return PKRT_EXIT_ERROR;
+}
+
+int pkrt_cli_usage(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("pock-rt: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputs("\n(run `pock-rt --help` for usage)\n", stderr);
+  va_end(ap);
+  return PKRT_EXIT_USAGE;
+}
+
+bool pkrt_cli_parse_i64(const char *s, int64_t *out) {
+  char *end;
+  if (!s || !*s) return false;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end) return false;
+  *out = v;
+  return true;
+}
+
+bool pkrt_cli_parse_double(const char *s, double *out) {
+  char *end;
+  if (!s || !*s) return false;
+  double d = strtod(s, &end);
+  if (*end || !isfinite(d)) return false;
+  *out = d;
+  return true;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(usage, stderr);
+    return PKRT_EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+    printf("pock-rt %s (kernel ABI v%u)\n", POCK_VERSION, PKRT_ABI_VERSION);
+    return PKRT_EXIT_OK;
+  }
+  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+    fputs(usage, stdout);
+    return PKRT_EXIT_OK;
+  }
+  if (!strcmp(cmd, "train")) return pkrt_cmd_train(argc - 2, argv + 2);
+  if (!strcmp(cmd, "eval")) return pkrt_cmd_eval(argc - 2, argv + 2);
+  if (!strcmp(cmd, "run")) return pkrt_cmd_run(argc - 2, argv + 2);
+  if (!strcmp(cmd, "info")) return pkrt_cmd_info(argc - 2, argv + 2);
+  return pkrt_cli_usage("unknown command '%s'", cmd);
+}

@@ -1,0 +1,3 @@
+# presets.cmake — the default schedules (autotune/space*.c presets) of every digits kernel
+# build and equal the interpreter; conv and matmul kernels are never left unscheduled.
+pk_add_test(test_presets LIBS pk_driver LABELS autotune driver TIMEOUT 120)
