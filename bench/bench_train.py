@@ -4,7 +4,7 @@ Pock (`pock compile` + bench_train_step), same initial weights (torch2pock) and 
 for the full update and the sparse schemes at batch 1, 8 and 32. Never fails on timing.
 
   /usr/bin/python3 bench/bench_train.py [--build build] [--models cnn,mlp]
-        [--schemes full,head,bias_head,partial25] [--batches 1,8,32] [--epochs 2]
+        [--schemes full,head,bias_head,last2,partial25,partial25_localbias] [--batches 1,8,32] [--epochs 2]
 
 Prints per (model, scheme, batch): median ms/step of each and their ratio, peak RSS of each
 process, test accuracy of each, the step's FLOPs (multiply-adds x 2 of the conv/matmul
@@ -194,7 +194,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--models", default="cnn,mlp")
-    ap.add_argument("--schemes", default="full,head,bias_head,partial25")
+    ap.add_argument("--schemes", default="full,head,bias_head,last2,partial25,partial25_localbias")
     ap.add_argument("--batches", default="1,8,32")
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--db", help="tuning database for `pock compile --db` (default: none)")

@@ -49,6 +49,11 @@ def spec_of(model, scheme):
         "partial25": [{"params": [models.PARTIAL[model] + ".weight"],
                        "channels": PARTIAL_FRACTION},
                       {"biases": True}, {"params": head}],
+        "last2": [{"last_layers": 2}],
+        "partial25_localbias": [{"params": [models.PARTIAL[model] + ".weight"],
+                                 "channels": PARTIAL_FRACTION},
+                                {"params": [models.PARTIAL[model] + ".bias"]},
+                                {"params": head}],
     }[scheme]
     return {"version": 1, "train": train}
 
@@ -76,14 +81,18 @@ class TorchTrainer:
         self.m = m
         head = models.HEADS[model_name] + "."
         self.named = collections.OrderedDict(m.named_parameters())
+        layer_of = lambda n: n.rsplit(".", 1)[0]
         self.trains = {n: scheme == "full" or n.startswith(head)
                        or (scheme in ("bias_head", "partial25") and n.endswith("bias"))
+                       or (scheme == "last2" and layer_of(n) in models.LAST2[model_name])
+                       or (scheme == "partial25_localbias"
+                           and n == models.PARTIAL[model_name] + ".bias")
                        for n in self.named}
         for n, p in self.named.items():
             p.requires_grad_(self.trains[n])
         opt_params = [p for n, p in self.named.items() if self.trains[n]]
         self.split = None
-        if scheme == "partial25":
+        if scheme in ("partial25", "partial25_localbias"):
             lname = models.PARTIAL[model_name]
             layer = dict(m.named_modules())[lname]
             w = layer.weight.detach()

@@ -52,6 +52,7 @@ def mlp(seed=SEED, dtype=torch.float32):
 
 MODELS = {"cnn": cnn, "mlp": mlp}
 HEADS = {"cnn": "fc", "mlp": "fc3"}          # the classifier layer of each model
+LAST2 = {"cnn": ("conv3", "fc"), "mlp": ("fc2", "fc3")}  # the last two layers
 PARTIAL = {"cnn": "conv3", "mlp": "fc2"}     # the layer a partial-channel scheme trains
 
 
