@@ -6,7 +6,8 @@
 #   scripts/fuzz.sh [SECONDS] [--merge]
 #
 # --merge: afterwards, minimize the committed corpus plus what this run found into
-# fuzz/corpus (libFuzzer -merge=1: the smallest set with the same coverage).
+# fuzz/corpus (libFuzzer -merge=1: the smallest set with the same coverage); files named
+# regress-* (hand-written regression inputs) are always kept.
 # Environment: FUZZ_BUILD_DIR (default build-fuzz), FUZZ_JOBS (build jobs, default 2).
 # Exit status: libFuzzer's (0 clean, non-zero on a crash); 77 when clang's libFuzzer is
 # not installed (scripts/install-deps.sh installs it).
@@ -56,7 +57,8 @@ if [ "$merge" = 1 ]; then
   mkdir "$merged"
   "$build/fuzz/fuzz_artifact" -merge=1 -max_len=65536 "$merged" "$root/fuzz/corpus" "$work" \
     >"$build/merge.log" 2>&1
-  rm -f "$root"/fuzz/corpus/*
+  # regress-* files are hand-written regression inputs: kept whatever their coverage.
+  find "$root/fuzz/corpus" -type f ! -name 'regress-*' -delete
   cp "$merged"/* "$root/fuzz/corpus/"
   echo "fuzz: corpus merged: $(ls "$root/fuzz/corpus" | wc -l) files, $(du -sh "$root/fuzz/corpus" | cut -f1)"
 fi

@@ -17,6 +17,10 @@ for t in strace readelf; do
   command -v "$t" >/dev/null || { echo "SKIP test_isolation: $t is not installed (scripts/install-deps.sh)"; exit 77; }
 done
 strace_bin=$(command -v strace)
+if ! "$strace_bin" -f -qq -e trace=execve -o /dev/null /bin/true 2>/dev/null; then
+  echo "SKIP test_isolation: strace cannot trace here (ptrace not permitted in this container?)"
+  exit 77
+fi
 for f in "$pock" "$tool" "$trainer" "$librt" ${pockrt:+"$pockrt"} ${example:+"$example"}; do
   [ -f "$f" ] || { echo "FAIL setup: $f is not built"; exit 1; }
 done
