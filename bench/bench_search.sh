@@ -18,8 +18,8 @@ for te in "$@"; do
   name=$(basename "$te" .te)
   for s in $seeds; do
     r=$out/$name.random.$s.db; e=$out/$name.evo.$s.db
-    [ -f "$r.done" ] || { rm -f "$r"; $pock tune "$te" --db "$r" --tuner random --trials 1000 --seed "$s" --timeout 5 --min-ms "${MIN_MS:-50}" >"$out/$name.random.$s.log" 2>&1; touch "$r.done"; }
-    [ -f "$e.done" ] || { rm -f "$e"; $pock tune "$te" --db "$e" --tuner evo --trials 300 --seed "$s" --timeout 5 --min-ms "${MIN_MS:-50}" >"$out/$name.evo.$s.log" 2>&1; touch "$e.done"; }
+    [ -f "$r.done" ] || { rm -f "$r"; $pock tune "$te" --db "$r" --tuner random --trials 1000 --seed "$s" --timeout 5 --build-timeout 20 --min-ms "${MIN_MS:-50}" >"$out/$name.random.$s.log" 2>&1; touch "$r.done"; }
+    [ -f "$e.done" ] || { rm -f "$e"; $pock tune "$te" --db "$e" --tuner evo --trials 300 --seed "$s" --timeout 5 --build-timeout 20 --min-ms "${MIN_MS:-50}" >"$out/$name.evo.$s.log" 2>&1; touch "$e.done"; }
     $retime "$te" "$r:300" "$r:1000" "$e:300" > "$out/$name.$s.retime"
     # the first evo trial whose (tuner-measured) best reaches 95% of random's re-timed best
     $pock db history "$e" --te "$te" > "$out/$name.evo.$s.history" 2>/dev/null || true

@@ -27,7 +27,7 @@ static void on_sigint(int sig) { (void)sig; interrupted = 1; }
 typedef struct tune_options {
   const char *input, *db, *target, *tuner, *sparse;
   int64_t trials, total_trials, seed, batch, patience, min_ms, model_batch;
-  double time_budget_s, timeout_s;
+  double time_budget_s, timeout_s, build_timeout_s;
   bool resume, inference, model;
 } tune_options;
 
@@ -48,6 +48,7 @@ static const char tune_help[] =
     "  --tuner evo|random|grid   (default evo)\n"
     "  --time-budget S       stop after S seconds\n"
     "  --timeout S           per candidate (default 10)\n"
+    "  --build-timeout S     per candidate build: lowering + compiling (default 120)\n"
     "  --tune-batch N        candidates built and measured per batch (default 16)\n"
     "  --batch N             TE input: as --tune-batch; model input: the model's batch size\n"
     "                        (default 32, as `pock compile`)\n"
@@ -66,7 +67,7 @@ static bool is_model_path(const char *p) {
 
 static int parse_options(int argc, char **argv, tune_options *o) {
   *o = (tune_options){.target = "c", .tuner = "evo", .trials = 64, .seed = 1, .batch = -1,
-                      .min_ms = 50, .timeout_s = 10, .model_batch = 32};
+                      .min_ms = 50, .timeout_s = 10, .build_timeout_s = 120, .model_batch = 32};
   int64_t batch = -1, tune_batch = -1;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
@@ -89,11 +90,12 @@ static int parse_options(int argc, char **argv, tune_options *o) {
     else if (!strcmp(a, "--target")) o->target = v;
     else if (!strcmp(a, "--tuner")) o->tuner = v;
     else if (!strcmp(a, "--sparse")) o->sparse = v;
-    else if (!strcmp(a, "--time-budget") || !strcmp(a, "--timeout")) {
+    else if (!strcmp(a, "--time-budget") || !strcmp(a, "--timeout") || !strcmp(a, "--build-timeout")) {
       char *end;
       double d = strtod(v, &end);
       if (*end || !(d > 0) || d > 1e7) return pk_cli_usage("tune: %s needs a positive number of seconds", a);
-      *(!strcmp(a, "--timeout") ? &o->timeout_s : &o->time_budget_s) = d;
+      *(!strcmp(a, "--timeout") ? &o->timeout_s
+        : !strcmp(a, "--build-timeout") ? &o->build_timeout_s : &o->time_budget_s) = d;
     } else if (!strcmp(a, "--trials") || !strcmp(a, "--seed") || !strcmp(a, "--batch") ||
                !strcmp(a, "--patience") || !strcmp(a, "--min-ms") || !strcmp(a, "--total-trials") ||
                !strcmp(a, "--tune-batch")) {
@@ -462,6 +464,7 @@ int pk_cmd_tune(int argc, char **argv) {
   pk_measure_settings set;
   pk_measure_settings_default(&set);
   set.timeout_s = o.timeout_s;
+  set.build_timeout_s = o.build_timeout_s;
   set.min_ns = o.min_ms * 1000000;
   set.seed = (uint64_t)o.seed;
   tuning *T = pk_alloc(ctx, sizeof *T);

@@ -29,7 +29,7 @@ static const char usage[] =
     "  tune INPUT --db DB       autotune on this device into a SQLite database; INPUT is a TE\n"
     "                           file or a model (every kernel of its training graph)\n"
     "                           [--tuner evo|random|grid] [--trials N] [--total-trials N]\n"
-    "                           [--time-budget S] [--timeout S] [--batch N] [--tune-batch N]\n"
+    "                           [--time-budget S] [--timeout S] [--build-timeout S] [--batch N] [--tune-batch N]\n"
     "                           [--sparse SPEC] [--patience N] [--min-ms M] [--target T]\n"
     "                           [--resume] [--seed N]\n"
     "  report --db DB           per task: default, best generated, extern; tuning curves\n"
