@@ -9,11 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_util.h"
 #include "hand_schedules.h"
 #include "pk_measure.h"
 #include "pk_ops.h"
-
-#define SGEMM_SIGNATURE "void(i32,i32,i32,i32,i32,i32,f32,ptr,i32,ptr,i32,f32,ptr,i32)"
 
 typedef struct gemm_case {
   int64_t m, n, k;
@@ -27,60 +26,6 @@ static const gemm_case cases[] = {
     {256, 784, 32, true, false},  /* its weight gradient: dY^T · X */
     {3072, 768, 128, true, false},
 };
-
-typedef struct run_arg {
-  const pkrt_kernel_desc *k;
-  pk_host_buffers *hb;
-  void *workspace;
-  pkrt_exec_ctx *exec;
-} run_arg;
-
-static int run_kernel(void *p) {
-  run_arg *r = p;
-  return r->k->fn(r->hb->bufs, r->hb->n, NULL, 0, r->workspace, r->exec);
-}
-
-typedef struct sgemm_arg {
-  const pkrt_extern *fn;
-  int32_t ta, tb, m, n, k, lda, ldb;
-  const void *a, *b;
-  void *c;
-} sgemm_arg;
-
-static int run_sgemm(void *p) {
-  sgemm_arg *r = p;
-  int32_t order = 101, ldc = r->n;
-  float alpha = 1, beta = 0;
-  void *args[] = {&order, &r->ta, &r->tb, &r->m, &r->n, &r->k, &alpha, (void *)&r->a, &r->lda,
-                  (void *)&r->b, &r->ldb, &beta, &r->c, &ldc};
-  pkrt_extern_call(r->fn, args, NULL);
-  return 0;
-}
-
-/* Builds prog with sched, checks it against the interpreter, and times it. */
-static int time_scheduled(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *prog,
-                          pk_schedule *sched, int64_t min_ns, pk_host_buffers *hb, double *ns) {
-  pkrt_module *m;
-  if (pk_build_scheduled(ctx, cc, rt, &prog, &sched, 1, &m) != PK_OK) {
-    fprintf(stderr, "build: %s\n", pk_ctx_error(ctx));
-    return 1;
-  }
-  const pkrt_kernel_desc *k = pkrt_module_find(m, "k0");
-  pk_kernel_check_result res;
-  if (pk_kernel_check_scheduled(ctx, rt, prog, sched, k, 11, &res) != PK_OK) {
-    fprintf(stderr, "WRONG RESULT: %s\n", pk_ctx_error(ctx));
-    pkrt_module_free(m);
-    return 1;
-  }
-  void *ws = k->workspace_bytes ? aligned_alloc(64, ((size_t)k->workspace_bytes + 63) / 64 * 64) : NULL;
-  run_arg ra = {k, hb, ws, pkrt_ctx_exec(rt)};
-  pk_timing t;
-  int rc = pk_measure(run_kernel, &ra, min_ns, &t);
-  *ns = t.median_ns;
-  free(ws);
-  pkrt_module_free(m);
-  return rc != 0;
-}
 
 static pk_te_program *matmul_program(pk_ctx *ctx, const gemm_case *c) {
   pk_op_params prm = {.ninputs = 2};
@@ -107,19 +52,21 @@ static int bench_gemm(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const pkrt_extern *s
   double naive_ns = 0, hand_ns = 0, blas_ns = 0;
   int bad = 0;
   /* The naive kernel takes seconds at 1024^3: time it with the minimum repeats only. */
-  bad |= time_scheduled(ctx, cc, rt, p, pk_sched_new(ctx, p), min_ns / 10, &hb, &naive_ns);
+  naive_ns = pk_bench_time_scheduled(ctx, cc, rt, p, pk_sched_new(ctx, p), min_ns / 10, &hb);
+  bad |= naive_ns < 0;
   pk_schedule *hand = pk_sched_new(ctx, p);
   if (pk_hand_schedule_matmul(hand) != PK_OK) {
     fprintf(stderr, "hand schedule: %s\n", pk_ctx_error(ctx));
     return 1;
   }
-  bad |= time_scheduled(ctx, cc, rt, p, hand, min_ns, &hb, &hand_ns);
+  hand_ns = pk_bench_time_scheduled(ctx, cc, rt, p, hand, min_ns, &hb);
+  bad |= hand_ns < 0;
   if (sgemm) {
-    sgemm_arg sa = {sgemm, c->trans_a ? 112 : 111, c->trans_b ? 112 : 111, (int32_t)c->m,
+    pk_bench_sgemm_run sa = {sgemm, c->trans_a ? 112 : 111, c->trans_b ? 112 : 111, (int32_t)c->m,
                     (int32_t)c->n, (int32_t)c->k, (int32_t)p->tensors[0]->shape[1],
                     (int32_t)p->tensors[1]->shape[1], hb.data[0], hb.data[1], hb.data[2]};
     pk_timing t;
-    pk_measure(run_sgemm, &sa, min_ns, &t);
+    pk_measure(pk_bench_run_sgemm, &sa, min_ns, &t);
     blas_ns = t.median_ns;
   }
   printf("| %lld×%lld×%lld %s%s | %.2f | %.1f | %.1f | %.0f%% |\n", (long long)c->m,
@@ -145,13 +92,15 @@ static int bench_conv(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, int64_t min_ns) {
   for (int i = 0; i < 2; i++) pk_te_ref_to_buffer(p->tensors[i], &ref->tensors[i], hb.data[i]);
   double flops = 2.0 * 8 * 64 * 32 * 32 * 64 * 9;
   double naive_ns = 0, hand_ns = 0;
-  int bad = time_scheduled(ctx, cc, rt, p, pk_sched_new(ctx, p), min_ns / 10, &hb, &naive_ns);
+  naive_ns = pk_bench_time_scheduled(ctx, cc, rt, p, pk_sched_new(ctx, p), min_ns / 10, &hb);
+  int bad = naive_ns < 0;
   pk_schedule *hand = pk_sched_new(ctx, p);
   if (pk_hand_schedule_conv2d(hand) != PK_OK) {
     fprintf(stderr, "hand schedule: %s\n", pk_ctx_error(ctx));
     return 1;
   }
-  bad |= time_scheduled(ctx, cc, rt, p, hand, min_ns, &hb, &hand_ns);
+  hand_ns = pk_bench_time_scheduled(ctx, cc, rt, p, hand, min_ns, &hb);
+  bad |= hand_ns < 0;
   printf("\n| conv2d 3×3, N=8, C=O=64, 32×32, pad 1 | default GFLOP/s | hand GFLOP/s | hand / default |\n"
          "|---|---|---|---|\n| | %.2f | %.1f | %.1f× |\n",
          flops / naive_ns, flops / hand_ns, naive_ns / hand_ns);
@@ -171,7 +120,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   pkrt_extern *sgemm = NULL;
-  if (pkrt_extern_open(rt, "libopenblas.so.0", "cblas_sgemm", SGEMM_SIGNATURE, &sgemm) != PKRT_OK)
+  if (pkrt_extern_open(rt, "libopenblas.so.0", "cblas_sgemm", PK_BENCH_SGEMM_SIGNATURE, &sgemm) != PKRT_OK)
     printf("OpenBLAS unavailable: %s\n", pkrt_ctx_error(rt));
   printf("pock bench_matmul: 1 thread pinned to CPU %d, fp32, median of repeats >= %lld ms, %s\n\n",
          cpu, (long long)(min_ns / 1000000), pk_cc_version(cc));

@@ -9,12 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_util.h"
 #include "hand_schedules.h"
 #include "pk_measure.h"
 #include "pk_ops.h"
 #include "pk_tunedb.h"
-
-#define SGEMM_SIGNATURE "void(i32,i32,i32,i32,i32,i32,f32,ptr,i32,ptr,i32,f32,ptr,i32)"
 
 typedef struct bench_case {
   const char *file;  /* TE file name for --emit-te */
@@ -47,59 +46,6 @@ static pk_status case_params(const bench_case *c, pk_op_params *prm) {
   prm->attrs.trans_a = c->trans_a;
   prm->attrs.trans_b = c->trans_b;
   return PK_OK;
-}
-
-typedef struct run_arg {
-  const pkrt_kernel_desc *k;
-  pk_host_buffers *hb;
-  void *workspace;
-  pkrt_exec_ctx *exec;
-} run_arg;
-
-static int run_kernel(void *p) {
-  run_arg *r = p;
-  return r->k->fn(r->hb->bufs, r->hb->n, NULL, 0, r->workspace, r->exec);
-}
-
-typedef struct sgemm_arg {
-  const pkrt_extern *fn;
-  int32_t ta, tb, m, n, k, lda, ldb;
-  const void *a, *b;
-  void *c;
-} sgemm_arg;
-
-static int run_sgemm(void *p) {
-  sgemm_arg *r = p;
-  int32_t order = 101, ldc = r->n;
-  float alpha = 1, beta = 0;
-  void *args[] = {&order, &r->ta, &r->tb, &r->m, &r->n, &r->k, &alpha, (void *)&r->a, &r->lda,
-                  (void *)&r->b, &r->ldb, &beta, &r->c, &ldc};
-  pkrt_extern_call(r->fn, args, NULL);
-  return 0;
-}
-
-/* Builds prog with sched, checks it against the interpreter, times it: median ns, or -1. */
-static double time_scheduled(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *prog,
-                             pk_schedule *sched, int64_t min_ns, pk_host_buffers *hb) {
-  pkrt_module *m;
-  if (pk_build_scheduled(ctx, cc, rt, &prog, &sched, 1, &m) != PK_OK) {
-    fprintf(stderr, "build: %s\n", pk_ctx_error(ctx));
-    return -1;
-  }
-  const pkrt_kernel_desc *k = pkrt_module_find(m, "k0");
-  pk_kernel_check_result res;
-  if (pk_kernel_check_scheduled(ctx, rt, prog, sched, k, 11, &res) != PK_OK) {
-    fprintf(stderr, "WRONG RESULT: %s\n", pk_ctx_error(ctx));
-    pkrt_module_free(m);
-    return -1;
-  }
-  void *ws = k->workspace_bytes ? aligned_alloc(64, ((size_t)k->workspace_bytes + 63) / 64 * 64) : NULL;
-  run_arg ra = {k, hb, ws, pkrt_ctx_exec(rt)};
-  pk_timing t;
-  int rc = pk_measure(run_kernel, &ra, min_ns, &t);
-  free(ws);
-  pkrt_module_free(m);
-  return rc ? -1 : t.median_ns;
 }
 
 /* The fastest OK schedule record (not an extern) of the task on this device's target. */
@@ -151,15 +97,15 @@ static int bench_case_run(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_tunedb *db,
   if (pk_host_buffers_new(ctx, p, &hb) != PK_OK) return 1;
   for (int i = 0; i < 2; i++) pk_te_ref_to_buffer(p->tensors[i], &ref->tensors[i], hb.data[i]);
 
-  double tuned_ns = time_scheduled(ctx, cc, rt, p, tuned, min_ns, &hb);
-  double hand_ns = hand ? time_scheduled(ctx, cc, rt, p, hand, min_ns, &hb) : 0;
+  double tuned_ns = pk_bench_time_scheduled(ctx, cc, rt, p, tuned, min_ns, &hb);
+  double hand_ns = hand ? pk_bench_time_scheduled(ctx, cc, rt, p, hand, min_ns, &hb) : 0;
   double blas_ns = 0;
   if (sgemm && c->op == PK_OP_MATMUL) {
-    sgemm_arg sa = {sgemm, c->trans_a ? 112 : 111, c->trans_b ? 112 : 111, (int32_t)c->m,
+    pk_bench_sgemm_run sa = {sgemm, c->trans_a ? 112 : 111, c->trans_b ? 112 : 111, (int32_t)c->m,
                     (int32_t)c->n, (int32_t)c->k, (int32_t)p->tensors[0]->shape[1],
                     (int32_t)p->tensors[1]->shape[1], hb.data[0], hb.data[1], hb.data[2]};
     pk_timing t;
-    pk_measure(run_sgemm, &sa, min_ns, &t);
+    pk_measure(pk_bench_run_sgemm, &sa, min_ns, &t);
     blas_ns = t.median_ns;
   }
   pk_host_buffers_free(&hb);
@@ -226,7 +172,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   pkrt_extern *sgemm = NULL;
-  if (pkrt_extern_open(rt, "libopenblas.so.0", "cblas_sgemm", SGEMM_SIGNATURE, &sgemm) != PKRT_OK)
+  if (pkrt_extern_open(rt, "libopenblas.so.0", "cblas_sgemm", PK_BENCH_SGEMM_SIGNATURE, &sgemm) != PKRT_OK)
     printf("OpenBLAS unavailable: %s\n", pkrt_ctx_error(rt));
   printf("pock bench_tuned: 1 thread pinned to CPU %d, fp32, median of repeats >= %lld ms, %s\n\n",
          cpu, (long long)(min_ns / 1000000), pk_cc_version(cc));

@@ -9,20 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pk_measure.h"
+#include "bench_util.h"
 #include "pk_tunedb.h"
-
-typedef struct run_arg {
-  const pkrt_kernel_desc *k;
-  pk_host_buffers *hb;
-  void *workspace;
-  pkrt_exec_ctx *exec;
-} run_arg;
-
-static int run_kernel(void *p) {
-  run_arg *r = p;
-  return r->k->fn(r->hb->bufs, r->hb->n, NULL, 0, r->workspace, r->exec);
-}
 
 /* The fastest OK schedule record with trial <= max_trial (the tuner's own timing). */
 static const pk_record *best_within(pk_ctx *ctx, const char *path, const pk_task *task,
@@ -97,9 +85,9 @@ int main(int argc, char **argv) {
         bad = 1;
       } else {
         void *ws = k->workspace_bytes ? aligned_alloc(64, ((size_t)k->workspace_bytes + 63) / 64 * 64) : NULL;
-        run_arg ra = {k, &hb, ws, pkrt_ctx_exec(rt)};
+        pk_bench_kernel_run ra = {k, &hb, ws, pkrt_ctx_exec(rt)};
         pk_timing t;
-        if (pk_measure(run_kernel, &ra, PK_MEASURE_MIN_NS, &t) == 0) gflops = task.flops / t.median_ns;
+        if (pk_measure(pk_bench_run_kernel, &ra, PK_MEASURE_MIN_NS, &t) == 0) gflops = task.flops / t.median_ns;
         free(ws);
       }
       pkrt_module_free(m);

@@ -1,0 +1,35 @@
+/* bench_util.h — what the benches share: timing a kernel on host buffers, timing OpenBLAS
+ * sgemm through the runtime's extern path, and building + checking + timing a schedule. */
+#ifndef PK_BENCH_UTIL_H
+#define PK_BENCH_UTIL_H
+
+#include "pk_codegen.h"
+#include "pk_measure.h"
+#include "pk_schedule.h"
+
+#define PK_BENCH_SGEMM_SIGNATURE "void(i32,i32,i32,i32,i32,i32,f32,ptr,i32,ptr,i32,f32,ptr,i32)"
+
+/* One call of a built kernel on host buffers (pk_measure's callback argument). */
+typedef struct pk_bench_kernel_run {
+  const pkrt_kernel_desc *k;
+  pk_host_buffers *hb;
+  void *workspace;
+  pkrt_exec_ctx *exec;
+} pk_bench_kernel_run;
+int pk_bench_run_kernel(void *arg);
+
+/* One row-major cblas_sgemm call, C = op(A) op(B) (ta/tb: 111 no, 112 transposed). */
+typedef struct pk_bench_sgemm_run {
+  const pkrt_extern *fn;
+  int32_t ta, tb, m, n, k, lda, ldb;
+  const void *a, *b;
+  void *c;
+} pk_bench_sgemm_run;
+int pk_bench_run_sgemm(void *arg);
+
+/* Builds prog with sched (NULL: the default), checks it against the interpreter, times it
+ * on hb: the median in ns, or -1 after printing why (build error, wrong result). */
+double pk_bench_time_scheduled(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *prog,
+                               pk_schedule *sched, int64_t min_ns, pk_host_buffers *hb);
+
+#endif
