@@ -9,7 +9,7 @@
 
 enum {
   CV_TILE_OC, CV_TILE_W, CV_TILE_H, CV_VECTOR, CV_CACHE_WRITE, CV_REDUCE_ORDER, CV_ORDER,
-  CV_UNROLL, CV_UNROLL_K, CV_PACK_W, CV_PARALLEL, CV_NKNOBS
+  CV_UNROLL, CV_UNROLL_K, CV_PACK_W, CV_PARALLEL, CV_PARTITION, CV_NKNOBS
 };
 
 #define CV_MAX_ORDERS 6
@@ -105,6 +105,9 @@ static pk_status conv_init(pk_space *sp) {
   space_add_knob(sp, "unroll_k", (int64_t[]){1, 2, 4, 0}, 4);
   space_add_knob(sp, "pack_w", (int64_t[]){0, 1}, p->weight ? 2 : 1);
   space_add_knob(sp, "parallel", (int64_t[]){0, 1}, sp->opts.allow_parallel ? 2 : 1);
+  /* cut the innermost serial reduce loop where the padding guards hold (pk_sched_partition):
+   * interior tiles then read the input with plain vector loads */
+  space_add_knob(sp, "partition", (int64_t[]){0, 1}, 2);
   PK_ASSERT(sp->nknobs == CV_NKNOBS);
   return PK_OK;
 }
@@ -175,10 +178,10 @@ static pk_status conv_unroll_and_vectorize(const conv_plan *p, pk_schedule *s, c
                                            const int64_t *v, const conv_loops *l, bool reduce) {
   if (v[CV_UNROLL])
     for (int i = 0; i < l->nunroll; i++) SPACE_TRY(pk_sched_unroll(s, stage, l->unroll[i], 0));
-  if (reduce && v[CV_UNROLL_K] != 1) {
-    const char *innermost = p->k[p->orders[v[CV_REDUCE_ORDER]][p->nreduce - 1]];
-    SPACE_TRY(pk_sched_unroll(s, stage, innermost, v[CV_UNROLL_K]));
-  }
+  const int *order = p->orders[v[CV_REDUCE_ORDER]];
+  if (reduce && v[CV_UNROLL_K] != 1) SPACE_TRY(pk_sched_unroll(s, stage, p->k[order[p->nreduce - 1]], v[CV_UNROLL_K]));
+  int serial = p->nreduce - (v[CV_UNROLL_K] != 1 ? 2 : 1); /* the innermost serial reduce loop */
+  if (reduce && v[CV_PARTITION] && serial >= 0) SPACE_TRY(pk_sched_partition(s, stage, p->k[order[serial]]));
   if (l->vec) SPACE_TRY(pk_sched_vectorize(s, stage, l->vec));
   return PK_OK;
 }

@@ -5,8 +5,10 @@
 # the evo best at 300 are re-timed side by side in one process (bench/search_retime.c).
 # A bench, not a test: it prints a table and never fails on a timing.
 #
-# Usage: [SEEDS="1 2 3"] [MIN_MS=50] bench/bench_search.sh BUILD_DIR OUT_DIR TASK.te...
-# (MIN_MS: the tuners' repeat time per candidate; the final re-timing always uses 50 ms)
+# Usage: [SEEDS="1 2 3"] [MIN_MS=50] [BUILD_TIMEOUT=20] bench/bench_search.sh BUILD_DIR OUT_DIR TASK.te...
+# (MIN_MS: the tuners' repeat time per candidate; the final re-timing always uses 50 ms.
+# BUILD_TIMEOUT: a candidate whose compile takes longer is a failed trial, for both tuners.)
+# Seeds are the outer loop, so a run cut short still has whole seeds for every task.
 set -euo pipefail
 build=$1; out=$2; shift 2
 seeds=${SEEDS:-"1 2 3"}
@@ -14,12 +16,12 @@ pock=$build/cli/pock
 retime=$build/bench/search_retime
 mkdir -p "$out"
 printf "| task | seed | random@300 | random@1000 | evo@300 | evo/random@1000 | hard (r300 < 95%%) | evo reached 95%% at trial |\n|---|---|---|---|---|---|---|---|\n" > "$out/table.md"
-for te in "$@"; do
-  name=$(basename "$te" .te)
-  for s in $seeds; do
+for s in $seeds; do
+  for te in "$@"; do
+    name=$(basename "$te" .te)
     r=$out/$name.random.$s.db; e=$out/$name.evo.$s.db
-    [ -f "$r.done" ] || { rm -f "$r"; $pock tune "$te" --db "$r" --tuner random --trials 1000 --seed "$s" --timeout 5 --build-timeout 20 --min-ms "${MIN_MS:-50}" >"$out/$name.random.$s.log" 2>&1; touch "$r.done"; }
-    [ -f "$e.done" ] || { rm -f "$e"; $pock tune "$te" --db "$e" --tuner evo --trials 300 --seed "$s" --timeout 5 --build-timeout 20 --min-ms "${MIN_MS:-50}" >"$out/$name.evo.$s.log" 2>&1; touch "$e.done"; }
+    [ -f "$r.done" ] || { rm -f "$r"; $pock tune "$te" --db "$r" --tuner random --trials 1000 --seed "$s" --timeout 5 --build-timeout "${BUILD_TIMEOUT:-20}" --min-ms "${MIN_MS:-50}" >"$out/$name.random.$s.log" 2>&1; touch "$r.done"; }
+    [ -f "$e.done" ] || { rm -f "$e"; $pock tune "$te" --db "$e" --tuner evo --trials 300 --seed "$s" --timeout 5 --build-timeout "${BUILD_TIMEOUT:-20}" --min-ms "${MIN_MS:-50}" >"$out/$name.evo.$s.log" 2>&1; touch "$e.done"; }
     $retime "$te" "$r:300" "$r:1000" "$e:300" > "$out/$name.$s.retime"
     # the first evo trial whose (tuner-measured) best reaches 95% of random's re-timed best
     $pock db history "$e" --te "$te" > "$out/$name.evo.$s.history" 2>/dev/null || true

@@ -310,6 +310,7 @@ pk_status pk_sched_lower_opts(pk_ctx *ctx, const pk_te_program *prog, const pk_s
   for (int i = 0; i < sched->nstages && s == PK_OK; i++) s = make_buffer(&L, &L.sl[i]);
   if (s != PK_OK) return s;
   f->body = kernel_body(&L);
+  lower_partition_loops(ctx, f);
   f->workspace_bytes = (L.ws_bytes + WORKSPACE_ALIGN - 1) / WORKSPACE_ALIGN * WORKSPACE_ALIGN;
   number_in_order(ctx, f);
 

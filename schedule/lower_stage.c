@@ -195,6 +195,7 @@ static pk_stmt *leaf_loop(nest *N, int pos, pk_stmt *body) {
   pk_stmt *s = pk_st_for(N->L->ctx, sl->leaf_var[pos], pk_lx_int(N->L->ctx, 0),
                          pk_lx_int(N->L->ctx, ext), kind, body);
   s->annotation = annotation;
+  s->partition = it->partition && kind == PK_LOOP_SERIAL;
   return s;
 }
 

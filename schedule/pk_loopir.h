@@ -98,6 +98,7 @@ struct pk_stmt {
   pk_lexpr *min, *extent; /* FOR */
   pk_loop_kind loop;   /* FOR */
   int64_t annotation;  /* FOR: unroll factor or vector width; 0 = none */
+  bool partition;      /* FOR, during lowering only: cut by the partition pass (partition.c) */
   pk_lexpr *cond;      /* IF */
   pk_stmt *then_, *else_; /* IF */
   pk_lbuf *buf;        /* STORE, ALLOC */

@@ -51,6 +51,7 @@ struct pk_iter {
   pk_iter *fused_into;                /* set on an iter once it is fused */
   pk_loop_kind kind;        /* SERIAL unless annotated */
   int64_t annotation;       /* UNROLLED: depth; VECTORIZED: lanes (= extent) */
+  bool partition;           /* cut into guard-free middle and edges (pk_sched_partition) */
 };
 
 typedef enum pk_attach {
@@ -83,7 +84,7 @@ typedef enum pk_step_kind {
   PK_STEP_SPLIT, PK_STEP_TILE, PK_STEP_REORDER, PK_STEP_FUSE,
   PK_STEP_VECTORIZE, PK_STEP_UNROLL, PK_STEP_PARALLEL, PK_STEP_BIND,
   PK_STEP_COMPUTE_AT, PK_STEP_COMPUTE_INLINE, PK_STEP_COMPUTE_ROOT,
-  PK_STEP_CACHE_READ, PK_STEP_CACHE_WRITE, PK_STEP_RFACTOR,
+  PK_STEP_CACHE_READ, PK_STEP_CACHE_WRITE, PK_STEP_RFACTOR, PK_STEP_PARTITION,
   PK_STEP_COUNT_
 } pk_step_kind;
 
@@ -138,6 +139,12 @@ pk_status pk_sched_vectorize(pk_schedule *s, const char *stage, const char *axis
 pk_status pk_sched_unroll(pk_schedule *s, const char *stage, const char *axis, int64_t depth);
 /* A spatial leaf, outside every reduce leaf of its stage, not inside another parallel loop. */
 pk_status pk_sched_parallel(pk_schedule *s, const char *stage, const char *axis);
+/* Loop partitioning (TVM's LoopPartition, by request): the serial loop is cut where the
+ * guards affine in its counter (a padded window's bounds, a ragged split's tail) hold for
+ * every iteration of the loops inside, and the middle part runs without them. For padded
+ * convolutions: mark the kernel-window reduce loops, and the interior vectorizes with plain
+ * loads. The loop must stay serial (annotate others, not it). */
+pk_status pk_sched_partition(pk_schedule *s, const char *stage, const char *axis);
 /* tag: blockIdx.x|y|z, threadIdx.x|y|z. Accepted here; the C backend refuses it. */
 pk_status pk_sched_bind(pk_schedule *s, const char *stage, const char *axis, const char *tag);
 

@@ -10,6 +10,8 @@ static pk_status need_unannotated(const sched_op *op, const pk_iter *it, const c
   if (it->kind != PK_LOOP_SERIAL)
     return sched_fail(op, "'%s' is already %s; %s it before annotating", it->name,
                       pk_loop_kind_name(it->kind), what);
+  if (it->partition)
+    return sched_fail(op, "'%s' is partitioned; %s it before partitioning", it->name, what);
   return PK_OK;
 }
 
@@ -260,6 +262,23 @@ pk_status pk_sched_parallel(pk_schedule *s, const char *stage, const char *axis)
   pk_stage *st = sched_need_stage(&op, stage);
   pk_status status = st ? parallel_leaf(&op, st, axis) : PK_ERR_SCHEDULE;
   pk_sched_step step = {.kind = PK_STEP_PARALLEL, .stage = stage, .naxes = 1, .axes = &axis};
+  return sched_op_end(&op, status, &step);
+}
+
+/* The mark is all: lowering does the cutting (partition.c), where the guards are known. */
+static pk_status partition_leaf(const sched_op *op, pk_stage *st, const char *axis) {
+  pk_iter *x = sched_need_leaf(op, st, axis);
+  if (!x || need_unannotated(op, x, "partition") != PK_OK) return PK_ERR_SCHEDULE;
+  x->partition = true;
+  return PK_OK;
+}
+
+pk_status pk_sched_partition(pk_schedule *s, const char *stage, const char *axis) {
+  sched_op op;
+  sched_op_begin(&op, s, PK_STEP_PARTITION, stage);
+  pk_stage *st = sched_need_stage(&op, stage);
+  pk_status status = st ? partition_leaf(&op, st, axis) : PK_ERR_SCHEDULE;
+  pk_sched_step step = {.kind = PK_STEP_PARTITION, .stage = stage, .naxes = 1, .axes = &axis};
   return sched_op_end(&op, status, &step);
 }
 

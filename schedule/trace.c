@@ -56,6 +56,7 @@ static const struct {
                                 {"block_dim", FIELD_INT, SLOT_FACTOR0}, {"block", FIELD_INT, SLOT_FACTOR1}}},
     [PK_STEP_CACHE_WRITE] = {2, {{"stage", FIELD_STRING, SLOT_STAGE}, {"scope", FIELD_STRING, SLOT_TARGET}}},
     [PK_STEP_RFACTOR] = {2, {{"stage", FIELD_STRING, SLOT_STAGE}, {"axis", FIELD_STRING, SLOT_AXIS0}}},
+    [PK_STEP_PARTITION] = {2, {{"stage", FIELD_STRING, SLOT_STAGE}, {"axis", FIELD_STRING, SLOT_AXIS0}}},
 };
 
 /* ---- writing ---- */
@@ -248,6 +249,7 @@ static pk_status apply_step(pk_schedule *s, const pk_sched_step *st) {
                                st->factors[1]);
   case PK_STEP_CACHE_WRITE: return pk_sched_cache_write(s, st->stage, st->target);
   case PK_STEP_RFACTOR: return pk_sched_rfactor(s, st->stage, st->axes[0]);
+  case PK_STEP_PARTITION: return pk_sched_partition(s, st->stage, st->axes[0]);
   case PK_STEP_COUNT_: break;
   }
   PK_ASSERT(!"unknown step kind");

@@ -41,7 +41,7 @@ static int64_t random_factor(rng *r, int64_t extent) {
 static pk_status random_step(rng *r, pk_schedule *s) {
   const pk_stage *st = random_stage(r, s);
   const char *name = st->name;
-  switch (pick(r, 13)) {
+  switch (pick(r, 14)) {
   case 0: case 1: {
     const pk_iter *it = st->nleaf ? st->leaf[pick(r, st->nleaf)] : NULL;
     return it ? pk_sched_split(s, name, it->name, random_factor(r, it->extent)) : PK_ERR_SCHEDULE;
@@ -70,6 +70,7 @@ static pk_status random_step(rng *r, pk_schedule *s) {
   case 5: return st->nleaf ? pk_sched_vectorize(s, name, st->leaf[st->nleaf - 1]->name) : PK_ERR_SCHEDULE;
   case 6: return pk_sched_unroll(s, name, random_leaf(r, st), pick(r, 3) * 2);
   case 7: return pk_sched_parallel(s, name, random_leaf(r, st));
+  case 13: return pk_sched_partition(s, name, random_leaf(r, st));
   case 8: {
     const pk_stage *target = random_stage(r, s);
     return pk_sched_compute_at(s, name, target->name, random_leaf(r, target));
