@@ -98,6 +98,15 @@ typedef enum pk_db_match {
 pk_status pk_db_best(pk_tunedb *db, const char *workload, const char *target_key,
                      const char *fallback_target, pk_record *out, pk_db_match *match);
 
+/* From now on pk_db_best ranks the records measured with this build (compiler version
+ * string, flags, codegen version) and extern records before the others: a schedule timed
+ * under other flags may run very differently now (the GCC 12 if-conversion flag made one
+ * conv record 16x slower), and re-tuning adds current records beside the stale ones
+ * rather than replacing them. compiler NULL: no preference (the default). */
+void pk_db_prefer_build(pk_tunedb *db, const char *compiler, const char *flags, int codegen_version);
+/* Whether r was measured with the preferred build (always true without a preference). */
+bool pk_db_record_is_preferred(const pk_tunedb *db, const pk_record *r);
+
 /* Every record of workload (on target_key; NULL: all targets) ordered by trial, then run,
  * then id: the tuning curve. *records is an arena array of *n. */
 pk_status pk_db_history(pk_tunedb *db, const char *workload, const char *target_key,

@@ -15,6 +15,9 @@ struct pk_tunedb {
   pk_ctx *ctx;   /* errors and returned strings */
   sqlite3 *sq;
   char *path;    /* malloc'd: for messages */
+  /* pk_db_prefer_build: records timed with this build rank first in pk_db_best (NULL: none) */
+  const char *prefer_compiler, *prefer_flags;
+  int prefer_codegen_version;
 };
 
 /* ---- helpers (tunedb.c) ---- */

@@ -51,7 +51,26 @@ pk_status pk_db_read_record(pk_tunedb *db, sqlite3_stmt *st, pk_record *r) {
   return PK_OK;
 }
 
-/* Runs a best-record query whose parameters are ?1 workload, ?2 key or target string. */
+void pk_db_prefer_build(pk_tunedb *db, const char *compiler, const char *flags, int codegen_version) {
+  db->prefer_compiler = compiler ? pk_strdup(db->ctx, compiler) : NULL;
+  db->prefer_flags = flags ? pk_strdup(db->ctx, flags) : NULL;
+  db->prefer_codegen_version = codegen_version;
+}
+
+bool pk_db_record_is_preferred(const pk_tunedb *db, const pk_record *r) {
+  if (!db->prefer_compiler || r->cand.kind == PK_CAND_EXTERN) return true;
+  return r->compiler && !strcmp(r->compiler, db->prefer_compiler) && r->flags && db->prefer_flags &&
+         !strcmp(r->flags, db->prefer_flags) && r->codegen_version == db->prefer_codegen_version;
+}
+
+/* The rank of a record under the build preference (?3 compiler, ?4 flags, ?5 codegen
+ * version; ?3 NULL: everything ranks 0). */
+#define PREFERRED_FIRST                                                                        \
+  "CASE WHEN ?3 IS NULL OR r.kind = 'extern' OR (r.compiler = ?3 AND r.flags IS ?4 AND "      \
+  "r.codegen_version = ?5) THEN 0 ELSE 1 END, "
+
+/* Runs a best-record query whose parameters are ?1 workload, ?2 key or target string and
+ * the preference's ?3..?5. */
 static pk_status best_query(pk_tunedb *db, const char *sql, const char *workload,
                             const char *target, pk_record *out, bool *found) {
   *found = false;
@@ -60,6 +79,9 @@ static pk_status best_query(pk_tunedb *db, const char *sql, const char *workload
   if (s != PK_OK) return s;
   pk_db_bind_text(st, 1, workload);
   pk_db_bind_text(st, 2, target);
+  pk_db_bind_text(st, 3, db->prefer_compiler);
+  pk_db_bind_text(st, 4, db->prefer_flags);
+  sqlite3_bind_int(st, 5, db->prefer_codegen_version);
   int rc = sqlite3_step(st);
   if (rc == SQLITE_ROW) {
     s = pk_db_read_record(db, st, out);
@@ -76,11 +98,12 @@ pk_status pk_db_best(pk_tunedb *db, const char *workload, const char *target_key
   memset(out, 0, sizeof *out);
   *match = PK_DB_MATCH_NONE;
   bool found;
-  /* records_best (workload, target_key, status, median_ns) answers this from the index. */
+  /* records_best (workload, target_key, status, median_ns) narrows this to the workload's
+   * records on the target; the preference then sorts those few. */
   pk_status s = best_query(db,
                            "SELECT " PK_DB_RECORD_COLUMNS " FROM records r WHERE r.workload = ?1 "
                            "AND r.target_key = ?2 AND r.status = 'ok' "
-                           "ORDER BY r.median_ns, r.id LIMIT 1",
+                           "ORDER BY " PREFERRED_FIRST "r.median_ns, r.id LIMIT 1",
                            workload, target_key, out, &found);
   if (s != PK_OK || found) {
     if (found) *match = PK_DB_MATCH_EXACT;
@@ -90,7 +113,7 @@ pk_status pk_db_best(pk_tunedb *db, const char *workload, const char *target_key
   s = best_query(db,
                  "SELECT " PK_DB_RECORD_COLUMNS " FROM records r JOIN targets t "
                  "ON t.key = r.target_key WHERE r.workload = ?1 AND t.target = ?2 "
-                 "AND r.status = 'ok' ORDER BY r.median_ns, r.id LIMIT 1",
+                 "AND r.status = 'ok' ORDER BY " PREFERRED_FIRST "r.median_ns, r.id LIMIT 1",
                  workload, fallback_target, out, &found);
   if (found) *match = PK_DB_MATCH_GENERIC;
   else memset(out, 0, sizeof *out);

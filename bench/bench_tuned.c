@@ -48,16 +48,23 @@ static pk_status case_params(const bench_case *c, pk_op_params *prm) {
   return PK_OK;
 }
 
-/* The fastest OK schedule record (not an extern) of the task on this device's target. */
+/* The fastest OK schedule record (not an extern) of the task on this device's target,
+ * among those measured with this build's compiler and flags when there are any (a record
+ * timed under other flags says little about its code now; pk_db_prefer_build). */
 static const pk_record *best_generated(pk_tunedb *db, const pk_task *task, const pk_target_fp *fp) {
   pk_record *recs;
   int64_t n;
   if (pk_db_history(db, task->workload, fp->key, &recs, &n) != PK_OK) return NULL;
   const pk_record *best = NULL;
-  for (int64_t i = 0; i < n; i++)
-    if (recs[i].meas.status == PK_MEAS_OK && recs[i].cand.kind == PK_CAND_SCHEDULE &&
-        (!best || recs[i].meas.timing.median_ns < best->meas.timing.median_ns))
-      best = &recs[i];
+  for (int pass = 0; pass < 2 && !best; pass++)
+    for (int64_t i = 0; i < n; i++)
+      if (recs[i].meas.status == PK_MEAS_OK && recs[i].cand.kind == PK_CAND_SCHEDULE &&
+          (pass == 1 || pk_db_record_is_preferred(db, &recs[i])) &&
+          (!best || recs[i].meas.timing.median_ns < best->meas.timing.median_ns))
+        best = &recs[i];
+  if (best && !pk_db_record_is_preferred(db, best))
+    printf("note: %s: no record measured with this build's flags; using one measured with '%s'\n",
+           task->name, best->flags ? best->flags : "?");
   return best;
 }
 
@@ -171,6 +178,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s\n", pk_ctx_error(ctx));
     return 1;
   }
+  pk_db_prefer_build(db, pk_cc_version(cc), pk_cc_flags(cc), PK_CGEN_C_VERSION);
   pkrt_extern *sgemm = NULL;
   if (pkrt_extern_open(rt, "libopenblas.so.0", "cblas_sgemm", PK_BENCH_SGEMM_SIGNATURE, &sgemm) != PKRT_OK)
     printf("OpenBLAS unavailable: %s\n", pkrt_ctx_error(rt));

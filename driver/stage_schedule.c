@@ -99,10 +99,11 @@ static pk_status best_schedule_record(drv_state *S, int i, pk_tunedb *db, const 
     if (recs[j].meas.status == PK_MEAS_OK && recs[j].cand.kind == PK_CAND_SCHEDULE) ok[nok++] = &recs[j];
   qsort(ok, (size_t)nok, sizeof *ok, by_median);
   int tries = 0;
-  for (int pass = 0; pass < 2 && !*found; pass++)
+  /* this device's records of this build first, then this build's elsewhere, then the rest */
+  for (int pass = 0; pass < 4 && !*found; pass++)
     for (int j = 0; j < nok && !*found && tries < MAX_RECORD_TRIES; j++) {
       bool here = !strcmp(ok[j]->target_key, fp->key);
-      if (here != (pass == 0)) continue;
+      if (here != (pass % 2 == 0) || pk_db_record_is_preferred(db, ok[j]) != (pass < 2)) continue;
       tries++;
       *found = try_record(S, i, ok[j], here ? DRV_SCHED_TUNED : DRV_SCHED_GENERIC);
     }
@@ -157,6 +158,10 @@ pk_status drv_schedule(drv_state *S) {
     s = pk_target_fp_detect(S->ctx, o->target, &fp);
     if (s == PK_OK) s = pk_db_open(S->ctx, o->db, PK_DB_OPEN_EXISTING, &db);
     if (s != PK_OK) return s;
+    /* records timed with the compiler and flags that will build the artifact rank first */
+    pk_cc *cc;
+    if (pk_cc_new(S->ctx, NULL, &cc) == PK_OK) pk_db_prefer_build(db, pk_cc_version(cc), pk_cc_flags(cc), PK_CGEN_C_VERSION);
+    else pk_ctx_clear_error(S->ctx); /* codegen reports a missing compiler */
   }
   for (int i = 0; i < S->nkernels && s == PK_OK; i++) {
     drv_kernel *K = &S->kernels[i];

@@ -37,7 +37,7 @@ typedef struct partition {
 
 static void note_var(partition *P, const pk_lvar *v, const pk_stmt *loop) {
   inner_vars *in = &P->in;
-  if (v->id >= in->cap) return; /* cannot happen: vars exist before the pass */
+  PK_ASSERT(v->id < in->cap); /* the table is sized for every variable made so far */
   bool seen = in->bound[v->id];
   in->bound[v->id] = true;
   in->var[v->id] = v;
@@ -76,7 +76,8 @@ static void collect_inner(partition *P, const pk_stmt *s) {
  * variable bound inside, not the counter itself. */
 static bool invariant_atom(const partition *P, const pk_lexpr *e) {
   if (e->kind == PK_LX_LOAD) return false;
-  if (e->kind == PK_LX_VAR && (e->var == P->v || P->in.bound[e->var->id])) return false;
+  if (e->kind == PK_LX_VAR && (e->var == P->v || e->var->id >= P->in.cap || P->in.bound[e->var->id]))
+    return false;
   for (int i = 0; i < e->nargs; i++)
     if (!invariant_atom(P, e->args[i])) return false;
   return true;
@@ -128,7 +129,7 @@ static void try_conjunct(partition *P, const pk_lexpr *e) {
     int64_t k = d.coef[i];
     if (at->kind == PK_LX_VAR && at->var == P->v) {
       c = k;
-    } else if (at->kind == PK_LX_VAR && P->in.bound[at->var->id]) {
+    } else if (at->kind == PK_LX_VAR && at->var->id < P->in.cap && P->in.bound[at->var->id]) {
       if (!P->in.ranged[at->var->id]) return;
       int64_t x = k * P->in.lo[at->var->id], y = k * P->in.hi[at->var->id]; /* small: extents */
       imin += x < y ? x : y;
@@ -281,7 +282,8 @@ static pk_stmt *serial_for(pk_ctx *ctx, pk_lvar *v, pk_lexpr *min, pk_lexpr *ext
   return pk_st_for(ctx, v, min, extent, PK_LOOP_SERIAL, body);
 }
 
-static pk_stmt *partition_loop(pk_ctx *ctx, pk_lfunc *f, pk_lranges *ranges, pk_stmt *loop, int nvars) {
+static pk_stmt *partition_loop(pk_ctx *ctx, pk_lfunc *f, pk_lranges *ranges, pk_stmt *loop) {
+  int nvars = f->nvars; /* inner partitions made some */
   partition P = {.ctx = ctx, .f = f, .v = loop->var};
   P.in.cap = nvars;
   P.in.bound = pk_alloc(ctx, (size_t)nvars * sizeof(bool));
@@ -345,27 +347,27 @@ static pk_stmt *partition_loop(pk_ctx *ctx, pk_lfunc *f, pk_lranges *ranges, pk_
 }
 
 /* ranges: the counters (and let-bound values) around s, as far as they are known. */
-static pk_stmt *walk(pk_ctx *ctx, pk_lfunc *f, pk_lranges *ranges, pk_stmt *s, int nvars) {
+static pk_stmt *walk(pk_ctx *ctx, pk_lfunc *f, pk_lranges *ranges, pk_stmt *s) {
   if (!s) return NULL;
   int64_t lo, hi;
   switch (s->kind) {
   case PK_ST_SEQ:
-    for (int i = 0; i < s->n; i++) s->stmts[i] = walk(ctx, f, ranges, s->stmts[i], nvars);
+    for (int i = 0; i < s->n; i++) s->stmts[i] = walk(ctx, f, ranges, s->stmts[i]);
     return s;
   case PK_ST_FOR:
     if (s->min->kind == PK_LX_INT && s->extent->kind == PK_LX_INT && s->extent->ival > 0)
       pk_lranges_set(ranges, s->var, s->min->ival, s->min->ival + s->extent->ival - 1);
-    s->body = walk(ctx, f, ranges, s->body, nvars); /* inner loops first */
-    return s->partition && s->loop == PK_LOOP_SERIAL ? partition_loop(ctx, f, ranges, s, nvars) : s;
+    s->body = walk(ctx, f, ranges, s->body); /* inner loops first */
+    return s->partition && s->loop == PK_LOOP_SERIAL ? partition_loop(ctx, f, ranges, s) : s;
   case PK_ST_IF:
-    s->then_ = walk(ctx, f, ranges, s->then_, nvars);
-    s->else_ = walk(ctx, f, ranges, s->else_, nvars);
+    s->then_ = walk(ctx, f, ranges, s->then_);
+    s->else_ = walk(ctx, f, ranges, s->else_);
     return s;
   case PK_ST_LET:
     if (pk_lx_bounds(ranges, s->value, &lo, &hi)) pk_lranges_set(ranges, s->var, lo, hi);
-    s->body = walk(ctx, f, ranges, s->body, nvars);
+    s->body = walk(ctx, f, ranges, s->body);
     return s;
-  case PK_ST_ALLOC: s->body = walk(ctx, f, ranges, s->body, nvars); return s;
+  case PK_ST_ALLOC: s->body = walk(ctx, f, ranges, s->body); return s;
   case PK_ST_STORE:
   case PK_ST_BARRIER: return s;
   }
@@ -373,5 +375,5 @@ static pk_stmt *walk(pk_ctx *ctx, pk_lfunc *f, pk_lranges *ranges, pk_stmt *s, i
 }
 
 void lower_partition_loops(pk_ctx *ctx, pk_lfunc *f) {
-  f->body = walk(ctx, f, pk_lranges_new(ctx), f->body, f->nvars);
+  f->body = walk(ctx, f, pk_lranges_new(ctx), f->body);
 }

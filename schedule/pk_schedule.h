@@ -1,6 +1,6 @@
 /* pk_schedule.h — schedules: how a TE program is computed, never what. A schedule is a
  * list of stages (one per compute) whose loops are iteration variables (iters) related by
- * split and fuse, annotated (vectorize, unroll, parallel, bind), attached (root, inline,
+ * split and fuse, annotated (vectorize, unroll, parallel, bind, partition), attached (root, inline,
  * at another stage's loop), plus derived stages made by cache_read, cache_write and
  * rfactor. Every primitive call is recorded as a step of a trace; the trace, serialized
  * as canonical JSON, is what the tuner stores, and replaying it rebuilds the schedule.

@@ -313,6 +313,25 @@ static void test_records_and_lookups(const char *test_name, const char *dir) {
   pk_ctx_clear_error(ctx);
   CHECK(pk_db_workload_resolve(db, "", &key) == PK_ERR_CHECK, "resolve refuses empty");
   pk_ctx_clear_error(ctx);
+
+  /* a faster record timed under other flags: the fastest overall, but a build that asks
+   * for its own records gets trial 2 (and the extern still competes) */
+  pk_record stale = make_record(ctx, &t1, &avx2, run, 7, PK_MEAS_OK, 1000, PK_CAND_SCHEDULE, NULL);
+  stale.flags = "-O3 -march=native -fPIC";
+  pk_record_make_id(ctx, &stale);
+  CHECK_OK(ctx, pk_db_record_commit(db, &stale, NULL));
+  CHECK_OK(ctx, pk_db_best(db, t1.workload, avx2.key, NULL, &best, &m));
+  CHECK(best.trial == 7, "no preference: the fastest of any build (trial %lld)", (long long)best.trial);
+  pk_db_prefer_build(db, r.compiler, r.flags, r.codegen_version);
+  CHECK_OK(ctx, pk_db_best(db, t1.workload, avx2.key, NULL, &best, &m));
+  CHECK(best.trial == 2 && pk_db_record_is_preferred(db, &best) && !pk_db_record_is_preferred(db, &stale),
+        "this build's records first (trial %lld)", (long long)best.trial);
+  pk_db_prefer_build(db, r.compiler, "-O0", r.codegen_version);
+  CHECK_OK(ctx, pk_db_best(db, t1.workload, avx2.key, NULL, &best, &m));
+  CHECK(best.trial == 5 && best.cand.kind == PK_CAND_EXTERN, "no record of this build: the extern ranks first");
+  pk_db_prefer_build(db, NULL, NULL, 0);
+  CHECK_OK(ctx, pk_db_best(db, t1.workload, avx2.key, NULL, &best, &m));
+  CHECK(best.trial == 7, "preference cleared");
 done:
   pk_db_close(db);
   pk_ctx_free(ctx);
