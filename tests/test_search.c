@@ -84,8 +84,8 @@ static void test_space_sizes(pk_ctx *ctx) {
   CHECK(pk_space_nexterns(gemm) == 1, "gemm: no sgemm extern");
   pk_space *conv = make_space(ctx, make_task(ctx, PK_OP_CONV2D, &cv));
   /* tile_oc 8 (1,2,3,4,6,8,12,16), tile_w 6 (1,2,4,8,16,32), tile_h 3, vector,
-   * cache_write 2, reduce_order 6, order 2, unroll 2, unroll_k 4, pack_w 2 */
-  want = 8ull * 6 * 3 * vector_choices(32) * 2 * 6 * 2 * 2 * 4 * 2;
+   * cache_write 2, reduce_order 6, order 2, unroll 2, unroll_k 4, pack_w 2, partition 2 */
+  want = 8ull * 6 * 3 * vector_choices(32) * 2 * 6 * 2 * 2 * 4 * 2 * 2;
   CHECK(pk_space_size(conv) == want, "conv: size %llu, want %llu",
         (unsigned long long)pk_space_size(conv), (unsigned long long)want);
   CHECK(pk_space_size(conv) >= 10000, "conv space too small");
