@@ -163,7 +163,10 @@ static void visit(walk *w, const pk_stmt *st) {
     for (int i = 0; i < st->n; i++) visit(w, st->stmts[i]);
     break;
   case PK_ST_FOR: {
+    /* a partitioned loop's copies (pk_sched_partition) have expressions for bounds: count
+     * them as one iteration; an empty one runs nothing */
     int64_t extent = st->extent->kind == PK_LX_INT ? st->extent->ival : 1;
+    if (extent <= 0) break;
     w->f[F_LOOPS] += 1;
     if (st->loop == PK_LOOP_VECTORIZED) {
       w->f[F_VECTOR_LOOPS] += 1;
@@ -176,7 +179,8 @@ static void visit(walk *w, const pk_stmt *st) {
     }
     if (w->depth == MAX_NEST) break; /* deeper than any real nest: ignore the rest */
     w->stack[w->depth++] = (frame){st->var, extent, st->loop};
-    pk_lranges_set(w->ranges, st->var, 0, extent - 1);
+    int64_t min = st->min->kind == PK_LX_INT ? st->min->ival : 0;
+    pk_lranges_set(w->ranges, st->var, min, min + extent - 1);
     if (w->depth > w->f[F_MAX_DEPTH]) w->f[F_MAX_DEPTH] = w->depth;
     visit(w, st->body);
     w->depth--;

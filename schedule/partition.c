@@ -278,6 +278,8 @@ static pk_stmt *middle_stmt(partition *P, pk_stmt *s) {
 
 /* ---- the pass ---- */
 
+static bool is_zero(const pk_lexpr *e) { return e->kind == PK_LX_INT && e->ival == 0; }
+
 static pk_stmt *serial_for(pk_ctx *ctx, pk_lvar *v, pk_lexpr *min, pk_lexpr *extent, pk_stmt *body) {
   return pk_st_for(ctx, v, min, extent, PK_LOOP_SERIAL, body);
 }
@@ -333,15 +335,14 @@ static pk_stmt *partition_loop(pk_ctx *ctx, pk_lfunc *f, pk_lranges *ranges, pk_
     pk_stmt *clean = serial_for(ctx, loop->var, v0, mid_extent, middle_stmt(&P, loop->body));
     middle = pk_st_if(ctx, cond, clean, middle);
   }
-  pk_stmt *loops[3] = {
-      serial_for(ctx, loop->var, pk_lx_int(ctx, 0), v0, loop->body),
-      middle,
-      serial_for(ctx, loop->var, v1, pk_lx_simplify(ctx, ranges, index_op(ctx, PK_EOP_SUB, pk_lx_int(ctx, E), v1)),
-                 loop->body),
-  };
-  pk_stmt **list = pk_alloc(ctx, sizeof loops);
-  memcpy(list, loops, sizeof loops);
-  pk_stmt *seq = pk_st_seq(ctx, 3, list);
+  pk_lexpr *tail_extent = pk_lx_simplify(ctx, ranges, index_op(ctx, PK_EOP_SUB, pk_lx_int(ctx, E), v1));
+  /* copies known to be empty are left out (a guard that holds from the first iteration) */
+  pk_stmt **list = pk_alloc(ctx, 3 * sizeof(pk_stmt *));
+  int n = 0;
+  if (!is_zero(v0)) list[n++] = serial_for(ctx, loop->var, pk_lx_int(ctx, 0), v0, loop->body);
+  if (!is_zero(mid_extent)) list[n++] = middle;
+  if (!is_zero(tail_extent)) list[n++] = serial_for(ctx, loop->var, v1, tail_extent, loop->body);
+  pk_stmt *seq = pk_st_seq(ctx, n, list);
   pk_stmt *out = p1 ? pk_st_let(ctx, p1, p1_val, seq) : seq;
   return p0 ? pk_st_let(ctx, p0, p0_val, out) : out;
 }

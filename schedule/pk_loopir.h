@@ -199,7 +199,9 @@ pk_lexpr *pk_affine_expr(pk_ctx *ctx, const pk_affine *a); /* canonical expressi
  * exactly a schedule with no steps) into one kernel whose parameters are prog's tensors in
  * definition order: placeholders are inputs, computes outputs (an inlined compute's
  * parameter is left unwritten: pk_sched_is_materialized). What code generators get:
- *   - every FOR runs from 0 over a constant extent; kinds come from the schedule
+ *   - every FOR runs from 0 over a constant extent, except the copies of a partitioned
+ *     loop (pk_sched_partition: serial; min and extent are expressions of enclosing
+ *     counters and LETs, and may be empty); kinds come from the schedule
  *     (VECTORIZED: annotation = lanes = extent, 2..64; UNROLLED: annotation = depth); a
  *     PARALLEL loop never nests in another;
  *   - a split that does not divide leaves an IF (counter < extent) in the innermost loop

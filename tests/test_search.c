@@ -138,7 +138,7 @@ static void test_sampled_configs_legal_or_refused(pk_ctx *ctx) {
         pk_ctx_clear_error(ctx);
         continue;
       }
-      for (int k = 0; k < 150; k++) {
+      for (int k = 0; k < (i == nex + 1 ? 600 : 150); k++) { /* the conv: partitions */
         pk_config c;
         pk_candidate cand;
         pk_space_sample(sp, &rng, &c);
@@ -148,6 +148,12 @@ static void test_sampled_configs_legal_or_refused(pk_ctx *ctx) {
           legal++;
           CHECK(cand.trace && cand.knobs && cand.trace_hash && strlen(cand.trace_hash) == 64,
                 "%s: incomplete candidate", t->name);
+          /* and lowers into loop features, as the tuner does with every candidate in its
+           * own process: lowering may refuse (PK_ERR_SCHEDULE), never abort */
+          double feat[PK_FEATURE_COUNT];
+          st = pk_features_of(ctx, t, &cand, feat, PK_FEATURE_COUNT);
+          CHECK(st == PK_OK || st == PK_ERR_SCHEDULE, "%s: features: %s: %s", t->name, pk_status_name(st),
+                pk_ctx_error(ctx));
         } else {
           CHECK(st == PK_ERR_SCHEDULE, "%s: status %s: %s", t->name, pk_status_name(st), pk_ctx_error(ctx));
         }
