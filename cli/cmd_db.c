@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "pk_codegen.h"
 #include "pk_tunedb.h"
 
 typedef struct db_options {
@@ -96,6 +97,12 @@ static int db_best(pk_ctx *ctx, pk_tunedb *db, const db_options *o) {
   int64_t nrows;
   pk_status s = selected_workload(ctx, db, o, &workload);
   if (s == PK_OK && o->target) s = pk_target_fp_detect(ctx, o->target, &fp);
+  if (s == PK_OK && o->target) {
+    /* for a device, answer as `pock compile --db` would: this build's records first */
+    pk_cc *cc;
+    if (pk_cc_new(ctx, NULL, &cc) == PK_OK) pk_db_prefer_build(db, pk_cc_version(cc), pk_cc_flags(cc), PK_CGEN_C_VERSION);
+    else pk_ctx_clear_error(ctx);
+  }
   if (s == PK_OK) s = pk_db_stats(db, &rows, &nrows);
   if (s != PK_OK) return pk_cli_fail(ctx, s);
   int printed = 0;

@@ -2,7 +2,9 @@
  * Usage: tunedb_fixture DB HERE.te ELSEWHERE.te
  * HERE.te gets six records on this device's "c" fingerprint (OK, OK, crash, timeout, an OK
  * extern, wrong); ELSEWHERE.te two on another device's "c" fingerprint (OK, compile error),
- * so `pock db best --target c` finds it only through the generic fallback. */
+ * so `pock db best --target c` finds it only through the generic fallback. The records say
+ * this build's compiler and flags measured them, as a tuning run here would. */
+#include "pk_codegen.h"
 #include "tunedb_test_util.h"
 
 static pk_status task_of(pk_ctx *ctx, const char *file, pk_task *t) {
@@ -28,6 +30,8 @@ int main(int argc, char **argv) {
   pk_status s = task_of(ctx, argv[2], &here);
   if (s == PK_OK) s = task_of(ctx, argv[3], &elsewhere);
   if (s == PK_OK) s = pk_target_fp_detect(ctx, "c", &this_device);
+  pk_cc *cc = NULL;
+  if (s == PK_OK) s = pk_cc_new(ctx, NULL, &cc);
   if (s == PK_OK) s = pk_db_open(ctx, argv[1], PK_DB_OPEN_CREATE, &db);
   if (s == PK_OK) s = pk_db_target_add(db, &this_device);
   if (s == PK_OK) s = pk_db_target_add(db, &other_device);
@@ -50,7 +54,10 @@ int main(int argc, char **argv) {
     int trial = rows[i].here ? ++trial_here : ++trial_elsewhere;
     pk_record r = make_record(ctx, rows[i].here ? &here : &elsewhere,
                               rows[i].here ? &this_device : &other_device, run, trial, rows[i].st,
-                              rows[i].ns, rows[i].kind, NULL);
+                              rows[i].ns, rows[i].kind, pk_cc_version(cc));
+    r.flags = pk_cc_flags(cc);
+    r.codegen_version = PK_CGEN_C_VERSION;
+    pk_record_make_id(ctx, &r);
     s = pk_db_record_commit(db, &r, NULL);
   }
   if (s == PK_OK) s = pk_db_run_finish(db, run, PK_DB_RUN_FINISHED);
