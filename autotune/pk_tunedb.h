@@ -104,6 +104,8 @@ pk_status pk_db_best(pk_tunedb *db, const char *workload, const char *target_key
  * conv record 16x slower), and re-tuning adds current records beside the stale ones
  * rather than replacing them. compiler NULL: no preference (the default). */
 void pk_db_prefer_build(pk_tunedb *db, const char *compiler, const char *flags, int codegen_version);
+/* The same for what cc builds now: its version and flags, this codegen's version. */
+void pk_db_prefer_cc(pk_tunedb *db, const pk_cc *cc);
 /* Whether r was measured with the preferred build (always true without a preference). */
 bool pk_db_record_is_preferred(const pk_tunedb *db, const pk_record *r);
 

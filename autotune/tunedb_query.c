@@ -57,6 +57,10 @@ void pk_db_prefer_build(pk_tunedb *db, const char *compiler, const char *flags, 
   db->prefer_codegen_version = codegen_version;
 }
 
+void pk_db_prefer_cc(pk_tunedb *db, const pk_cc *cc) {
+  pk_db_prefer_build(db, pk_cc_version(cc), pk_cc_flags(cc), PK_CGEN_C_VERSION);
+}
+
 bool pk_db_record_is_preferred(const pk_tunedb *db, const pk_record *r) {
   if (!db->prefer_compiler || r->cand.kind == PK_CAND_EXTERN) return true;
   return r->compiler && !strcmp(r->compiler, db->prefer_compiler) && r->flags && db->prefer_flags &&

@@ -178,7 +178,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s\n", pk_ctx_error(ctx));
     return 1;
   }
-  pk_db_prefer_build(db, pk_cc_version(cc), pk_cc_flags(cc), PK_CGEN_C_VERSION);
+  pk_db_prefer_cc(db, cc);
   pkrt_extern *sgemm = NULL;
   if (pkrt_extern_open(rt, "libopenblas.so.0", "cblas_sgemm", PK_BENCH_SGEMM_SIGNATURE, &sgemm) != PKRT_OK)
     printf("OpenBLAS unavailable: %s\n", pkrt_ctx_error(rt));

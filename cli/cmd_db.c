@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "pk_codegen.h"
 #include "pk_tunedb.h"
 
 typedef struct db_options {
@@ -100,7 +99,7 @@ static int db_best(pk_ctx *ctx, pk_tunedb *db, const db_options *o) {
   if (s == PK_OK && o->target) {
     /* for a device, answer as `pock compile --db` would: this build's records first */
     pk_cc *cc;
-    if (pk_cc_new(ctx, NULL, &cc) == PK_OK) pk_db_prefer_build(db, pk_cc_version(cc), pk_cc_flags(cc), PK_CGEN_C_VERSION);
+    if (pk_cc_new(ctx, NULL, &cc) == PK_OK) pk_db_prefer_cc(db, cc);
     else pk_ctx_clear_error(ctx);
   }
   if (s == PK_OK) s = pk_db_stats(db, &rows, &nrows);

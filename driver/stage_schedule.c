@@ -160,7 +160,7 @@ pk_status drv_schedule(drv_state *S) {
     if (s != PK_OK) return s;
     /* records timed with the compiler and flags that will build the artifact rank first */
     pk_cc *cc;
-    if (pk_cc_new(S->ctx, NULL, &cc) == PK_OK) pk_db_prefer_build(db, pk_cc_version(cc), pk_cc_flags(cc), PK_CGEN_C_VERSION);
+    if (pk_cc_new(S->ctx, NULL, &cc) == PK_OK) pk_db_prefer_cc(db, cc);
     else pk_ctx_clear_error(S->ctx); /* codegen reports a missing compiler */
   }
   for (int i = 0; i < S->nkernels && s == PK_OK; i++) {
