@@ -392,3 +392,44 @@ int pk_space_nexterns(const pk_space *sp) { return sp->nexterns; }
 const pk_candidate *pk_space_extern(const pk_space *sp, int i) {
   return i >= 0 && i < sp->nexterns ? &sp->externs[i] : NULL;
 }
+
+/* Permutations of 0..n-1 in lexicographic order, the first `max`. */
+static int permutations(int n, int max, int out[][PK_TE_MAX_DIMS]) {
+  int a[PK_TE_MAX_DIMS], count = 0;
+  for (int i = 0; i < n; i++) a[i] = i;
+  for (;;) {
+    memcpy(out[count++], a, sizeof a);
+    if (count == max) return count;
+    int i = n - 2;
+    while (i >= 0 && a[i] > a[i + 1]) i--;
+    if (i < 0) return count;
+    int j = n - 1;
+    while (a[j] < a[i]) j--;
+    int t = a[i]; a[i] = a[j]; a[j] = t;
+    for (int l = i + 1, r = n - 1; l < r; l++, r--) { t = a[l]; a[l] = a[r]; a[r] = t; }
+  }
+}
+
+void space_names_of(pk_space *sp, const pk_te_tensor *t, space_names *out) {
+  pk_ctx *ctx = sp->ctx, *tmp = pk_ctx_new();
+  pk_schedule *s0 = pk_sched_new(tmp, sp->task->prog);
+  memset(out, 0, sizeof *out);
+  out->stage = pk_sprintf(ctx, "t%d", t->id);
+  out->local = pk_sprintf(ctx, "t%d.local", t->id);
+  const pk_stage *st = pk_sched_find_stage(s0, out->stage);
+  PK_ASSERT(st && st->nroot == t->ndim + t->body->naxes);
+  out->ndim = t->ndim;
+  for (int d = 0; d < t->ndim; d++) out->root[d] = pk_strdup(ctx, st->root[d]->name);
+  out->nreduce = t->body->naxes;
+  for (int r = 0; r < out->nreduce; r++) { /* insertion by name */
+    const char *name = st->root[t->ndim + r]->name;
+    int j = r;
+    for (; j > 0 && strcmp(out->k[j - 1], name) > 0; j--) out->k[j] = out->k[j - 1];
+    out->k[j] = pk_strdup(ctx, name);
+  }
+  for (int i = 0; i < s0->nstages && out->nother < 64; i++)
+    if (strcmp(s0->stages[i]->name, out->stage) != 0) out->other[out->nother++] = pk_strdup(ctx, s0->stages[i]->name);
+  pk_ctx_free(tmp);
+  out->norders = permutations(out->nreduce, SPACE_MAX_ORDERS, out->orders);
+}
+

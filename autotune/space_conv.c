@@ -12,39 +12,13 @@ enum {
   CV_UNROLL, CV_UNROLL_K, CV_PACK_W, CV_PARALLEL, CV_PARTITION, CV_NKNOBS
 };
 
-#define CV_MAX_ORDERS 6
-
 typedef struct conv_plan {
-  const char *stage, *local;
-  int ndim;
-  const char *root[PK_TE_MAX_DIMS]; /* spatial roots */
-  int oc, h, w;                     /* dims: output channels, rows (-1: none), columns */
-  int nreduce;
-  const char *k[PK_TE_MAX_DIMS];    /* reduce roots sorted by name */
-  int norders;
-  int orders[CV_MAX_ORDERS][PK_TE_MAX_DIMS]; /* permutations of k: the reduce_order knob */
-  const char *weight;               /* operand read at bare oc ("t1"); NULL: none */
+  space_names n; /* order 0 is k0, k1, k2: kernel rows, columns, then channels for conv2d
+                    (the hand schedule's order) */
+  int oc, h, w;  /* dims: output channels, rows (-1: none), columns */
+  const char *weight; /* operand read at bare oc ("t1"); NULL: none */
   int weight_dim;
-  int nother;
-  const char *other[64];
 } conv_plan;
-
-/* Permutations of 0..n-1 in lexicographic order, the first `max`. */
-static int permutations(int n, int max, int out[][PK_TE_MAX_DIMS]) {
-  int a[PK_TE_MAX_DIMS], count = 0;
-  for (int i = 0; i < n; i++) a[i] = i;
-  for (;;) {
-    memcpy(out[count++], a, sizeof a);
-    if (count == max) return count;
-    int i = n - 2;
-    while (i >= 0 && a[i] > a[i + 1]) i--;
-    if (i < 0) return count;
-    int j = n - 1;
-    while (a[j] < a[i]) j--;
-    int t = a[i]; a[i] = a[j]; a[j] = t;
-    for (int l = i + 1, r = n - 1; l < r; l++, r--) { t = a[l]; a[l] = a[r]; a[r] = t; }
-  }
-}
 
 static pk_status conv_init(pk_space *sp) {
   const pk_te_program *prog = sp->task->prog;
@@ -52,27 +26,7 @@ static pk_status conv_init(pk_space *sp) {
   if (!t || t->ndim < 3) return PK_ERR_UNSUPPORTED;
   pk_ctx *ctx = sp->ctx;
   conv_plan *p = pk_alloc(ctx, sizeof *p);
-  pk_ctx *tmp = pk_ctx_new();
-  pk_schedule *s0 = pk_sched_new(tmp, prog);
-  p->stage = pk_sprintf(ctx, "t%d", t->id);
-  p->local = pk_sprintf(ctx, "t%d.local", t->id);
-  const pk_stage *st = pk_sched_find_stage(s0, p->stage);
-  PK_ASSERT(st && st->nroot == t->ndim + t->body->naxes);
-  p->ndim = t->ndim;
-  for (int d = 0; d < t->ndim; d++) p->root[d] = pk_strdup(ctx, st->root[d]->name);
-  p->nreduce = t->body->naxes;
-  /* sorted by name, so order 0 is k0, k1, k2: kernel rows, columns, then channels for
-   * conv2d (the hand schedule's order) */
-  for (int r = 0; r < p->nreduce; r++) {
-    const char *name = st->root[t->ndim + r]->name;
-    int j = r;
-    for (; j > 0 && strcmp(p->k[j - 1], name) > 0; j--) p->k[j] = p->k[j - 1];
-    p->k[j] = pk_strdup(ctx, name);
-  }
-  for (int i = 0; i < s0->nstages && p->nother < 64; i++)
-    if (strcmp(s0->stages[i]->name, p->stage) != 0) p->other[p->nother++] = pk_strdup(ctx, s0->stages[i]->name);
-  pk_ctx_free(tmp);
-  p->norders = permutations(p->nreduce, CV_MAX_ORDERS, p->orders);
+  space_names_of(sp, t, &p->n);
   p->oc = 1;
   p->w = t->ndim - 1;
   p->h = t->ndim >= 4 ? t->ndim - 2 : -1;
@@ -97,7 +51,7 @@ static pk_status conv_init(pk_space *sp) {
   space_add_knob(sp, "vector", v, space_vector_values(sp, W, v));
   space_add_knob(sp, "cache_write", (int64_t[]){0, 1}, 2);
   int n = 0;
-  for (int i = 0; i < p->norders; i++) v[n++] = i;
+  for (int i = 0; i < p->n.norders; i++) v[n++] = i;
   space_add_knob(sp, "reduce_order", v, n);
   space_add_knob(sp, "order", (int64_t[]){0, 1}, 2);
   space_add_knob(sp, "unroll", (int64_t[]){0, 1}, 2);
@@ -128,10 +82,10 @@ typedef struct conv_loops {
 static void conv_loop_names(const conv_plan *p, pk_schedule *s, const int64_t *v, conv_loops *l) {
   int64_t V = v[CV_VECTOR], WR = v[CV_TILE_W];
   bool split_h = p->h >= 0 && v[CV_TILE_H] > 1;
-  const char *oc = p->root[p->oc], *w = p->root[p->w], *h = p->h >= 0 ? p->root[p->h] : NULL;
+  const char *oc = p->n.root[p->oc], *w = p->n.root[p->w], *h = p->h >= 0 ? p->n.root[p->h] : NULL;
   memset(l, 0, sizeof *l);
-  for (int d = 0; d < p->ndim; d++)
-    if (d != p->oc && d != p->h && d != p->w) l->outer[l->nouter++] = p->root[d];
+  for (int d = 0; d < p->n.ndim; d++)
+    if (d != p->oc && d != p->h && d != p->w) l->outer[l->nouter++] = p->n.root[d];
   const char *tiles[3];
   int nt = 0;
   if (v[CV_ORDER] == 0) tiles[nt++] = N_(oc, ".o"); /* channels outermost: reuse inputs */
@@ -161,15 +115,15 @@ static void conv_loop_names(const conv_plan *p, pk_schedule *s, const int64_t *v
 static pk_status conv_shape(const conv_plan *p, pk_schedule *s, const char *stage,
                             const int64_t *v, const conv_loops *l, bool with_reduce) {
   int64_t V = v[CV_VECTOR], WR = v[CV_TILE_W];
-  SPACE_TRY(pk_sched_split(s, stage, p->root[p->oc], v[CV_TILE_OC]));
-  if (p->h >= 0 && v[CV_TILE_H] > 1) SPACE_TRY(pk_sched_split(s, stage, p->root[p->h], v[CV_TILE_H]));
-  SPACE_TRY(pk_sched_split(s, stage, p->root[p->w], WR));
-  if (V > 1 && V != WR) SPACE_TRY(pk_sched_split(s, stage, N_(p->root[p->w], ".i"), V));
+  SPACE_TRY(pk_sched_split(s, stage, p->n.root[p->oc], v[CV_TILE_OC]));
+  if (p->h >= 0 && v[CV_TILE_H] > 1) SPACE_TRY(pk_sched_split(s, stage, p->n.root[p->h], v[CV_TILE_H]));
+  SPACE_TRY(pk_sched_split(s, stage, p->n.root[p->w], WR));
+  if (V > 1 && V != WR) SPACE_TRY(pk_sched_split(s, stage, N_(p->n.root[p->w], ".i"), V));
   const char *order[2 * PK_TE_MAX_DIMS + 8];
   int n = 0;
   for (int i = 0; i < l->nouter; i++) order[n++] = l->outer[i];
   if (with_reduce)
-    for (int r = 0; r < p->nreduce; r++) order[n++] = p->k[p->orders[v[CV_REDUCE_ORDER]][r]];
+    for (int r = 0; r < p->n.nreduce; r++) order[n++] = p->n.k[p->n.orders[v[CV_REDUCE_ORDER]][r]];
   for (int i = 0; i < l->ninner; i++) order[n++] = l->inner[i];
   return pk_sched_reorder(s, stage, n, order);
 }
@@ -178,17 +132,17 @@ static pk_status conv_unroll_and_vectorize(const conv_plan *p, pk_schedule *s, c
                                            const int64_t *v, const conv_loops *l, bool reduce) {
   if (v[CV_UNROLL])
     for (int i = 0; i < l->nunroll; i++) SPACE_TRY(pk_sched_unroll(s, stage, l->unroll[i], 0));
-  const int *order = p->orders[v[CV_REDUCE_ORDER]];
-  if (reduce && v[CV_UNROLL_K] != 1) SPACE_TRY(pk_sched_unroll(s, stage, p->k[order[p->nreduce - 1]], v[CV_UNROLL_K]));
-  int serial = p->nreduce - (v[CV_UNROLL_K] != 1 ? 2 : 1); /* the innermost serial reduce loop */
-  if (reduce && v[CV_PARTITION] && serial >= 0) SPACE_TRY(pk_sched_partition(s, stage, p->k[order[serial]]));
+  const int *order = p->n.orders[v[CV_REDUCE_ORDER]];
+  if (reduce && v[CV_UNROLL_K] != 1) SPACE_TRY(pk_sched_unroll(s, stage, p->n.k[order[p->n.nreduce - 1]], v[CV_UNROLL_K]));
+  int serial = p->n.nreduce - (v[CV_UNROLL_K] != 1 ? 2 : 1); /* the innermost serial reduce loop */
+  if (reduce && v[CV_PARTITION] && serial >= 0) SPACE_TRY(pk_sched_partition(s, stage, p->n.k[order[serial]]));
   if (l->vec) SPACE_TRY(pk_sched_vectorize(s, stage, l->vec));
   return PK_OK;
 }
 
 static pk_status conv_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
   const conv_plan *p = sp->plan;
-  const char *T = p->stage;
+  const char *T = p->n.stage;
   bool local = v[CV_CACHE_WRITE] != 0;
   conv_loops l;
   conv_loop_names(p, s, v, &l);
@@ -202,9 +156,9 @@ static pk_status conv_apply(const pk_space *sp, pk_schedule *s, const int64_t *v
     SPACE_TRY(pk_sched_cache_write(s, T, "local"));
     SPACE_TRY(conv_shape(p, s, T, v, &l, false));
     if (l.vec) SPACE_TRY(pk_sched_vectorize(s, T, l.vec));
-    SPACE_TRY(pk_sched_compute_at(s, p->local, T, l.outer[l.nouter - 1]));
-    SPACE_TRY(conv_shape(p, s, p->local, v, &l, true));
-    SPACE_TRY(conv_unroll_and_vectorize(p, s, p->local, v, &l, true));
+    SPACE_TRY(pk_sched_compute_at(s, p->n.local, T, l.outer[l.nouter - 1]));
+    SPACE_TRY(conv_shape(p, s, p->n.local, v, &l, true));
+    SPACE_TRY(conv_unroll_and_vectorize(p, s, p->n.local, v, &l, true));
   } else {
     SPACE_TRY(conv_shape(p, s, T, v, &l, true));
     SPACE_TRY(conv_unroll_and_vectorize(p, s, T, v, &l, true));
@@ -214,8 +168,8 @@ static pk_status conv_apply(const pk_space *sp, pk_schedule *s, const int64_t *v
     int first = l.nouter - (p->h >= 0 ? 3 : 2);
     SPACE_TRY(pk_sched_parallel(s, T, l.outer[first]));
   }
-  for (int i = 0; i < p->nother; i++) {
-    const pk_stage *st = pk_sched_find_stage(s, p->other[i]);
+  for (int i = 0; i < p->n.nother; i++) {
+    const pk_stage *st = pk_sched_find_stage(s, p->n.other[i]);
     if (st) SPACE_TRY(space_schedule_injective(s, st, v[CV_VECTOR], 1, v[CV_PARALLEL] != 0, false, false));
   }
   return PK_OK;

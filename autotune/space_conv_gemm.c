@@ -20,22 +20,12 @@ enum {
   CG_UNROLL, CG_UNROLL_K, CG_PARALLEL, CG_NKNOBS
 };
 
-#define CG_MAX_ORDERS 6
-
 typedef struct gemm_plan {
-  const char *stage, *local;
-  int ndim;
-  const char *root[PK_TE_MAX_DIMS]; /* spatial roots */
-  int v, r;                         /* dims: vector lanes, register rows (-1: none) */
-  int64_t ev, er;                   /* their extents (er 1 without rows) */
-  int nreduce;
-  const char *k[PK_TE_MAX_DIMS];    /* reduce roots sorted by name */
-  int norders;
-  int orders[CG_MAX_ORDERS][PK_TE_MAX_DIMS];
-  const char *packed;               /* the operand read at bare V ("t1") */
+  space_names n;
+  int v, r;           /* dims: vector lanes, register rows (-1: none) */
+  int64_t ev, er;     /* their extents (er 1 without rows) */
+  const char *packed; /* the operand read at bare V ("t1") */
   int packed_dim;
-  int nother;
-  const char *other[64];
 } gemm_plan;
 
 /* The product of a sum: sum(a * b) or sum(select(c, a * b, 0)) (a transposed window's
@@ -56,23 +46,6 @@ static const pk_expr *sum_product(const pk_te_tensor *t, const pk_expr **guard) 
 static const pk_expr *operand_read(const pk_expr *e) {
   if (e->kind == PK_EXPR_SELECT) e = e->args[1];
   return e->kind == PK_EXPR_READ ? e : NULL;
-}
-
-/* Permutations of 0..n-1 in lexicographic order, the first `max`. */
-static int permutations(int n, int max, int out[][PK_TE_MAX_DIMS]) {
-  int a[PK_TE_MAX_DIMS], count = 0;
-  for (int i = 0; i < n; i++) a[i] = i;
-  for (;;) {
-    memcpy(out[count++], a, sizeof a);
-    if (count == max) return count;
-    int i = n - 2;
-    while (i >= 0 && a[i] > a[i + 1]) i--;
-    if (i < 0) return count;
-    int j = n - 1;
-    while (a[j] < a[i]) j--;
-    int t = a[i]; a[i] = a[j]; a[j] = t;
-    for (int l = i + 1, r = n - 1; l < r; l++, r--) { t = a[l]; a[l] = a[r]; a[r] = t; }
-  }
 }
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -128,25 +101,7 @@ static pk_status gemm_init(pk_space *sp) {
   if (t->shape[t->ndim - 1] >= 2 * (int64_t)sp->lanes) return PK_ERR_UNSUPPORTED;
   gemm_plan *p = pk_alloc(sp->ctx, sizeof *p);
   if (!choose_axes(sp, t, mul, guard, p)) return PK_ERR_UNSUPPORTED;
-  pk_ctx *ctx = sp->ctx, *tmp = pk_ctx_new();
-  pk_schedule *s0 = pk_sched_new(tmp, prog);
-  p->stage = pk_sprintf(ctx, "t%d", t->id);
-  p->local = pk_sprintf(ctx, "t%d.local", t->id);
-  const pk_stage *st = pk_sched_find_stage(s0, p->stage);
-  PK_ASSERT(st && st->nroot == t->ndim + t->body->naxes);
-  p->ndim = t->ndim;
-  for (int d = 0; d < t->ndim; d++) p->root[d] = pk_strdup(ctx, st->root[d]->name);
-  p->nreduce = t->body->naxes;
-  for (int r = 0; r < p->nreduce; r++) {
-    const char *name = st->root[t->ndim + r]->name;
-    int j = r;
-    for (; j > 0 && strcmp(p->k[j - 1], name) > 0; j--) p->k[j] = p->k[j - 1];
-    p->k[j] = pk_strdup(ctx, name);
-  }
-  for (int i = 0; i < s0->nstages && p->nother < 64; i++)
-    if (strcmp(s0->stages[i]->name, p->stage) != 0) p->other[p->nother++] = pk_strdup(ctx, s0->stages[i]->name);
-  pk_ctx_free(tmp);
-  p->norders = permutations(p->nreduce, CG_MAX_ORDERS, p->orders);
+  space_names_of(sp, t, &p->n);
   sp->plan = p;
 
   int64_t EV = p->ev = t->shape[p->v], ER = p->er = p->r >= 0 ? t->shape[p->r] : 1;
@@ -161,7 +116,7 @@ static pk_status gemm_init(pk_space *sp) {
   space_add_knob(sp, "cache_write", (int64_t[]){0, 1}, 2);
   space_add_knob(sp, "pack", (int64_t[]){0, 1}, 2);
   n = 0;
-  for (int i = 0; i < p->norders; i++) v[n++] = i;
+  for (int i = 0; i < p->n.norders; i++) v[n++] = i;
   space_add_knob(sp, "reduce_order", v, n);
   space_add_knob(sp, "order", (int64_t[]){0, 1}, 2);
   space_add_knob(sp, "unroll", (int64_t[]){0, 1}, 2);
@@ -177,7 +132,7 @@ static pk_status gemm_init(pk_space *sp) {
  * of the tile's inner loops go to inner[] (rows, vector parts, lanes). */
 static pk_status split_tile(const gemm_plan *p, pk_schedule *s, const char *stage, const int64_t *v,
                             const char **inner, int *ninner, const char **lanes) {
-  const char *R = p->r >= 0 ? p->root[p->r] : NULL, *V = p->root[p->v];
+  const char *R = p->r >= 0 ? p->n.root[p->r] : NULL, *V = p->n.root[p->v];
   int64_t vec = v[CG_VECTOR];
   *ninner = 0;
   *lanes = NULL;
@@ -201,12 +156,12 @@ static pk_status split_tile(const gemm_plan *p, pk_schedule *s, const char *stag
  * then V.o, then the other dims, each a single point of the tile. */
 static int outer_loops(const gemm_plan *p, pk_schedule *s, const int64_t *v, const char **out) {
   int n = 0;
-  const char *R = p->r >= 0 ? p->root[p->r] : NULL, *V = p->root[p->v];
+  const char *R = p->r >= 0 ? p->n.root[p->r] : NULL, *V = p->n.root[p->v];
   if (v[CG_ORDER] == 1 && R) out[n++] = N_(R, ".o");
   out[n++] = N_(V, ".o");
   if (v[CG_ORDER] == 0 && R) out[n++] = N_(R, ".o");
-  for (int d = 0; d < p->ndim; d++)
-    if (d != p->v && d != p->r) out[n++] = p->root[d];
+  for (int d = 0; d < p->n.ndim; d++)
+    if (d != p->v && d != p->r) out[n++] = p->n.root[d];
   return n;
 }
 
@@ -217,21 +172,21 @@ static pk_status shape_acc(const gemm_plan *p, pk_schedule *s, const char *stage
   int ninner, n = 0;
   SPACE_TRY(split_tile(p, s, stage, v, inner, &ninner, &lanes));
   n = outer_loops(p, s, v, order);
-  for (int r = 0; r < p->nreduce; r++) order[n++] = p->k[p->orders[v[CG_REDUCE_ORDER]][r]];
+  for (int r = 0; r < p->n.nreduce; r++) order[n++] = p->n.k[p->n.orders[v[CG_REDUCE_ORDER]][r]];
   for (int i = 0; i < ninner; i++) order[n++] = inner[i];
   SPACE_TRY(pk_sched_reorder(s, stage, n, order));
   if (v[CG_UNROLL])
     for (int i = 0; i < ninner; i++)
       if (inner[i] != lanes) SPACE_TRY(pk_sched_unroll(s, stage, inner[i], 0));
   if (v[CG_UNROLL_K] != 1)
-    SPACE_TRY(pk_sched_unroll(s, stage, p->k[p->orders[v[CG_REDUCE_ORDER]][p->nreduce - 1]], v[CG_UNROLL_K]));
+    SPACE_TRY(pk_sched_unroll(s, stage, p->n.k[p->n.orders[v[CG_REDUCE_ORDER]][p->n.nreduce - 1]], v[CG_UNROLL_K]));
   if (lanes) SPACE_TRY(pk_sched_vectorize(s, stage, lanes));
   return PK_OK;
 }
 
 static pk_status gemm_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
   const gemm_plan *p = sp->plan;
-  const char *T = p->stage;
+  const char *T = p->n.stage;
   if (v[CG_PACK]) {
     const char *readers[] = {T};
     SPACE_TRY(pk_sched_cache_read(s, p->packed, "ws", 1, readers, p->packed_dim, v[CG_TILE_V]));
@@ -250,15 +205,15 @@ static pk_status gemm_apply(const pk_space *sp, pk_schedule *s, const int64_t *v
     for (int i = 0; i < ninner; i++) order[n++] = inner[i];
     SPACE_TRY(pk_sched_reorder(s, T, n, order));
     if (lanes) SPACE_TRY(pk_sched_vectorize(s, T, lanes));
-    SPACE_TRY(pk_sched_compute_at(s, p->local, T, outer[nouter - 1]));
-    SPACE_TRY(shape_acc(p, s, p->local, v));
+    SPACE_TRY(pk_sched_compute_at(s, p->n.local, T, outer[nouter - 1]));
+    SPACE_TRY(shape_acc(p, s, p->n.local, v));
   } else {
     SPACE_TRY(shape_acc(p, s, T, v));
     nouter = outer_loops(p, s, v, outer);
   }
   if (v[CG_PARALLEL]) SPACE_TRY(pk_sched_parallel(s, T, outer[0]));
-  for (int i = 0; i < p->nother; i++) {
-    const pk_stage *st = pk_sched_find_stage(s, p->other[i]);
+  for (int i = 0; i < p->n.nother; i++) {
+    const pk_stage *st = pk_sched_find_stage(s, p->n.other[i]);
     if (st) SPACE_TRY(space_schedule_injective(s, st, v[CG_VECTOR], 1, v[CG_PARALLEL] != 0, false, false));
   }
   return PK_OK;

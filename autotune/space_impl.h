@@ -71,6 +71,24 @@ const char *space_name(pk_schedule *s, const char *base, const char *suffix);
 const pk_te_tensor *space_product_stage(const pk_te_program *p);
 /* The index of the dim of READ r that is exactly the bare axis ax, or -1. */
 int space_bare_dim(const pk_expr *r, const pk_te_axis *ax);
+
+/* The names a template of a sum of products schedules by, read off the default schedule
+ * of the stage that computes t: its spatial roots, its reduce roots sorted by name (so
+ * order 0 is k0, k1, ...), up to SPACE_MAX_ORDERS orders of those (the reduce_order knob),
+ * and every other stage. */
+#define SPACE_MAX_ORDERS 6
+typedef struct space_names {
+  const char *stage, *local; /* "tN", "tN.local" */
+  int ndim;
+  const char *root[PK_TE_MAX_DIMS];
+  int nreduce;
+  const char *k[PK_TE_MAX_DIMS];
+  int norders;
+  int orders[SPACE_MAX_ORDERS][PK_TE_MAX_DIMS]; /* permutations of k, lexicographic */
+  int nother;
+  const char *other[64];
+} space_names;
+void space_names_of(pk_space *sp, const pk_te_tensor *t, space_names *out);
 /* Does e use axis ax anywhere? */
 bool space_uses_axis(const pk_expr *e, const pk_te_axis *ax);
 
