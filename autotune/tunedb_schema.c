@@ -166,7 +166,7 @@ static pk_status read_header(pk_tunedb *db, int64_t *version, int64_t *app_id,
 
 pk_status pk_db_migrate(pk_tunedb *db, const pk_db_migration *migrations, int nsteps) {
   int latest = nsteps ? migrations[nsteps - 1].to_version : 0;
-  int64_t version, app_id, ntables;
+  int64_t version = 0, app_id = 0, ntables = 0;
   /* Outside a transaction first: most opens find the current version and need no lock. */
   pk_status s = read_header(db, &version, &app_id, &ntables);
   if (s == PK_OK) s = check_kind(db, version, app_id, ntables, latest);

@@ -1,7 +1,7 @@
 /* bench_tuned.c — the autotuner's acceptance bench: the best TUNED generated kernel of each
  * acceptance shape (from a tuning database) beside OpenBLAS sgemm and the hand schedule,
- * one pinned thread, fp32, all timed in this one run (medians). Every kernel is checked
- * against the interpreter first. Never fails on a timing.
+ * one pinned thread, fp32, timed side by side in interleaved rounds (medians). Every kernel
+ * is checked against the interpreter first. Never fails on a timing.
  *
  * Usage: bench_tuned --emit-te DIR        write each case's TE file (for `pock tune`)
  *        bench_tuned --db DB [--quick]    time the best generated record of each case */
@@ -81,7 +81,7 @@ static int bench_case_run(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_tunedb *db,
   }
   const pk_record *best = best_generated(db, &task, fp);
   if (!best) {
-    printf("| %s | (no tuned record in the database) | | | | |\n", task.name);
+    printf("| %s | (no tuned record in the database) | | | | | |\n", task.name);
     return 0;
   }
   pk_schedule *tuned;
@@ -104,25 +104,52 @@ static int bench_case_run(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_tunedb *db,
   if (pk_host_buffers_new(ctx, p, &hb) != PK_OK) return 1;
   for (int i = 0; i < 2; i++) pk_te_ref_to_buffer(p->tensors[i], &ref->tensors[i], hb.data[i]);
 
-  double tuned_ns = pk_bench_time_scheduled(ctx, cc, rt, p, tuned, min_ns, &hb);
-  double hand_ns = hand ? pk_bench_time_scheduled(ctx, cc, rt, p, hand, min_ns, &hb) : 0;
-  double blas_ns = 0;
-  if (sgemm && c->op == PK_OP_MATMUL) {
-    pk_bench_sgemm_run sa = {sgemm, c->trans_a ? 112 : 111, c->trans_b ? 112 : 111, (int32_t)c->m,
-                    (int32_t)c->n, (int32_t)c->k, (int32_t)p->tensors[0]->shape[1],
-                    (int32_t)p->tensors[1]->shape[1], hb.data[0], hb.data[1], hb.data[2]};
-    pk_timing t;
-    pk_measure(pk_bench_run_sgemm, &sa, min_ns, &t);
-    blas_ns = t.median_ns;
+  /* Tuned, hand and OpenBLAS are timed round-robin (pk_bench_rounds), so that a ratio
+   * compares timings taken moments apart, not minutes apart on a noisy machine. */
+  enum { ROUNDS = 7 };
+  pk_bench_built tb, hbuilt = {0};
+  if (pk_bench_build_checked(ctx, cc, rt, p, tuned, &hb, &tb) != PK_OK ||
+      (hand && pk_bench_build_checked(ctx, cc, rt, p, hand, &hb, &hbuilt) != PK_OK)) {
+    fprintf(stderr, "%s: build or check failed: %s\n", task.name, pk_ctx_error(ctx));
+    return 1;
   }
+  pk_bench_sgemm_run sa = {sgemm, c->trans_a ? 112 : 111, c->trans_b ? 112 : 111, (int32_t)c->m,
+                           (int32_t)c->n, (int32_t)c->k, (int32_t)p->tensors[0]->shape[1],
+                           (int32_t)p->tensors[1]->shape[1], hb.data[0], hb.data[1], hb.data[2]};
+  double round_ns[3][ROUNDS];
+  pk_bench_contestant con[3];
+  int ncon = 0, hand_i = -1, blas_i = -1;
+  con[ncon++] = (pk_bench_contestant){pk_bench_run_kernel, &tb.run, .round_ns = round_ns[0]};
+  if (hand) {
+    hand_i = ncon;
+    con[ncon++] = (pk_bench_contestant){pk_bench_run_kernel, &hbuilt.run, .round_ns = round_ns[hand_i]};
+  }
+  if (sgemm && c->op == PK_OP_MATMUL) {
+    blas_i = ncon;
+    con[ncon++] = (pk_bench_contestant){pk_bench_run_sgemm, &sa, .round_ns = round_ns[blas_i]};
+  }
+  pk_bench_rounds(con, ncon, ROUNDS, min_ns);
+  double tuned_ns = con[0].median_ns;
+  double hand_ns = hand_i >= 0 ? con[hand_i].median_ns : 0;
+  double blas_ns = blas_i >= 0 ? con[blas_i].median_ns : 0;
+  /* The spread of the same-round ratios says how far the noise moves the verdict. */
+  int ref_i = c->op == PK_OP_CONV2D ? hand_i : blas_i;
+  double rlo = 0, rhi = 0;
+  for (int r = 0; ref_i >= 0 && r < ROUNDS; r++) {
+    double q = round_ns[0][r] > 0 ? round_ns[ref_i][r] / round_ns[0][r] : 0;
+    if (r == 0 || q < rlo) rlo = q;
+    if (r == 0 || q > rhi) rhi = q;
+  }
+  pk_bench_built_free(&tb);
+  pk_bench_built_free(&hbuilt);
   pk_host_buffers_free(&hb);
-  if (tuned_ns <= 0 || hand_ns < 0 || (c->op == PK_OP_CONV2D && hand_ns <= 0)) return 1;
+  if (tuned_ns <= 0 || (c->op == PK_OP_CONV2D && hand_ns <= 0)) return 1;
   double f = task.flops;
   double ratio = c->op == PK_OP_CONV2D ? hand_ns / tuned_ns : (blas_ns > 0 ? blas_ns / tuned_ns : 0);
-  printf("| %s | %.1f | %s | %s | %.0f%% vs %s | %.0f%% | %s |\n", task.name, f / tuned_ns,
+  printf("| %s | %.1f | %s | %s | %.0f%% vs %s | %.0f–%.0f%% | %.0f%% | %s |\n", task.name, f / tuned_ns,
          hand_ns > 0 ? pk_sprintf(ctx, "%.1f", f / hand_ns) : "(does not fit)",
          blas_ns > 0 ? pk_sprintf(ctx, "%.1f", f / blas_ns) : "—", 100 * ratio,
-         c->op == PK_OP_CONV2D ? "hand" : "OpenBLAS", 100 * c->goal,
+         c->op == PK_OP_CONV2D ? "hand" : "OpenBLAS", 100 * rlo, 100 * rhi, 100 * c->goal,
          ratio >= c->goal ? "met" : "NOT met");
   fflush(stdout);
   return 0;
@@ -182,10 +209,11 @@ int main(int argc, char **argv) {
   pkrt_extern *sgemm = NULL;
   if (pkrt_extern_open(rt, "libopenblas.so.0", "cblas_sgemm", PK_BENCH_SGEMM_SIGNATURE, &sgemm) != PKRT_OK)
     printf("OpenBLAS unavailable: %s\n", pkrt_ctx_error(rt));
-  printf("pock bench_tuned: 1 thread pinned to CPU %d, fp32, median of repeats >= %lld ms, %s\n\n",
+  printf("pock bench_tuned: 1 thread pinned to CPU %d, fp32, each kernel timed in 7 interleaved rounds "
+         "(median of repeats >= %lld ms per round; the median round shown), %s\n\n",
          cpu, (long long)(min_ns / 1000000), pk_cc_version(cc));
-  printf("| task | tuned GFLOP/s | hand GFLOP/s | OpenBLAS GFLOP/s | tuned ratio | goal | |\n"
-         "|---|---|---|---|---|---|---|\n");
+  printf("| task | tuned GFLOP/s | hand GFLOP/s | OpenBLAS GFLOP/s | tuned ratio | same-round ratios | goal | |\n"
+         "|---|---|---|---|---|---|---|---|\n");
   int bad = 0;
   for (int i = 0; i < NCASES; i++) bad |= bench_case_run(ctx, cc, rt, db, &fp, sgemm, &cases[i], min_ns);
   if (sgemm) pkrt_extern_free(sgemm);

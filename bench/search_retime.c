@@ -60,17 +60,16 @@ int main(int argc, char **argv) {
     if (p->tensors[i]->kind == PK_TE_PLACEHOLDER)
       pk_te_ref_to_buffer(p->tensors[i], &ref->tensors[i], hb.data[i]);
 
-  /* Build and check every best first, then time them round-robin, ROUNDS times each, and
-   * keep each kernel's median over rounds: load that comes and goes during the run (this
-   * machine has two cores) then falls on every kernel alike instead of on one of them. */
+  /* Build and check every best first, then time them round-robin (pk_bench_rounds): load
+   * that comes and goes during the run falls on every kernel alike. */
   enum { ROUNDS = 7 };
   int n = argc - 2, bad = 0;
   const pk_record **best = pk_alloc(ctx, sizeof(pk_record *) * (size_t)n);
-  pkrt_module **mods = pk_alloc(ctx, sizeof(pkrt_module *) * (size_t)n);
-  void **ws = pk_alloc(ctx, sizeof(void *) * (size_t)n);
-  double *rounds = pk_alloc(ctx, sizeof(double) * (size_t)n * ROUNDS);
+  pk_bench_built *built = pk_alloc(ctx, sizeof(pk_bench_built) * (size_t)n);
+  pk_bench_contestant *con = pk_alloc(ctx, sizeof(pk_bench_contestant) * (size_t)n);
   int64_t *max_trial = pk_alloc(ctx, sizeof(int64_t) * (size_t)n);
   const char **paths = pk_alloc(ctx, sizeof(char *) * (size_t)n);
+  int ncon = 0, *con_of = pk_alloc(ctx, sizeof(int) * (size_t)n);
   for (int a = 0; a < n; a++) {
     char *path = pk_strdup(ctx, argv[a + 2]);
     char *colon = strrchr(path, ':');
@@ -80,44 +79,34 @@ int main(int argc, char **argv) {
       max_trial[a] = strtoll(colon + 1, NULL, 10);
     }
     paths[a] = path;
+    con_of[a] = -1;
+    built[a] = (pk_bench_built){0};
     best[a] = best_within(ctx, path, &task, &fp, max_trial[a]);
     if (!best[a]) continue;
     pk_schedule *s;
-    if (pk_sched_from_json(ctx, p, best[a]->cand.trace, &s) != PK_OK ||
-        pk_build_scheduled(ctx, cc, rt, &p, &s, 1, &mods[a]) != PK_OK) {
+    if (pk_sched_from_json(ctx, p, best[a]->cand.trace, &s) != PK_OK) {
       fprintf(stderr, "%s: %s\n", path, pk_ctx_error(ctx));
       return 1;
     }
-    const pkrt_kernel_desc *k = pkrt_module_find(mods[a], "k0");
-    pk_kernel_check_result res;
-    if (pk_kernel_check_scheduled(ctx, rt, p, s, k, 11, &res) != PK_OK) {
-      fprintf(stderr, "%s: WRONG RESULT: %s\n", path, pk_ctx_error(ctx));
+    if (pk_bench_build_checked(ctx, cc, rt, p, s, &hb, &built[a]) != PK_OK) {
+      fprintf(stderr, "%s: build or check failed: %s\n", path, pk_ctx_error(ctx));
+      pk_ctx_clear_error(ctx);
       bad = 1;
-      pkrt_module_free(mods[a]);
-      mods[a] = NULL;
       continue;
     }
-    ws[a] = k->workspace_bytes ? aligned_alloc(64, ((size_t)k->workspace_bytes + 63) / 64 * 64) : NULL;
+    con_of[a] = ncon;
+    con[ncon++] = (pk_bench_contestant){pk_bench_run_kernel, &built[a].run,
+                                        .round_ns = pk_alloc(ctx, sizeof(double) * ROUNDS)};
   }
-  for (int r = 0; r < ROUNDS; r++)
-    for (int a = 0; a < n; a++) {
-      rounds[(size_t)a * ROUNDS + r] = 0;
-      if (!mods[a]) continue;
-      pk_bench_kernel_run ra = {pkrt_module_find(mods[a], "k0"), &hb, ws[a], pkrt_ctx_exec(rt)};
-      pk_timing t;
-      if (pk_measure(pk_bench_run_kernel, &ra, PK_MEASURE_MIN_NS, &t) == 0)
-        rounds[(size_t)a * ROUNDS + r] = task.flops / t.median_ns;
-    }
+  pk_bench_rounds(con, ncon, ROUNDS, PK_MEASURE_MIN_NS);
   for (int a = 0; a < n; a++) {
-    double *g = &rounds[(size_t)a * ROUNDS];
-    for (int i = 1; i < ROUNDS; i++) /* insertion sort: the median of the rounds */
-      for (int j = i; j > 0 && g[j - 1] > g[j]; j--) {
-        double t = g[j]; g[j] = g[j - 1]; g[j - 1] = t;
-      }
+    const pk_bench_contestant *c = con_of[a] >= 0 ? &con[con_of[a]] : NULL;
+    double g = c && c->median_ns > 0 ? task.flops / c->median_ns : 0;
+    double lo = c && c->max_ns > 0 ? task.flops / c->max_ns : 0;
+    double hi = c && c->min_ns > 0 ? task.flops / c->min_ns : 0;
     printf("%s %lld trial=%lld gflops=%.3f rounds=%d min=%.3f max=%.3f\n", paths[a], (long long)max_trial[a],
-           best[a] ? (long long)best[a]->trial : -1LL, g[ROUNDS / 2], ROUNDS, g[0], g[ROUNDS - 1]);
-    if (mods[a]) pkrt_module_free(mods[a]);
-    free(ws[a]);
+           best[a] ? (long long)best[a]->trial : -1LL, g, ROUNDS, lo, hi);
+    pk_bench_built_free(&built[a]);
   }
   fflush(stdout);
   pk_host_buffers_free(&hb);
