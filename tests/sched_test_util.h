@@ -1,32 +1,16 @@
-/* sched_test_util.h — shared by the schedule tests: PASS/FAIL reporting, parsing a TE
- * text, a printable description of a schedule's stages and iters (for comparing
- * structures), and the check that an illegal step leaves the schedule unchanged. */
+/* sched_test_util.h — shared by the schedule tests: PASS/FAIL reporting (check() and
+ * failures, from pk_test.h), parsing a TE text, a printable description of a schedule's
+ * stages and iters (for comparing structures), and the check that an illegal step leaves
+ * the schedule unchanged. */
 #ifndef SCHED_TEST_UTIL_H
 #define SCHED_TEST_UTIL_H
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pk_schedule.h"
-
-static int failures;
-
-static void check(bool ok, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void check(bool ok, const char *name, const char *fmt, ...) {
-  if (ok) {
-    printf("PASS %s\n", name);
-    return;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  printf("FAIL %s: ", name);
-  vprintf(fmt, ap);
-  printf("\n");
-  va_end(ap);
-  failures++;
-}
+#include "pk_test.h"
 
 static pk_te_program *parse_te(pk_ctx *ctx, const char *text) {
   pk_te_program *p = NULL;

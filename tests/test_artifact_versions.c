@@ -14,52 +14,12 @@
 
 #include "pkrt.h"
 #include "pock/pockrt.h"
+#include "pk_test.h"
 
 #ifndef PK_SOURCE_DIR
 #error "build with -DPK_SOURCE_DIR"
 #endif
 #define FIXTURES PK_SOURCE_DIR "/tests/fixtures/artifacts"
-
-static int failures;
-#define CHECK(cond, ...)                  \
-  do {                                    \
-    if (!(cond)) {                        \
-      printf("FAIL %s: ", __func__);      \
-      printf(__VA_ARGS__);                \
-      printf(" (line %d)\n", __LINE__);   \
-      failures++;                         \
-      return;                             \
-    }                                     \
-  } while (0)
-#define PASS() printf("PASS %s\n", __func__)
-
-static char tmpdir[256];
-static const char *tmp(const char *name) {
-  static char buf[4][512];
-  static int k;
-  char *b = buf[k++ & 3];
-  snprintf(b, 512, "%s/%s", tmpdir, name);
-  return b;
-}
-
-static unsigned char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *b = malloc((size_t)n + 1);
-  *len = b ? fread(b, 1, (size_t)n, f) : 0;
-  fclose(f);
-  return b;
-}
-
-static int spit(const char *path, const void *b, size_t n) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return -1;
-  size_t w = fwrite(b, 1, n, f);
-  return fclose(f) == 0 && w == n ? 0 : -1;
-}
 
 static int is_x86_64(void) {
   struct utsname u;
@@ -114,14 +74,14 @@ static void test_v1_fixture_trains(void) {
 /* Container versions other than 1 are refused, naming the version. */
 static void test_refused_container_versions(void) {
   size_t len;
-  unsigned char *b = slurp(FIXTURES "/v1_mlp.pock", &len);
+  unsigned char *b = pk_test_read_file(FIXTURES "/v1_mlp.pock", &len);
   CHECK(b && len > 16, "cannot read the fixture");
   const uint32_t versions[] = {0, 2, 7, 0x01000000u, 0xffffffffu};
   for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
     uint32_t v = versions[i];
     for (int k = 0; k < 4; k++) b[8 + k] = (unsigned char)(v >> (8 * k));
-    const char *p = tmp("version.pock");
-    CHECK(spit(p, b, len) == 0, "cannot write %s", p);
+    const char *p = pk_test_path("version.pock");
+    CHECK(pk_test_write_file(p, b, len) == 0, "cannot write %s", p);
     char err[512], want[64];
     pkrt_model *m = NULL;
     int rc = pkrt_model_open(p, NULL, &m, err, sizeof err);
@@ -176,7 +136,7 @@ static void test_refused_manifest_formats(void) {
   const int formats[] = {0, 2, 99};
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
     g_format = formats[i];
-    const char *p = tmp("format.pock");
+    const char *p = pk_test_path("format.pock");
     CHECK(rewrite(p, set_format, NULL, 0) == 0, "cannot write %s", p);
     char err[512], want[64];
     pkrt_model *m = NULL;
@@ -204,7 +164,7 @@ static void test_forward_compatible_additions(void) {
   }
   static const char note[] = "{\"written_by\": \"a later pock\"}";
   pkrt_section extra[2] = {{"future.notes", note, sizeof note - 1}, {"z-empty", NULL, 0}};
-  const char *p = tmp("future.pock");
+  const char *p = pk_test_path("future.pock");
   CHECK(rewrite(p, add_future_keys, extra, 2) == 0, "cannot write %s", p);
   char err[512];
   pkrt_model *m;
@@ -220,7 +180,7 @@ static void test_forward_compatible_additions(void) {
 /* The fixture passes every check open makes without loading (what the fuzzer drives). */
 static void test_fixture_checks_without_loading(void) {
   size_t len;
-  unsigned char *b = slurp(FIXTURES "/v1_mlp.pock", &len);
+  unsigned char *b = pk_test_read_file(FIXTURES "/v1_mlp.pock", &len);
   CHECK(b, "cannot read the fixture");
   pkrt_ctx *rt = pkrt_ctx_new(1);
   pkrt_check_options o = {.machine = "x86_64", .cpuinfo = "flags : fpu sse2\n"};
@@ -240,17 +200,12 @@ static void test_fixture_checks_without_loading(void) {
 }
 
 int main(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/pk_versions_XXXXXX");
-  if (!mkdtemp(tmpdir)) return perror("mkdtemp"), 1;
+  if (pk_test_tmpdir_make("pk_versions_") != 0) return 1;
   test_v1_fixture_trains();
   test_refused_container_versions();
   test_refused_manifest_formats();
   test_forward_compatible_additions();
   test_fixture_checks_without_loading();
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  if (system(cmd) != 0) printf("note: could not remove %s\n", tmpdir);
-  if (failures) printf("test_artifact_versions: %d FAILED\n", failures);
-  else printf("test_artifact_versions: all passed\n");
-  return failures ? 1 : 0;
+  pk_test_tmpdir_remove();
+  return pk_test_summary("test_artifact_versions");
 }

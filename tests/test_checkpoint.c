@@ -22,6 +22,9 @@
 #include "pkrt.h"
 #include "pock/pockrt.h"
 
+#define PK_TEST_OWN_CHECK
+#include "pk_test.h"
+
 /* ---- allocation counter (the --wrap linker option routes libpockrt's calls here) ---- */
 static volatile int counting;
 static long nallocs;
@@ -41,9 +44,7 @@ void *__wrap_realloc(void *p, size_t n) {
   return __real_realloc(p, n);
 }
 
-static int failures;
-static char tmp[256];
-
+/* CHECK here returns -1 from the int-returning test helpers. */
 #define CHECK(cond, ...)                          \
   do {                                            \
     if (!(cond)) {                                \
@@ -56,7 +57,7 @@ static char tmp[256];
   } while (0)
 
 static const char *tpath(char *buf, const char *name) {
-  snprintf(buf, 512, "%s/%s", tmp, name);
+  snprintf(buf, 512, "%s/%s", pk_test_tmpdir(), name);
   return buf;
 }
 
@@ -115,13 +116,6 @@ static int read_file(const char *path, unsigned char **bytes, size_t *len) {
   *len = *bytes && fread(*bytes, 1, (size_t)n, f) == (size_t)n ? (size_t)n : 0;
   fclose(f);
   return *bytes && *len == (size_t)n ? 0 : -1;
-}
-
-static int write_file(const char *path, const void *bytes, size_t len) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return -1;
-  int ok = fwrite(bytes, 1, len, f) == len;
-  return fclose(f) == 0 && ok ? 0 : -1;
 }
 
 static int same_file(const char *a, const char *b) {
@@ -352,7 +346,7 @@ static int test_model_checkpoint(const char *mlp, const char *cnn) {
   for (size_t off = 0; off < len; off += off < 256 ? 1 : 997) {
     bytes[off] ^= 0x10;
     const char *want = off < 8 ? "bad magic" : off < 12 ? "version" : off < 16 ? "flags" : "";
-    if (write_file(bad, bytes, len) != 0 || refused(b, bad, want, "flipped byte") != 0) {
+    if (pk_test_write_file(bad, bytes, len) != 0 || refused(b, bad, want, "flipped byte") != 0) {
       printf("  (byte %zu of %zu)\n", off, len);
       goto out;
     }
@@ -360,14 +354,15 @@ static int test_model_checkpoint(const char *mlp, const char *cnn) {
     flips++;
   }
   bytes[len - 1] ^= 1;
-  if (write_file(bad, bytes, len) != 0 || refused(b, bad, "checksum mismatch", "trailer") != 0)
+  if (pk_test_write_file(bad, bytes, len) != 0 ||
+      refused(b, bad, "checksum mismatch", "trailer") != 0)
     goto out;
   bytes[len - 1] ^= 1;
   printf("PASS %d single-byte flips (header, params, state, trailer) are refused\n", flips);
   int cuts = 0;
   for (size_t n = 0; n < len; n = n < 256 ? n + 1 : n + 1013) {
     const char *want = n == 0 ? "empty" : n < 8 ? "bad magic" : "truncated";
-    if (write_file(bad, bytes, n) != 0 || refused(b, bad, want, "truncated") != 0) {
+    if (pk_test_write_file(bad, bytes, n) != 0 || refused(b, bad, want, "truncated") != 0) {
       printf("  (%zu of %zu bytes)\n", n, len);
       goto out;
     }
@@ -376,7 +371,9 @@ static int test_model_checkpoint(const char *mlp, const char *cnn) {
   unsigned char *longer = malloc(len + 1);
   memcpy(longer, bytes, len);
   longer[len] = 0;
-  int tail = write_file(bad, longer, len + 1) == 0 ? refused(b, bad, "trailing", "trailing") : -1;
+  int tail = pk_test_write_file(bad, longer, len + 1) == 0
+                 ? refused(b, bad, "trailing", "trailing")
+                 : -1;
   free(longer);
   if (tail != 0) goto out;
   printf("PASS %d truncations and a trailing byte are refused\n", cuts);
@@ -496,7 +493,7 @@ static int test_kill(const char *art) {
       break;
     }
     kills++;
-    mid_save += count_temps(tmp, 1) > 0;
+    mid_save += count_temps(pk_test_tmpdir(), 1) > 0;
     /* The file must load, and be exactly the version of its step count. */
     pkrt_model *m = open_model(art);
     if (!m || pkrt_model_load_checkpoint(m, ck) != 0) {
@@ -549,8 +546,7 @@ static int test_kill(const char *art) {
 
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  snprintf(tmp, sizeof tmp, "/tmp/pk_ckpt_XXXXXX");
-  if (!mkdtemp(tmp)) return perror("mkdtemp"), 1;
+  if (pk_test_tmpdir_make("pk_ckpt_") != 0) return 1;
   char mlp[512], cnn[512];
   tpath(mlp, "mlp_adam.pock"), tpath(cnn, "cnn_sgd.pock");
   if (compile("mlp.json", "adam", mlp) != 0 || compile("cnn.json", "sgd", cnn) != 0) return 1;
@@ -559,9 +555,7 @@ int main(void) {
   test_model_checkpoint(mlp, cnn);
   test_other_data(mlp);
   test_kill(mlp);
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-  if (system(cmd) != 0) printf("  (could not remove %s)\n", tmp);
+  pk_test_tmpdir_remove();
   printf("%s test_checkpoint (%d failures)\n", failures ? "FAIL" : "PASS", failures);
   return failures ? 1 : 0;
 }

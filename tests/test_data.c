@@ -9,40 +9,11 @@
 #include <string.h>
 
 #include "pock/pockrt.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                        \
-  do {                                          \
-    if (!(cond)) {                              \
-      printf("FAIL %s: ", __func__);            \
-      printf(__VA_ARGS__);                      \
-      printf(" (line %d)\n", __LINE__);         \
-      failures++;                               \
-      return;                                   \
-    }                                           \
-  } while (0)
-
-static char dir[256];
-
-static const char *tmp(const char *name) {
-  static char buf[32][512];
-  static int k;
-  k = (k + 1) % 32;
-  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-  return buf[k];
-}
-
-static void write_file(const char *path, const void *b, size_t n) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return;
-  fwrite(b, 1, n, f);
-  fclose(f);
-}
+#include "pk_test.h"
 
 static const char *write_text(const char *name, const char *text) {
-  const char *p = tmp(name);
-  write_file(p, text, strlen(text));
+  const char *p = pk_test_path(name);
+  pk_test_write_file(p, text, strlen(text));
   return p;
 }
 
@@ -124,9 +95,9 @@ static void test_csv_errors(void) {
   pkrt_data_options bad_col = {.label_column = 5};
   expect_error("label column", write_text("e13.csv", "1,2,0\n"), &bad_col,
                "label column 5 is out of range (the file has 3 columns)");
-  expect_error("binary", tmp("e14.csv"), &o, "e14.csv");
-  write_file(tmp("e15.csv"), "1,2\0,0\n", 7);
-  expect_error("nul", tmp("e15.csv"), &o, "not a text file");
+  expect_error("binary", pk_test_path("e14.csv"), &o, "e14.csv");
+  pk_test_write_file(pk_test_path("e15.csv"), "1,2\0,0\n", 7);
+  expect_error("nul", pk_test_path("e15.csv"), &o, "not a text file");
   expect_error("npy without labels", write_text("x.npy", "junk"), &o, "give the features and the labels as X.npy:Y.npy");
   if (failures == f0) printf("PASS %s\n", __func__);
 }
@@ -160,8 +131,8 @@ static const char *npy_file(const char *name, int version, const char *descr, co
                             const void *data, size_t nbytes, int fortran) {
   unsigned char buf[4096];
   size_t n = make_npy(buf, version, descr, shape, data, nbytes, fortran);
-  const char *p = tmp(name);
-  write_file(p, buf, n);
+  const char *p = pk_test_path(name);
+  pk_test_write_file(p, buf, n);
   return p;
 }
 
@@ -232,18 +203,19 @@ static void test_npy(void) {
   expect_error("features", pair(x, y), &of, "4 features per row, but the model's input takes 5");
   expect_error("magic", pair(write_text("x15.npy", "NUMPY not really"), y), &o2,
                "x15.npy: not a .npy file (bad magic)");
-  expect_error("missing", pair(tmp("nope.npy"), y), &o2, "nope.npy");
+  expect_error("missing", pair(pk_test_path("nope.npy"), y), &o2, "nope.npy");
   double inf[12] = {0, INFINITY};
   expect_error("inf", pair(npy_file("x16.npy", 1, "<f8", "(3, 4)", inf, sizeof inf, 0), y), &o2,
                "row 1, feature 2 is not finite");
   unsigned char v9[64] = "\x93NUMPY\x09\x00\x10\x00";
-  write_file(tmp("x17.npy"), v9, 64);
-  expect_error("version", pair(tmp("x17.npy"), y), &o2, ".npy format version 9 is not supported");
+  pk_test_write_file(pk_test_path("x17.npy"), v9, 64);
+  expect_error("version", pair(pk_test_path("x17.npy"), y), &o2,
+               ".npy format version 9 is not supported");
   unsigned char hb[256];
   size_t n = make_npy(hb, 1, "<f8", "(3, 4)", xd, 0, 0);
   hb[20] = '#'; /* inside "'descr'" */
-  write_file(tmp("x18.npy"), hb, n);
-  expect_error("header", pair(tmp("x18.npy"), y), &o2, "bad .npy header");
+  pk_test_write_file(pk_test_path("x18.npy"), hb, n);
+  expect_error("header", pair(pk_test_path("x18.npy"), y), &o2, "bad .npy header");
   if (failures == f0) printf("PASS %s\n", __func__);
 }
 
@@ -284,9 +256,9 @@ static void test_fuzz(void) {
     size_t len = strlen(csv);
     memcpy(b, csv, len);
     mutate(b, &len, sizeof b, &s, "0123456789,.-+eE \n\r\tnax");
-    write_file(tmp("fz.csv"), b, len);
+    pk_test_write_file(pk_test_path("fz.csv"), b, len);
     char err[512] = "";
-    pkrt_dataset *d = load(tmp("fz.csv"), &o, err);
+    pkrt_dataset *d = load(pk_test_path("fz.csv"), &o, err);
     if (d) {
       ok++;
       for (int64_t r = 0; r < pkrt_dataset_rows(d); r++)
@@ -319,10 +291,10 @@ static void test_fuzz(void) {
     memcpy(my, yb, yn);
     if (it % 2) mutate(mx, &lx, sizeof mx, &s, "0123456789(),:' {}TFalseTruedescr<|fi48\x93");
     else mutate(my, &ly, sizeof my, &s, "0123456789(),:' {}TFalseTruedescr<|fi48\x93");
-    write_file(tmp("fx.npy"), mx, lx);
-    write_file(tmp("fy.npy"), my, ly);
+    pk_test_write_file(pk_test_path("fx.npy"), mx, lx);
+    pk_test_write_file(pk_test_path("fy.npy"), my, ly);
     char err[512] = "";
-    pkrt_dataset *d = load(pair(tmp("fx.npy"), tmp("fy.npy")), &o, err);
+    pkrt_dataset *d = load(pair(pk_test_path("fx.npy"), pk_test_path("fy.npy")), &o, err);
     if (d) ok++;
     else if (!*err) {
       printf("FAIL test_fuzz: npy refused without a message\n");
@@ -337,15 +309,12 @@ static void test_fuzz(void) {
 }
 
 int main(void) {
-  snprintf(dir, sizeof dir, "/tmp/pk_test_data.XXXXXX");
-  if (!mkdtemp(dir)) return 1;
+  if (pk_test_tmpdir_make("pk_test_data.") != 0) return 1;
   test_csv_basic();
   test_csv_errors();
   test_npy();
   test_fuzz();
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
+  pk_test_tmpdir_remove();
   printf(failures ? "FAIL test_data (%d)\n" : "PASS test_data\n", failures);
   return failures != 0;
 }

@@ -14,35 +14,14 @@
 #include "pk_driver.h"
 #include "pkrt.h"
 #include "pock/pockrt.h"
+#include "pk_test.h"
 
 #ifndef PK_SOURCE_DIR
 #error "build with -DPK_SOURCE_DIR"
 #endif
 #define MODEL PK_SOURCE_DIR "/tests/fixtures/artifacts/fixture_mlp.json"
 
-static int failures;
-#define CHECK(cond, ...)                  \
-  do {                                    \
-    if (!(cond)) {                        \
-      printf("FAIL %s: ", __func__);      \
-      printf(__VA_ARGS__);                \
-      printf(" (line %d)\n", __LINE__);   \
-      failures++;                         \
-      return;                             \
-    }                                     \
-  } while (0)
-#define PASS() printf("PASS %s\n", __func__)
-
-static char tmpdir[256];
 static char machine[65];
-
-static const char *tmp(const char *name) {
-  static char buf[4][512];
-  static int k;
-  char *b = buf[k++ & 3];
-  snprintf(b, 512, "%s/%s", tmpdir, name);
-  return b;
-}
 
 /* pock compile of the small fixture model, with POCK_FAKE_FINGERPRINT = fake (or unset). */
 static int compile(const char *out, const char *fake) {
@@ -74,7 +53,7 @@ static int open_msg(const char *path, int skip, char *err, size_t cap) {
 }
 
 static void test_real_device_opens(void) {
-  const char *p = tmp("real.pock");
+  const char *p = pk_test_path("real.pock");
   CHECK(compile(p, NULL) == 0, "compile failed");
   char err[512];
   CHECK(open_msg(p, 0, err, sizeof err) == 0, "this device's own artifact is refused: %s", err);
@@ -82,7 +61,7 @@ static void test_real_device_opens(void) {
 }
 
 static void test_other_arch_named(void) {
-  const char *p = tmp("riscv.pock");
+  const char *p = pk_test_path("riscv.pock");
   CHECK(compile(p, "{\"arch\":\"riscv64\"}") == 0, "compile failed");
   char err[512];
   int rc = open_msg(p, 0, err, sizeof err);
@@ -96,7 +75,7 @@ static void test_other_arch_named(void) {
 }
 
 static void test_missing_feature_named(void) {
-  const char *p = tmp("isa.pock");
+  const char *p = pk_test_path("isa.pock");
   CHECK(compile(p, "{\"isa\":[\"pock_test_feature\"]}") == 0, "compile failed");
   char err[512];
   int rc = open_msg(p, 0, err, sizeof err);
@@ -122,7 +101,7 @@ static unsigned char *with_must_match(const char *must_json, const char *informa
   pkrt_ctx *rt = pkrt_ctx_new(1);
   pkrt_artifact *a;
   unsigned char *bytes = NULL;
-  if (pkrt_artifact_read(rt, tmp("real.pock"), &a) != PKRT_OK) {
+  if (pkrt_artifact_read(rt, pk_test_path("real.pock"), &a) != PKRT_OK) {
     printf("  %s\n", pkrt_ctx_error(rt));
     pkrt_ctx_free(rt);
     return NULL;
@@ -140,7 +119,7 @@ static unsigned char *with_must_match(const char *must_json, const char *informa
     s[i] = *pkrt_artifact_section(a, i);
     if (strcmp(s[i].name, "manifest") == 0) s[i] = (pkrt_section){"manifest", text, strlen(text)};
   }
-  const char *p = tmp("edited.pock");
+  const char *p = pk_test_path("edited.pock");
   if (pkrt_artifact_write(rt, p, s, n) == PKRT_OK) {
     FILE *f = fopen(p, "rb");
     fseek(f, 0, SEEK_END);
@@ -220,16 +199,11 @@ int main(void) {
   struct utsname u;
   if (uname(&u) != 0) return perror("uname"), 1;
   snprintf(machine, sizeof machine, "%s", u.machine);
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/pk_fingerprint_XXXXXX");
-  if (!mkdtemp(tmpdir)) return perror("mkdtemp"), 1;
+  if (pk_test_tmpdir_make("pk_fingerprint_") != 0) return 1;
   test_real_device_opens();
   test_other_arch_named();
   test_missing_feature_named();
   test_described_devices();
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  if (system(cmd) != 0) printf("note: could not remove %s\n", tmpdir);
-  if (failures) printf("test_fingerprint: %d FAILED\n", failures);
-  else printf("test_fingerprint: all passed\n");
-  return failures ? 1 : 0;
+  pk_test_tmpdir_remove();
+  return pk_test_summary("test_fingerprint");
 }

@@ -11,8 +11,10 @@
 #include "pk_frontend.h"
 #include "pkrt.h"
 
-static int failures;
+#define PK_TEST_OWN_CHECK
+#include "pk_test.h"
 
+/* CHECK here goes on after a failure (no return) and names file and line. */
 #define CHECK(cond, ...)                                   \
   do {                                                     \
     if (!(cond)) {                                         \
@@ -22,8 +24,6 @@ static int failures;
       printf("\n");                                        \
     }                                                      \
   } while (0)
-
-static char tmpdir[64];
 
 static char *read_text(const char *path, size_t *len) {
   FILE *fp = fopen(path, "rb");
@@ -48,14 +48,6 @@ static void write_text(const char *path, const char *text) {
     printf("FAIL cannot write %s\n", path);
     exit(1);
   }
-}
-
-static const char *tmp_path(const char *name) {
-  static char buf[4][256];
-  static int k;
-  k = (k + 1) % 4;
-  snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
-  return buf[k];
 }
 
 /* Writes a .pkw with up to three tensors given as (name, dtype, ndim, shape, data). */
@@ -144,9 +136,9 @@ static void write_cnn_files(void) {
       {"conv.bias", PKRT_DTYPE_F64, 3, {2, 1, 1}, conv_b},
       {"fc.weight", PKRT_DTYPE_F64, 2, {3, 18}, fc_w},
   };
-  write_pkw(tmp_path("cnn_small.pkw"), 3, t);
+  write_pkw(pk_test_path("cnn_small.pkw"), 3, t);
   char *text = read_text(PK_SOURCE_DIR "/tests/data/graphs/cnn_small.json", NULL);
-  write_text(tmp_path("cnn_small.json"), text);
+  write_text(pk_test_path("cnn_small.json"), text);
   free(text);
 }
 
@@ -155,7 +147,7 @@ static void test_cnn(void) {
   pk_graph *g;
   pk_model_info info;
   int before = failures;
-  pk_status s = pk_frontend_load(ctx, tmp_path("cnn_small.json"), 4, &g, &info);
+  pk_status s = pk_frontend_load(ctx, pk_test_path("cnn_small.json"), 4, &g, &info);
   CHECK(s == PK_OK, "cnn_small: %s", pk_ctx_error(ctx));
   if (s != PK_OK) {
     pk_ctx_free(ctx);
@@ -215,7 +207,7 @@ static void test_weights(void) {
     all[i] = (pkrt_wtensor){t->name, t->dtype, t->ndim, {0}, t->init};
     memcpy(all[i].shape, t->shape, sizeof all[i].shape);
   }
-  write_pkw(tmp_path("mlp.pkw"), 4, all);
+  write_pkw(pk_test_path("mlp.pkw"), 4, all);
   const char *noinit =
       "{\"format\": \"pock-graph\", \"version\": 1, \"weights_file\": \"mlp.pkw\",\n"
       " \"inputs\": [{\"name\": \"x\", \"shape\": [\"N\", 4]}],\n"
@@ -230,10 +222,10 @@ static void test_weights(void) {
       "   \"output\": \"fc2.mm\", \"attrs\": {\"trans_b\": true}},\n"
       "  {\"name\": \"fc2.add\", \"op\": \"add\", \"inputs\": [\"fc2.mm\", \"fc2.bias\"], \"output\": \"y\"}],\n"
       " \"output\": \"y\"}\n";
-  write_text(tmp_path("mlp_noinit.json"), noinit);
+  write_text(pk_test_path("mlp_noinit.json"), noinit);
   pk_graph *g2;
   pk_model_info info2;
-  s = pk_frontend_load(ctx, tmp_path("mlp_noinit.json"), 2, &g2, &info2);
+  s = pk_frontend_load(ctx, pk_test_path("mlp_noinit.json"), 2, &g2, &info2);
   CHECK(s == PK_OK, "noinit: %s", pk_ctx_error(ctx));
   for (int i = 0; s == PK_OK && i < 4; i++) {
     const pk_gtensor *a = tensor(g, names[i]), *b = tensor(g2, names[i]);
@@ -253,13 +245,13 @@ static void test_weights(void) {
   pkrt_wtensor pre[3] = {{"fc1.weight", PKRT_DTYPE_F32, 2, {3, 4}, w1},
                          {"fc2.weight", PKRT_DTYPE_F32, 2, {2, 3}, w2},
                          {"unrelated", PKRT_DTYPE_F32, 1, {2}, other}};
-  write_pkw(tmp_path("pre.pkw"), 3, pre);
-  s = pk_weights_apply(ctx, g, tmp_path("pre.pkw"), "fc2.*");
+  write_pkw(pk_test_path("pre.pkw"), 3, pre);
+  s = pk_weights_apply(ctx, g, pk_test_path("pre.pkw"), "fc2.*");
   CHECK(s == PK_OK, "apply keep fc2.*: %s", pk_ctx_error(ctx));
   CHECK(finit(g, "fc1.weight")[5] == 7, "fc1.weight replaced");
   CHECK(finit(g, "fc2.weight")[5] == 6, "fc2.weight kept (matches the keep glob)");
   CHECK(finit(g, "fc1.bias")[0] == 0.01f, "fc1.bias (not in the file) kept");
-  s = pk_weights_apply(ctx, g, tmp_path("pre.pkw"), NULL);
+  s = pk_weights_apply(ctx, g, pk_test_path("pre.pkw"), NULL);
   CHECK(s == PK_OK && finit(g, "fc2.weight")[5] == 9, "apply without keep replaces fc2.weight");
 
   struct {
@@ -278,14 +270,14 @@ static void test_weights(void) {
   double d12[12] = {0};
   pkrt_wtensor ws[2] = {{"fc2.weight", PKRT_DTYPE_F32, 2, {2, 3}, w1},
                         {"fc1.weight", PKRT_DTYPE_F32, 2, {4, 3}, w1}};
-  write_pkw(tmp_path("wrong_shape.pkw"), 2, ws);
-  write_pkw(tmp_path("wrong_dtype.pkw"), 1,
+  write_pkw(pk_test_path("wrong_shape.pkw"), 2, ws);
+  write_pkw(pk_test_path("wrong_dtype.pkw"), 1,
             (pkrt_wtensor[]){{"fc1.weight", PKRT_DTYPE_F64, 2, {3, 4}, d12}});
-  write_pkw(tmp_path("unrelated.pkw"), 1, &pre[2]);
-  write_text(tmp_path("garbage.pkw"), "this is not a weights file");
+  write_pkw(pk_test_path("unrelated.pkw"), 1, &pre[2]);
+  write_text(pk_test_path("garbage.pkw"), "this is not a weights file");
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     pk_ctx_clear_error(ctx);
-    s = pk_weights_apply(ctx, g, tmp_path(bad[i].file), bad[i].keep);
+    s = pk_weights_apply(ctx, g, pk_test_path(bad[i].file), bad[i].keep);
     bool ok = s == bad[i].want && strstr(pk_ctx_error(ctx), bad[i].needle) &&
               strstr(pk_ctx_error(ctx), bad[i].file);
     CHECK(ok, "weights %s: got %s '%s'", bad[i].label, pk_status_name(s), pk_ctx_error(ctx));
@@ -475,7 +467,7 @@ static const bad_case BAD[] = {
 
 static void test_errors(void) {
   char path[300];
-  snprintf(path, sizeof path, "%s/bad.json", tmpdir);
+  snprintf(path, sizeof path, "%s/bad.json", pk_test_tmpdir());
   /* The shared base text itself must load, or every case below proves nothing. */
   {
     pk_ctx *ctx = pk_ctx_new();
@@ -508,7 +500,7 @@ static void test_errors(void) {
   CHECK(s == PK_ERR_UNSUPPORTED && strstr(pk_ctx_error(ctx), "model.onnx: ONNX import is not built yet"),
         "onnx: %s", pk_ctx_error(ctx));
   pk_ctx_clear_error(ctx);
-  s = pk_frontend_load(ctx, tmp_path("absent.json"), 1, &g, NULL);
+  s = pk_frontend_load(ctx, pk_test_path("absent.json"), 1, &g, NULL);
   CHECK(s == PK_ERR_IO && strstr(pk_ctx_error(ctx), "absent.json"), "absent: %s",
         pk_ctx_error(ctx));
   printf("%s error: batch 0, .onnx unsupported, absent file is an I/O error\n",
@@ -598,10 +590,10 @@ static void test_fuzz(void) {
   size_t nbase[3];
   char *base[3];
   base[0] = read_text(PK_SOURCE_DIR "/tests/data/graphs/mlp_small.json", &nbase[0]);
-  base[1] = read_text(tmp_path("cnn_small.json"), &nbase[1]);
+  base[1] = read_text(pk_test_path("cnn_small.json"), &nbase[1]);
   base[2] = strdup(GOOD TR("{\"optimizer\":{\"kind\":\"adam\"}}"));
   nbase[2] = strlen(base[2]);
-  const char *files[3] = {"fuzz/mlp_small.json", tmp_path("cnn_small.json"), "fuzz.json"};
+  const char *files[3] = {"fuzz/mlp_small.json", pk_test_path("cnn_small.json"), "fuzz.json"};
   char *files_own[3];
   for (int b = 0; b < 3; b++) files_own[b] = strdup(files[b]);
   enum { ITERS = 6000 };
@@ -737,17 +729,8 @@ static void test_digits(void) {
   }
 }
 
-static void cleanup(void) {
-  const char *files[] = {"cnn_small.pkw", "cnn_small.json", "mlp.pkw", "mlp_noinit.json",
-                         "pre.pkw", "wrong_shape.pkw", "wrong_dtype.pkw", "unrelated.pkw",
-                         "garbage.pkw"};
-  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(tmp_path(files[i]));
-  rmdir(tmpdir);
-}
-
 int main(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/pk_frontend_XXXXXX");
-  if (!mkdtemp(tmpdir)) {
+  if (pk_test_tmpdir_make("pk_frontend_") != 0) {
     printf("FAIL mkdtemp\n");
     return 1;
   }
@@ -758,7 +741,7 @@ int main(void) {
   test_errors();
   test_digits();
   test_fuzz();
-  cleanup();
+  pk_test_tmpdir_remove();
   printf("%s test_frontend (%d failures)\n", failures ? "FAIL" : "PASS", failures);
   return failures ? 1 : 0;
 }

@@ -17,20 +17,7 @@
 #include "pk_ops.h"
 #include "pkrt.h"
 #include "pock/pockrt.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                        \
-  do {                                          \
-    if (!(cond)) {                              \
-      printf("FAIL %s: ", __func__);            \
-      printf(__VA_ARGS__);                      \
-      printf(" (line %d)\n", __LINE__);         \
-      failures++;                               \
-      return;                                   \
-    }                                           \
-  } while (0)
-#define PASS() printf("PASS %s\n", __func__)
+#include "pk_test.h"
 
 /* ---------------------------------------------------------------- allocation counting
  * Linked with -Wl,--wrap=malloc,... (tests/model_runtime.cmake): every allocation made by
@@ -56,37 +43,6 @@ void *__wrap_realloc(void *p, size_t n) {
 void *__wrap_aligned_alloc(size_t al, size_t n) {
   if (counting) __atomic_add_fetch(&nallocs, 1, __ATOMIC_RELAXED);
   return __real_aligned_alloc(al, n);
-}
-
-/* ---------------------------------------------------------------- files */
-static char dir[256];
-
-/* Paths live in a ring of 64 slots: enough for every path a test holds at once. */
-static const char *tmp(const char *name) {
-  static char buf[64][512];
-  static int k;
-  k = (k + 1) % 64;
-  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-  return buf[k];
-}
-
-static unsigned char *read_file(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *b = malloc((size_t)len + 1);
-  *n = fread(b, 1, (size_t)len, f);
-  fclose(f);
-  return b;
-}
-
-static void write_file(const char *path, const void *b, size_t n) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return;
-  fwrite(b, 1, n, f);
-  fclose(f);
 }
 
 /* ---------------------------------------------------------------- the model, by hand
@@ -389,7 +345,7 @@ static int build_model(void) {
     printf("FAIL build: %s\n", pk_ctx_error(md->ctx));
     return -1;
   }
-  g_so = read_file(res.so_path, &g_so_len);
+  g_so = pk_test_read_file(res.so_path, &g_so_len);
   if (!g_so) return -1;
   g_weights_len = (size_t)(md->region_used[R_PARAMS] + md->region_used[R_STATE]);
   g_weights = calloc(1, g_weights_len);
@@ -510,7 +466,7 @@ static const double *tensor_f64(pkrt_model *m, const char *name) {
 /* ---------------------------------------------------------------- tests */
 
 static void check_training(const char *fn, int nthreads) {
-  const char *path = tmp("m.pock");
+  const char *path = pk_test_path("m.pock");
   if (write_artifact(path, NULL) != PKRT_OK) {
     printf("FAIL %s: write artifact\n", fn);
     failures++;
@@ -602,7 +558,7 @@ static void test_caller_arena(void) {
   pkrt_model *m;
   char err[512];
   pkrt_open_options o = {.nthreads = 1, .arena = buf, .arena_bytes = need};
-  CHECK(pkrt_model_open(tmp("m.pock"), &o, &m, err, sizeof err) == PKRT_OK, "%s", err);
+  CHECK(pkrt_model_open(pk_test_path("m.pock"), &o, &m, err, sizeof err) == PKRT_OK, "%s", err);
   ref r;
   ref_init(&r);
   double x[B * F], loss;
@@ -619,12 +575,12 @@ static void test_caller_arena(void) {
         "the loss does not live in the caller's arena");
   pkrt_model_close(m);
   o.arena_bytes = need - 1;
-  CHECK(pkrt_model_open(tmp("m.pock"), &o, &m, err, sizeof err) == PKRT_ERR_INPUT &&
+  CHECK(pkrt_model_open(pk_test_path("m.pock"), &o, &m, err, sizeof err) == PKRT_ERR_INPUT &&
             strstr(err, "the caller's arena has"),
         "small arena: %s", err);
   o.arena = buf + 8;
   o.arena_bytes = need;
-  CHECK(pkrt_model_open(tmp("m.pock"), &o, &m, err, sizeof err) == PKRT_ERR_INPUT &&
+  CHECK(pkrt_model_open(pk_test_path("m.pock"), &o, &m, err, sizeof err) == PKRT_ERR_INPUT &&
             strstr(err, "not 64-byte aligned"),
         "misaligned arena: %s", err);
   free(buf);
@@ -634,7 +590,7 @@ static void test_caller_arena(void) {
 /* The loss of a padded batch averages over its real rows only: equal to the loss of a
  * batch of just those rows, whatever the padding rows hold. */
 static void test_partial_batch(void) {
-  pkrt_model *m = open_model(tmp("m.pock"), 1);
+  pkrt_model *m = open_model(pk_test_path("m.pock"), 1);
   CHECK(m, "open");
   ref r;
   ref_init(&r);
@@ -679,7 +635,7 @@ static void test_partial_batch(void) {
 }
 
 static void test_weights_io(void) {
-  pkrt_model *m = open_model(tmp("m.pock"), 1);
+  pkrt_model *m = open_model(pk_test_path("m.pock"), 1);
   CHECK(m, "open");
   double x[B * F];
   int32_t lab[B];
@@ -689,7 +645,7 @@ static void test_weights_io(void) {
     pkrt_model_set_labels(m, lab, B);
     CHECK(pkrt_model_train_step(m, NULL) == PKRT_OK, "%s", pkrt_model_error(m));
   }
-  const char *w = tmp("w.pkw");
+  const char *w = pk_test_path("w.pkw");
   CHECK(pkrt_model_save_weights(m, w) == PKRT_OK, "save: %s", pkrt_model_error(m));
   pkrt_ctx *rt = pkrt_ctx_new(1);
   pkrt_arena *a = pkrt_arena_new(0);
@@ -702,7 +658,7 @@ static void test_weights_io(void) {
         "saved %d tensors: %s ...", n, n ? t[0].name : "");
   const double *W = tensor_f64(m, "fc.weight");
   CHECK(!memcmp(t[0].data, W, sizeof(double) * K * F), "saved weight differs");
-  pkrt_model *m2 = open_model(tmp("m.pock"), 1);
+  pkrt_model *m2 = open_model(pk_test_path("m.pock"), 1);
   CHECK(m2, "open 2");
   CHECK(pkrt_model_load_weights(m2, w) == PKRT_OK, "load: %s", pkrt_model_error(m2));
   CHECK(!memcmp(tensor_f64(m2, "fc.weight"), W, sizeof(double) * K * F) &&
@@ -712,20 +668,21 @@ static void test_weights_io(void) {
   double junk[K * 5] = {0};
   pkrt_wtensor bad[2] = {{"fc.bias", PKRT_DTYPE_F64, 1, {K}, junk},
                          {"fc.weight", PKRT_DTYPE_F64, 2, {K, 5}, junk}};
-  CHECK(pkrt_weights_write(rt, tmp("bad.pkw"), bad, 2) == PKRT_OK, "%s", pkrt_ctx_error(rt));
-  pkrt_model *m3 = open_model(tmp("m.pock"), 1);
+  CHECK(pkrt_weights_write(rt, pk_test_path("bad.pkw"), bad, 2) == PKRT_OK, "%s",
+        pkrt_ctx_error(rt));
+  pkrt_model *m3 = open_model(pk_test_path("m.pock"), 1);
   CHECK(m3, "open 3");
-  CHECK(pkrt_model_load_weights(m3, tmp("bad.pkw")) == PKRT_ERR_INPUT &&
+  CHECK(pkrt_model_load_weights(m3, pk_test_path("bad.pkw")) == PKRT_ERR_INPUT &&
             strstr(pkrt_model_error(m3), "'fc.weight' is f64 (3, 5)") &&
             strstr(pkrt_model_error(m3), "(3, 6)"),
         "shape mismatch: %s", pkrt_model_error(m3));
   CHECK(tensor_f64(m3, "fc.bias")[1] == g_md.b0[1], "a refused file changed fc.bias");
   pkrt_wtensor other[1] = {{"conv1.weight", PKRT_DTYPE_F64, 1, {K}, junk}};
-  pkrt_weights_write(rt, tmp("other.pkw"), other, 1);
-  CHECK(pkrt_model_load_weights(m3, tmp("other.pkw")) == PKRT_ERR_INPUT &&
+  pkrt_weights_write(rt, pk_test_path("other.pkw"), other, 1);
+  CHECK(pkrt_model_load_weights(m3, pk_test_path("other.pkw")) == PKRT_ERR_INPUT &&
             strstr(pkrt_model_error(m3), "none of its 1 tensors"),
         "no match: %s", pkrt_model_error(m3));
-  CHECK(pkrt_model_load_weights(m3, tmp("missing.pkw")) == PKRT_ERR_IO, "missing file");
+  CHECK(pkrt_model_load_weights(m3, pk_test_path("missing.pkw")) == PKRT_ERR_IO, "missing file");
   pkrt_model_close(m3);
   pkrt_model_close(m2);
   pkrt_model_close(m);
@@ -743,8 +700,8 @@ static uint64_t get_u64(const unsigned char *p) {
 /* Opens bytes written to a file; returns the error text ("" when it opened). */
 static const char *open_bytes(const unsigned char *b, size_t n) {
   static char err[512];
-  const char *p = tmp("corrupt.pock");
-  write_file(p, b, n);
+  const char *p = pk_test_path("corrupt.pock");
+  pk_test_write_file(p, b, n);
   pkrt_model *m;
   err[0] = 0;
   if (pkrt_model_open(p, NULL, &m, err, sizeof err) == PKRT_OK) pkrt_model_close(m);
@@ -752,10 +709,10 @@ static const char *open_bytes(const unsigned char *b, size_t n) {
 }
 
 static void test_corruption(void) {
-  const char *path = tmp("c.pock");
+  const char *path = pk_test_path("c.pock");
   CHECK(write_artifact(path, NULL) == PKRT_OK, "write");
   size_t n;
-  unsigned char *orig = read_file(path, &n), *b = malloc(n + 64);
+  unsigned char *orig = pk_test_read_file(path, &n), *b = malloc(n + 64);
   CHECK(orig && n > 16 + 3 * 64, "read back");
   CHECK(!memcmp(orig, "POCKART\0\1\0\0\0\3\0\0\0", 16), "header bytes");
   const char *names[3] = {"manifest", "kernels", "weights"};
@@ -812,20 +769,22 @@ static void test_corruption(void) {
   /* A file without the weights section. */
   pkrt_ctx *rt = pkrt_ctx_new(1);
   pkrt_section two[2] = {{"manifest", "{}", 2}, {"kernels", g_so, g_so_len}};
-  CHECK(pkrt_artifact_write(rt, tmp("two.pock"), two, 2) == PKRT_OK, "%s", pkrt_ctx_error(rt));
+  CHECK(pkrt_artifact_write(rt, pk_test_path("two.pock"), two, 2) == PKRT_OK, "%s",
+        pkrt_ctx_error(rt));
   size_t n2;
-  unsigned char *b2 = read_file(tmp("two.pock"), &n2);
+  unsigned char *b2 = pk_test_read_file(pk_test_path("two.pock"), &n2);
   CHECK(strstr(open_bytes(b2, n2), "no 'weights' section"), "missing section");
   free(b2);
   /* The writer refuses what the reader would. */
   pkrt_section bad[2] = {{"Manifest", "x", 1}, {"kernels", "y", 1}};
-  CHECK(pkrt_artifact_write(rt, tmp("bad.pock"), bad, 2) == PKRT_ERR_INPUT, "upper-case name");
+  CHECK(pkrt_artifact_write(rt, pk_test_path("bad.pock"), bad, 2) == PKRT_ERR_INPUT,
+        "upper-case name");
   bad[0].name = "kernels";
-  CHECK(pkrt_artifact_write(rt, tmp("bad.pock"), bad, 2) == PKRT_ERR_INPUT &&
+  CHECK(pkrt_artifact_write(rt, pk_test_path("bad.pock"), bad, 2) == PKRT_ERR_INPUT &&
             strstr(pkrt_ctx_error(rt), "duplicate section 'kernels'"),
         "duplicate: %s", pkrt_ctx_error(rt));
-  CHECK(pkrt_artifact_write(rt, tmp("bad.pock"), bad, 0) == PKRT_ERR_INPUT, "no sections");
-  CHECK(access(tmp("bad.pock"), F_OK) != 0, "a refused write left a file");
+  CHECK(pkrt_artifact_write(rt, pk_test_path("bad.pock"), bad, 0) == PKRT_ERR_INPUT, "no sections");
+  CHECK(access(pk_test_path("bad.pock"), F_OK) != 0, "a refused write left a file");
   /* Reading the good one through the container API. */
   pkrt_artifact *art;
   CHECK(pkrt_artifact_read(rt, path, &art) == PKRT_OK, "%s", pkrt_ctx_error(rt));
@@ -836,7 +795,8 @@ static void test_corruption(void) {
   pkrt_artifact_free(art);
   pkrt_model *m;
   char err[256];
-  CHECK(pkrt_model_open(tmp("nonexistent.pock"), NULL, &m, err, sizeof err) == PKRT_ERR_IO &&
+  CHECK(pkrt_model_open(pk_test_path("nonexistent.pock"), NULL, &m, err, sizeof err) ==
+                PKRT_ERR_IO &&
             strstr(err, "nonexistent.pock") && !m,
         "missing file: %s", err);
   pkrt_ctx_free(rt);
@@ -888,7 +848,7 @@ static void put(cJSON *root, const char *path, cJSON *item) {
 
 static const char *open_manifest(const cJSON *man, pkrt_model **keep) {
   static char err[512];
-  const char *p = tmp("hostile.pock");
+  const char *p = pk_test_path("hostile.pock");
   err[0] = 0;
   if (write_artifact(p, man) != PKRT_OK) return "(write failed)";
   pkrt_model *m;
@@ -1009,12 +969,12 @@ static void test_hostile_manifests(void) {
                            {"kernels", g_so, g_so_len},
                            {"weights", g_weights, g_weights_len}};
       pkrt_ctx *rt = pkrt_ctx_new(1);
-      pkrt_artifact_write(rt, tmp("raw.pock"), s, 3);
+      pkrt_artifact_write(rt, pk_test_path("raw.pock"), s, 3);
       pkrt_ctx_free(rt);
       static char e2[512];
       pkrt_model *mm;
       e2[0] = 0;
-      if (pkrt_model_open(tmp("raw.pock"), NULL, &mm, e2, sizeof e2) == PKRT_OK)
+      if (pkrt_model_open(pk_test_path("raw.pock"), NULL, &mm, e2, sizeof e2) == PKRT_OK)
         pkrt_model_close(mm);
       err = e2;
     } else {
@@ -1166,7 +1126,7 @@ static void test_manifest_fuzz(void) {
       pkrt_model_train_step(mm, NULL);
       pkrt_model_eval_step(mm, NULL);
       pkrt_model_infer(mm);
-      pkrt_model_save_weights(mm, tmp("fuzz.pkw"));
+      pkrt_model_save_weights(mm, pk_test_path("fuzz.pkw"));
       pkrt_model_close(mm);
     } else {
       refused++;
@@ -1184,7 +1144,7 @@ static void test_manifest_fuzz(void) {
 
 /* ---------------------------------------------------------------- no allocation per step */
 static void test_no_malloc_per_step(void) {
-  pkrt_model *m = open_model(tmp("m.pock"), 2);
+  pkrt_model *m = open_model(pk_test_path("m.pock"), 2);
   CHECK(m, "open");
   double x[B * F];
   int32_t lab[B];
@@ -1210,7 +1170,7 @@ static void test_no_malloc_per_step(void) {
   CHECK(during == 0, "%ld allocations during steps 2..20", during);
   /* The counter itself works: saving weights allocates. */
   counting = 1;
-  pkrt_model_save_weights(m, tmp("count.pkw"));
+  pkrt_model_save_weights(m, pk_test_path("count.pkw"));
   counting = 0;
   CHECK(nallocs > 0, "the allocation counter saw nothing (is --wrap=malloc in effect?)");
   pkrt_model_close(m);
@@ -1227,7 +1187,7 @@ static void data_row(int r, double *x, int32_t *lab) {
 }
 
 static const char *write_csv(void) {
-  const char *p = tmp("train.csv");
+  const char *p = pk_test_path("train.csv");
   FILE *f = fopen(p, "w");
   fprintf(f, "f0,f1,f2,f3,f4,f5,label\n");
   for (int r = 0; r < NROWS; r++) {
@@ -1244,7 +1204,7 @@ static const char *write_csv(void) {
 
 static char *slurp(const char *path) {
   size_t n;
-  unsigned char *b = read_file(path, &n);
+  unsigned char *b = pk_test_read_file(path, &n);
   if (b) b[n] = 0;
   return (char *)b;
 }
@@ -1252,7 +1212,7 @@ static char *slurp(const char *path) {
 /* Trains a fresh model on the CSV; returns it (caller closes) with r filled. */
 static pkrt_model *train_fresh(const char *csv, pkrt_train_options o, pkrt_train_result *r,
                                int *rc) {
-  pkrt_model *m = open_model(tmp("m.pock"), 1);
+  pkrt_model *m = open_model(pk_test_path("m.pock"), 1);
   if (!m) return NULL;
   char err[512];
   pkrt_dataset *d;
@@ -1270,9 +1230,9 @@ static pkrt_model *train_fresh(const char *csv, pkrt_train_options o, pkrt_train
 static void test_train_loop(void) {
   const char *csv = write_csv();
   char out_path[512], w_path[512], met_path[512];
-  snprintf(out_path, sizeof out_path, "%s", tmp("out.txt"));
-  snprintf(w_path, sizeof w_path, "%s", tmp("loop.pkw"));
-  snprintf(met_path, sizeof met_path, "%s", tmp("metrics.jsonl"));
+  snprintf(out_path, sizeof out_path, "%s", pk_test_path("out.txt"));
+  snprintf(w_path, sizeof w_path, "%s", pk_test_path("loop.pkw"));
+  snprintf(met_path, sizeof met_path, "%s", pk_test_path("metrics.jsonl"));
   FILE *out = fopen(out_path, "w");
   pkrt_train_options o = {.epochs = 3, .seed = 7, .out = out, .progress = -1,
                           .save_path = w_path, .metrics_path = met_path};
@@ -1406,7 +1366,7 @@ static void test_train_loop(void) {
             strstr(err, "out of range for a model with 2 classes"),
         "classes: %s", err);
   pkrt_data_options o5 = {.label_column = -1, .model = m4};
-  const char *bad = tmp("five.csv");
+  const char *bad = pk_test_path("five.csv");
   FILE *f5 = fopen(bad, "w");
   fprintf(f5, "1,2,3,4,5,0\n");
   fclose(f5);
@@ -1424,8 +1384,7 @@ static void test_train_loop(void) {
 
 /* ---------------------------------------------------------------- main */
 int main(void) {
-  snprintf(dir, sizeof dir, "/tmp/pk_test_model_rt.XXXXXX");
-  if (!mkdtemp(dir)) return 1;
+  if (pk_test_tmpdir_make("pk_test_model_rt.") != 0) return 1;
   if (build_model() != 0) return 1;
   test_train_reference();
   test_caller_arena();
@@ -1437,9 +1396,7 @@ int main(void) {
   test_manifest_fuzz();
   test_no_malloc_per_step();
   test_train_loop();
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
+  pk_test_tmpdir_remove();
   cJSON_Delete(g_manifest);
   free(g_so);
   free(g_weights);

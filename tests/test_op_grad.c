@@ -4,29 +4,13 @@
  * values; and the errors for non-differentiable inputs and bad training-op parameters. */
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "op_impl.h"
 #include "test_op_grad_cases.h"
-
-static int failures;
-
-static void check(bool ok, const char *name, const char *fmt, ...) {
-  if (ok) {
-    printf("PASS %s\n", name);
-    return;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  printf("FAIL %s: ", name);
-  vprintf(fmt, ap);
-  printf("\n");
-  va_end(ap);
-  failures++;
-}
+#include "pk_test.h"
 
 /* ---- random numbers (splitmix64) ---- */
 

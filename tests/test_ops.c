@@ -2,29 +2,13 @@
  * shape, and its interpreted result equals a naive loop written here independently of the
  * TE text; softmax rows sum to 1, mean is sum / n; bad parameters give clear errors. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pk_ops.h"
 #include "pk_verify.h"
-
-static int failures;
-
-static void check(bool ok, const char *name, const char *fmt, ...) {
-  if (ok) {
-    printf("PASS %s\n", name);
-    return;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  printf("FAIL %s: ", name);
-  vprintf(fmt, ap);
-  printf("\n");
-  va_end(ap);
-  failures++;
-}
+#include "pk_test.h"
 
 /* ---- dense tensors of doubles ---- */
 

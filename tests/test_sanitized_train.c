@@ -14,24 +14,14 @@
 #include "pkrt.h"
 #include "pock/pockrt.h"
 
+/* CHECK names the run (`what`) and jumps to its cleanup (`done:`). */
+#define PK_TEST_CHECK_GOTO_DONE
+#include "pk_test.h"
+
 #ifndef PK_SOURCE_DIR
 #error "build with -DPK_SOURCE_DIR"
 #endif
 #define DIGITS PK_SOURCE_DIR "/examples/digits"
-
-static int failures;
-#define CHECK(cond, ...)                    \
-  do {                                      \
-    if (!(cond)) {                          \
-      printf("FAIL %s: ", what);            \
-      printf(__VA_ARGS__);                  \
-      printf(" (line %d)\n", __LINE__);     \
-      failures++;                           \
-      goto done;                            \
-    }                                       \
-  } while (0)
-
-static char tmpdir[256];
 
 static int compile(const char *model, const char *spec, const char *out) {
   pk_ctx *ctx = pk_ctx_new();
@@ -53,8 +43,8 @@ static int compile(const char *model, const char *spec, const char *out) {
 /* Compiles, then trains `epochs` passes over target_val.csv with `threads` threads. */
 static void run(const char *what, const char *model, const char *spec, int threads, int epochs) {
   char art[512], w[512], err[512];
-  snprintf(art, sizeof art, "%s/%s.pock", tmpdir, what);
-  snprintf(w, sizeof w, "%s/%s.pkw", tmpdir, what);
+  snprintf(art, sizeof art, "%s/%s.pock", pk_test_tmpdir(), what);
+  snprintf(w, sizeof w, "%s/%s.pkw", pk_test_tmpdir(), what);
   pkrt_model *m = NULL;
   pkrt_dataset *d = NULL;
   FILE *out = NULL;
@@ -92,17 +82,12 @@ done:
 }
 
 int main(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/pk_santrain_XXXXXX");
-  if (!mkdtemp(tmpdir)) return perror("mkdtemp"), 1;
+  if (pk_test_tmpdir_make("pk_santrain_") != 0) return 1;
   run("mlp_full", DIGITS "/models/mlp.json", NULL, 1, 2);
   run("cnn_full", DIGITS "/models/cnn.json", NULL, 1, 1);
   /* Sparse: views of a weight's input channels and in-place updates, on a thread pool. */
   run("cnn_partial25_pool", DIGITS "/models/cnn.json", DIGITS "/specs/cnn_partial25_bias_head.json",
       2, 1);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  if (system(cmd) != 0) printf("note: could not remove %s\n", tmpdir);
-  if (failures) printf("test_sanitized_train: %d FAILED\n", failures);
-  else printf("test_sanitized_train: all passed\n");
-  return failures ? 1 : 0;
+  pk_test_tmpdir_remove();
+  return pk_test_summary("test_sanitized_train");
 }

@@ -15,20 +15,7 @@
 #include "pkrt.h"
 #include "pock/pockrt.h"
 #include "sign_impl.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                        \
-  do {                                          \
-    if (!(cond)) {                              \
-      printf("FAIL %s: ", __func__);            \
-      printf(__VA_ARGS__);                      \
-      printf(" (line %d)\n", __LINE__);         \
-      failures++;                               \
-      return;                                   \
-    }                                           \
-  } while (0)
-#define PASS() printf("PASS %s\n", __func__)
+#include "pk_test.h"
 
 /* ---------------------------------------------------------------- loader counters
  * libpockrt is linked statically, so --wrap reroutes its own calls through these. */
@@ -45,42 +32,11 @@ int __wrap_memfd_create(const char *name, unsigned int flags) {
 }
 
 /* ---------------------------------------------------------------- files */
-static char dir[256];
-
-static const char *tmp(const char *name) {
-  static char buf[32][512];
-  static int k;
-  k = (k + 1) % 32;
-  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-  return buf[k];
-}
-
-static unsigned char *read_file(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  *n = 0;
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *b = malloc((size_t)len + 1);
-  *n = fread(b, 1, (size_t)len, f);
-  b[*n] = 0;
-  fclose(f);
-  return b;
-}
-
-static void write_file(const char *path, const void *b, size_t n) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return;
-  fwrite(b, 1, n, f);
-  fclose(f);
-}
-
-static void write_text(const char *path, const char *s) { write_file(path, s, strlen(s)); }
+static void write_text(const char *path, const char *s) { pk_test_write_file(path, s, strlen(s)); }
 
 static int same_file(const char *a, const char *b) {
   size_t na, nb;
-  unsigned char *x = read_file(a, &na), *y = read_file(b, &nb);
+  unsigned char *x = pk_test_read_file(a, &na), *y = pk_test_read_file(b, &nb);
   int same = x && y && na == nb && memcmp(x, y, na) == 0;
   free(x);
   free(y);
@@ -153,7 +109,7 @@ static int sign(const char *path, const char *key, const char *out, pkrt_public_
 
 static int keygen(const char *name, pkrt_public_key *pub) {
   pkrt_ctx *rt = pkrt_ctx_new(1);
-  pkrt_status st = pkrt_key_generate(rt, tmp(name), pub);
+  pkrt_status st = pkrt_key_generate(rt, pk_test_path(name), pub);
   if (st != PKRT_OK) printf("keygen: %s\n", pkrt_ctx_error(rt));
   pkrt_ctx_free(rt);
   return st == PKRT_OK;
@@ -189,38 +145,39 @@ static char ka_text[128];
 static void test_keygen(void) {
   CHECK(keygen("a", &ka) && keygen("b", &kb), "keygen");
   struct stat st;
-  CHECK(stat(tmp("a.key"), &st) == 0 && (st.st_mode & 0777) == 0600, "a.key mode %o",
+  CHECK(stat(pk_test_path("a.key"), &st) == 0 && (st.st_mode & 0777) == 0600, "a.key mode %o",
         st.st_mode & 0777);
   CHECK(strcmp(ka.id, kb.id) != 0 && strlen(ka.id) == 16, "ids %s %s", ka.id, kb.id);
   size_t n;
-  unsigned char *pub = read_file(tmp("a.pub"), &n);
+  unsigned char *pub = pk_test_read_file(pk_test_path("a.pub"), &n);
   CHECK(pub && !strncmp((char *)pub, "pock-ed25519-public ", 20) && pub[n - 1] == '\n',
         "a.pub: %s", pub);
   snprintf(ka_text, sizeof ka_text, "%s", (char *)pub);
   free(pub);
-  unsigned char *sec = read_file(tmp("a.key"), &n);
+  unsigned char *sec = pk_test_read_file(pk_test_path("a.key"), &n);
   CHECK(sec && !strncmp((char *)sec, "pock-ed25519-secret ", 20), "a.key");
   free(sec);
   /* The key id is the first 8 bytes of SHA-256(public key), as hex; file and text agree. */
   pkrt_ctx *rt = pkrt_ctx_new(1);
   pkrt_public_key f, t;
-  CHECK(pkrt_public_key_load(rt, tmp("a.pub"), &f) == PKRT_OK, "%s", pkrt_ctx_error(rt));
+  CHECK(pkrt_public_key_load(rt, pk_test_path("a.pub"), &f) == PKRT_OK, "%s", pkrt_ctx_error(rt));
   CHECK(pkrt_public_key_load(rt, ka_text, &t) == PKRT_OK, "%s", pkrt_ctx_error(rt));
   char hex[65];
   pkrt_sha256_hex(f.key, sizeof f.key, hex);
   CHECK(!memcmp(f.key, ka.key, 32) && !memcmp(t.key, ka.key, 32) && !strncmp(hex, ka.id, 16) &&
         !strcmp(f.id, ka.id), "key id %s vs sha %s", ka.id, hex);
   /* Never replaces a key. */
-  unsigned char *before = read_file(tmp("a.key"), &n);
-  CHECK(pkrt_key_generate(rt, tmp("a"), NULL) != PKRT_OK &&
+  unsigned char *before = pk_test_read_file(pk_test_path("a.key"), &n);
+  CHECK(pkrt_key_generate(rt, pk_test_path("a"), NULL) != PKRT_OK &&
         strstr(pkrt_ctx_error(rt), "not replacing"), "regenerate: %s", pkrt_ctx_error(rt));
   size_t n2;
-  unsigned char *after = read_file(tmp("a.key"), &n2);
+  unsigned char *after = pk_test_read_file(pk_test_path("a.key"), &n2);
   CHECK(n == n2 && !memcmp(before, after, n), "a.key changed");
   free(before);
   free(after);
-  write_text(tmp("c.pub"), "x");
-  CHECK(pkrt_key_generate(rt, tmp("c"), NULL) != PKRT_OK && access(tmp("c.key"), F_OK) != 0,
+  write_text(pk_test_path("c.pub"), "x");
+  CHECK(pkrt_key_generate(rt, pk_test_path("c"), NULL) != PKRT_OK &&
+            access(pk_test_path("c.key"), F_OK) != 0,
         "existing .pub: refused without leaving a .key");
   CHECK(pkrt_key_generate(rt, "", NULL) != PKRT_OK, "empty name");
   pkrt_ctx_free(rt);
@@ -228,7 +185,7 @@ static void test_keygen(void) {
 }
 
 static void test_unsigned_default(void) {
-  const char *p = tmp("u.pock");
+  const char *p = pk_test_path("u.pock");
   CHECK(write_artifact(p, manifest, NULL, 0), "write");
   CHECK(opens(p, NULL), "unsigned, no key: %s", try_open(p, NULL));
   pkrt_ctx *rt = pkrt_ctx_new(1);
@@ -243,12 +200,12 @@ static void test_unsigned_default(void) {
 }
 
 static void test_sign_roundtrip(void) {
-  const char *u = tmp("u.pock"), *s = tmp("s.pock");
+  const char *u = pk_test_path("u.pock"), *s = pk_test_path("s.pock");
   CHECK(write_artifact(u, manifest, NULL, 0), "write");
   pkrt_public_key who;
-  CHECK(sign(u, tmp("a.key"), s, &who) && !strcmp(who.id, ka.id), "sign -o");
+  CHECK(sign(u, pk_test_path("a.key"), s, &who) && !strcmp(who.id, ka.id), "sign -o");
   size_t nu, ns;
-  unsigned char *bu = read_file(u, &nu), *bs = read_file(s, &ns);
+  unsigned char *bu = pk_test_read_file(u, &nu), *bs = pk_test_read_file(s, &ns);
   /* The sections do not move: the signed file is the unsigned one plus the trailer. */
   CHECK(ns == nu + RT_SIG_TRAILER_BYTES && !memcmp(bu, bs, nu), "layout: %zu -> %zu", nu, ns);
   CHECK(!memcmp(bs + nu, "POCKSIG\0\1\0\0\0\1\0\0\0", 16), "trailer head");
@@ -257,9 +214,9 @@ static void test_sign_roundtrip(void) {
   free(bs);
   /* Every way of naming the trusted key; and none. */
   CHECK(opens(s, NULL), "signed, no key: %s", try_open(s, NULL));
-  CHECK(opens(s, tmp("a.pub")), "option path: %s", try_open(s, tmp("a.pub")));
+  CHECK(opens(s, pk_test_path("a.pub")), "option path: %s", try_open(s, pk_test_path("a.pub")));
   CHECK(opens(s, ka_text), "option text: %s", try_open(s, ka_text));
-  setenv(PKRT_TRUSTED_KEY_ENV, tmp("a.pub"), 1);
+  setenv(PKRT_TRUSTED_KEY_ENV, pk_test_path("a.pub"), 1);
   const char *e = try_open(s, NULL);
   unsetenv(PKRT_TRUSTED_KEY_ENV);
   CHECK(!*e, "env path: %s", e);
@@ -277,32 +234,32 @@ static void test_sign_roundtrip(void) {
   pkrt_artifact_free(a);
   pkrt_ctx_free(rt);
   /* In place. */
-  CHECK(sign(u, tmp("a.key"), NULL, NULL) && same_file(u, s), "in place = -o");
+  CHECK(sign(u, pk_test_path("a.key"), NULL, NULL) && same_file(u, s), "in place = -o");
   PASS();
 }
 
 static void test_refusals(void) {
-  const char *u = tmp("u.pock"), *s = tmp("s.pock"), *r = tmp("r.pock");
-  CHECK(write_artifact(u, manifest, NULL, 0) && sign(u, tmp("a.key"), s, NULL), "setup");
-  const char *e = try_open(u, tmp("a.pub"));
+  const char *u = pk_test_path("u.pock"), *s = pk_test_path("s.pock"), *r = pk_test_path("r.pock");
+  CHECK(write_artifact(u, manifest, NULL, 0) && sign(u, pk_test_path("a.key"), s, NULL), "setup");
+  const char *e = try_open(u, pk_test_path("a.pub"));
   CHECK(strstr(e, "u.pock: not signed; a trusted key is configured") && strstr(e, ka.id),
         "unsigned: %s", e);
-  setenv(PKRT_TRUSTED_KEY_ENV, tmp("a.pub"), 1);
+  setenv(PKRT_TRUSTED_KEY_ENV, pk_test_path("a.pub"), 1);
   e = try_open(u, NULL);
   unsetenv(PKRT_TRUSTED_KEY_ENV);
   CHECK(strstr(e, "not signed") && strstr(e, "POCK_TRUSTED_KEY="), "unsigned, env: %s", e);
-  e = try_open(s, tmp("b.pub"));
+  e = try_open(s, pk_test_path("b.pub"));
   CHECK(strstr(e, "signed by key") && strstr(e, ka.id) && strstr(e, kb.id), "wrong key: %s", e);
   /* Re-signing with another key replaces the signature; the file keeps its size. */
   pkrt_public_key who;
-  CHECK(sign(s, tmp("b.key"), r, &who) && !strcmp(who.id, kb.id), "re-sign");
+  CHECK(sign(s, pk_test_path("b.key"), r, &who) && !strcmp(who.id, kb.id), "re-sign");
   size_t ns, nr;
-  unsigned char *bs = read_file(s, &ns), *br = read_file(r, &nr);
+  unsigned char *bs = pk_test_read_file(s, &ns), *br = pk_test_read_file(r, &nr);
   CHECK(ns == nr && !memcmp(bs, br, ns - RT_SIG_TRAILER_BYTES), "re-signed layout");
   free(bs);
   free(br);
-  CHECK(opens(r, tmp("b.pub")), "re-signed, b: %s", try_open(r, tmp("b.pub")));
-  e = try_open(r, tmp("a.pub"));
+  CHECK(opens(r, pk_test_path("b.pub")), "re-signed, b: %s", try_open(r, pk_test_path("b.pub")));
+  e = try_open(r, pk_test_path("a.pub"));
   CHECK(strstr(e, kb.id) && strstr(e, "but the trusted key is"), "re-signed, a: %s", e);
   /* With no key configured, any signature that verifies is accepted. */
   CHECK(opens(r, NULL), "re-signed, no key: %s", try_open(r, NULL));
@@ -311,10 +268,10 @@ static void test_refusals(void) {
 
 /* Each corruption of a signed file must be refused, with and without a trusted key. */
 static void expect_refused(const char *what, const unsigned char *b, size_t n, const char *want) {
-  const char *p = tmp("t.pock");
-  write_file(p, b, n);
+  const char *p = pk_test_path("t.pock");
+  pk_test_write_file(p, b, n);
   const char *keys[2] = {NULL, NULL};
-  keys[1] = tmp("a.pub");
+  keys[1] = pk_test_path("a.pub");
   for (int k = 0; k < 2; k++) {
     const char *e = try_open(p, keys[k]);
     if (!*e || !strstr(e, want)) {
@@ -326,10 +283,10 @@ static void expect_refused(const char *what, const unsigned char *b, size_t n, c
 }
 
 static void test_tamper(void) {
-  const char *u = tmp("u.pock"), *s = tmp("s.pock");
-  CHECK(write_artifact(u, manifest, NULL, 0) && sign(u, tmp("a.key"), s, NULL), "setup");
+  const char *u = pk_test_path("u.pock"), *s = pk_test_path("s.pock");
+  CHECK(write_artifact(u, manifest, NULL, 0) && sign(u, pk_test_path("a.key"), s, NULL), "setup");
   size_t n;
-  unsigned char *orig = read_file(s, &n), *b = malloc(n + 8);
+  unsigned char *orig = pk_test_read_file(s, &n), *b = malloc(n + 8);
   CHECK(orig && b, "read");
   int before = failures;
   size_t body = n - RT_SIG_TRAILER_BYTES;
@@ -381,9 +338,11 @@ static void test_tamper(void) {
   memset(b + n, 0, 8);
   expect_refused("extended", b, n + 8, "8 unexpected bytes after the signature trailer");
   /* Cut exactly at the trailer: an unsigned file again — fine without a key, refused with. */
-  write_file(tmp("t.pock"), orig, body);
-  CHECK(opens(tmp("t.pock"), NULL), "stripped, no key: %s", try_open(tmp("t.pock"), NULL));
-  CHECK(strstr(try_open(tmp("t.pock"), tmp("a.pub")), "not signed"), "stripped, key");
+  pk_test_write_file(pk_test_path("t.pock"), orig, body);
+  CHECK(opens(pk_test_path("t.pock"), NULL), "stripped, no key: %s",
+        try_open(pk_test_path("t.pock"), NULL));
+  CHECK(strstr(try_open(pk_test_path("t.pock"), pk_test_path("a.pub")), "not signed"),
+        "stripped, key");
   free(orig);
   free(b);
   CHECK(failures == before, "see above");
@@ -394,7 +353,8 @@ static void test_tamper(void) {
  * parsed: the garbage below would fail there with a different message. */
 static void test_refused_before_load(void) {
   static const char junk[] = "\177ELF but not really an object";
-  const char *ev = tmp("evil.pock"), *es = tmp("evil-signed.pock"), *em = tmp("evil-man.pock");
+  const char *ev = pk_test_path("evil.pock"), *es = pk_test_path("evil-signed.pock"),
+             *em = pk_test_path("evil-man.pock");
   CHECK(write_artifact(ev, manifest, junk, sizeof junk), "write");
   /* The counters work: without a key the junk object reaches the loader and fails there. */
   long d0 = n_dlopen, m0 = n_memfd;
@@ -402,32 +362,32 @@ static void test_refused_before_load(void) {
   CHECK(*e && n_memfd > m0 && n_dlopen > d0, "no key: loader not reached (%s)", e);
   /* With a key: refused before loading, for every reason. */
   d0 = n_dlopen, m0 = n_memfd;
-  e = try_open(ev, tmp("a.pub"));
+  e = try_open(ev, pk_test_path("a.pub"));
   CHECK(strstr(e, "not signed"), "unsigned: %s", e);
-  CHECK(sign(ev, tmp("b.key"), es, NULL), "sign with b");
-  e = try_open(es, tmp("a.pub"));
+  CHECK(sign(ev, pk_test_path("b.key"), es, NULL), "sign with b");
+  e = try_open(es, pk_test_path("a.pub"));
   CHECK(strstr(e, "signed by key"), "wrong key: %s", e);
   size_t n;
-  unsigned char *b = read_file(es, &n);
+  unsigned char *b = pk_test_read_file(es, &n);
   unsigned char *k = b + get_u64(entry_of(b, "kernels") + 16);
   k[1] ^= 0x20; /* "ELF" -> "eLF", checksum fixed */
   fix_checksum(b, "kernels");
-  write_file(es, b, n);
+  pk_test_write_file(es, b, n);
   free(b);
-  e = try_open(es, tmp("b.pub"));
+  e = try_open(es, pk_test_path("b.pub"));
   CHECK(strstr(e, "signature invalid"), "tampered: %s", e);
   CHECK(n_dlopen == d0 && n_memfd == m0, "loader reached: %ld dlopen, %ld memfd",
         n_dlopen - d0, n_memfd - m0);
   /* A manifest that would not parse: with a key, the trust error comes first. */
   CHECK(write_artifact(em, "{not json", NULL, 0), "write");
   CHECK(strstr(try_open(em, NULL), "manifest"), "no key: %s", try_open(em, NULL));
-  e = try_open(em, tmp("a.pub"));
+  e = try_open(em, pk_test_path("a.pub"));
   CHECK(strstr(e, "not signed") && !strstr(e, "manifest"), "manifest parsed first: %s", e);
   /* A correctly signed model loads through the same counters. */
-  const char *ok = tmp("ok.pock");
-  CHECK(write_artifact(ok, manifest, NULL, 0) && sign(ok, tmp("a.key"), NULL, NULL), "ok");
+  const char *ok = pk_test_path("ok.pock");
+  CHECK(write_artifact(ok, manifest, NULL, 0) && sign(ok, pk_test_path("a.key"), NULL, NULL), "ok");
   d0 = n_dlopen;
-  CHECK(opens(ok, tmp("a.pub")) && n_dlopen == d0 + 1, "signed model loads");
+  CHECK(opens(ok, pk_test_path("a.pub")) && n_dlopen == d0 + 1, "signed model loads");
   PASS();
 }
 
@@ -457,37 +417,40 @@ static void test_malformed_keys(void) {
       {two, "more than one line"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    write_text(tmp("bad.pub"), bad[i].text);
-    CHECK(pkrt_public_key_load(rt, tmp("bad.pub"), &k) != PKRT_OK &&
+    write_text(pk_test_path("bad.pub"), bad[i].text);
+    CHECK(pkrt_public_key_load(rt, pk_test_path("bad.pub"), &k) != PKRT_OK &&
           strstr(pkrt_ctx_error(rt), bad[i].want) && strstr(pkrt_ctx_error(rt), "bad.pub"),
           "case %zu: %s", i, pkrt_ctx_error(rt));
     /* A configured but broken key fails closed: open refuses every artifact. */
-    const char *e = try_open(tmp("u.pock"), tmp("bad.pub"));
+    const char *e = try_open(pk_test_path("u.pock"), pk_test_path("bad.pub"));
     CHECK(strstr(e, "trusted key") && strstr(e, bad[i].want), "open, case %zu: %s", i, e);
   }
   /* Secret for public and public for secret; neither echoes the secret. */
   size_t n;
-  char *sec = (char *)read_file(tmp("a.key"), &n), secret[21];
+  char *sec = (char *)pk_test_read_file(pk_test_path("a.key"), &n), secret[21];
   snprintf(secret, sizeof secret, "%s", sec + 20); /* 20 characters of its base64 */
-  CHECK(pkrt_public_key_load(rt, tmp("a.key"), &k) != PKRT_OK &&
+  CHECK(pkrt_public_key_load(rt, pk_test_path("a.key"), &k) != PKRT_OK &&
         strstr(pkrt_ctx_error(rt), "is a secret key") &&
         !strstr(pkrt_ctx_error(rt), secret), "secret as public: %s", pkrt_ctx_error(rt));
   CHECK(pkrt_public_key_load(rt, sec, &k) != PKRT_OK && !strstr(pkrt_ctx_error(rt), secret),
         "secret text as public: %s", pkrt_ctx_error(rt));
-  CHECK(pkrt_artifact_sign(rt, tmp("u.pock"), tmp("a.pub"), tmp("x.pock"), NULL) != PKRT_OK &&
+  CHECK(pkrt_artifact_sign(rt, pk_test_path("u.pock"), pk_test_path("a.pub"),
+                           pk_test_path("x.pock"), NULL) != PKRT_OK &&
         strstr(pkrt_ctx_error(rt), "is a public key"), "public as secret: %s",
         pkrt_ctx_error(rt));
   char badsec[160];
   snprintf(badsec, sizeof badsec, "pock-ed25519-secret %s\n", secret);
-  write_text(tmp("bad.key"), badsec);
-  CHECK(pkrt_artifact_sign(rt, tmp("u.pock"), tmp("bad.key"), tmp("x.pock"), NULL) != PKRT_OK &&
+  write_text(pk_test_path("bad.key"), badsec);
+  CHECK(pkrt_artifact_sign(rt, pk_test_path("u.pock"), pk_test_path("bad.key"),
+                           pk_test_path("x.pock"), NULL) != PKRT_OK &&
         strstr(pkrt_ctx_error(rt), "not a Pock secret key") &&
         !strstr(pkrt_ctx_error(rt), secret), "bad secret: %s", pkrt_ctx_error(rt));
   free(sec);
-  CHECK(pkrt_artifact_sign(rt, tmp("u.pock"), tmp("none.key"), NULL, NULL) != PKRT_OK &&
+  CHECK(pkrt_artifact_sign(rt, pk_test_path("u.pock"), pk_test_path("none.key"), NULL, NULL) !=
+            PKRT_OK &&
         strstr(pkrt_ctx_error(rt), "none.key"), "missing key: %s", pkrt_ctx_error(rt));
-  CHECK(access(tmp("x.pock"), F_OK) != 0, "a failed sign wrote its output");
-  const char *e = try_open(tmp("u.pock"), tmp("none.pub"));
+  CHECK(access(pk_test_path("x.pock"), F_OK) != 0, "a failed sign wrote its output");
+  const char *e = try_open(pk_test_path("u.pock"), pk_test_path("none.pub"));
   CHECK(strstr(e, "trusted key") && strstr(e, "none.pub"), "missing trusted key: %s", e);
   pkrt_ctx_free(rt);
   PASS();
@@ -497,22 +460,22 @@ static void test_malformed_keys(void) {
 static void test_trust_sources(void) {
   pkrt_ctx *rt = pkrt_ctx_new(1);
   pkrt_trusted_key t;
-  const char *sys = tmp("trusted.pub");
+  const char *sys = pk_test_path("trusted.pub");
   CHECK(rt_trust_resolve(rt, NULL, NULL, sys, &t) == PKRT_OK && !t.configured, "none");
   CHECK(rt_trust_resolve(rt, "", "", sys, &t) == PKRT_OK && !t.configured, "empty = unset");
   write_text(sys, ka_text);
   CHECK(rt_trust_resolve(rt, NULL, NULL, sys, &t) == PKRT_OK && t.configured &&
         !strcmp(t.key.id, ka.id) && !strcmp(t.source, sys), "system file: %s", t.source);
-  CHECK(rt_trust_resolve(rt, NULL, tmp("b.pub"), sys, &t) == PKRT_OK &&
+  CHECK(rt_trust_resolve(rt, NULL, pk_test_path("b.pub"), sys, &t) == PKRT_OK &&
         !strcmp(t.key.id, kb.id) && strstr(t.source, "POCK_TRUSTED_KEY="), "env wins");
-  CHECK(rt_trust_resolve(rt, ka_text, tmp("b.pub"), sys, &t) == PKRT_OK &&
+  CHECK(rt_trust_resolve(rt, ka_text, pk_test_path("b.pub"), sys, &t) == PKRT_OK &&
         !strcmp(t.key.id, ka.id), "option wins");
   write_text(sys, "garbage\n");
   CHECK(rt_trust_resolve(rt, NULL, NULL, sys, &t) != PKRT_OK &&
         strstr(pkrt_ctx_error(rt), "system file"), "broken system file: %s", pkrt_ctx_error(rt));
   unlink(sys);
   /* The real resolver reads POCK_TRUSTED_KEY. */
-  setenv(PKRT_TRUSTED_KEY_ENV, tmp("b.pub"), 1);
+  setenv(PKRT_TRUSTED_KEY_ENV, pk_test_path("b.pub"), 1);
   pkrt_status st = pkrt_trust_resolve(rt, NULL, &t);
   unsetenv(PKRT_TRUSTED_KEY_ENV);
   CHECK(st == PKRT_OK && t.configured && !strcmp(t.key.id, kb.id), "getenv");
@@ -522,25 +485,26 @@ static void test_trust_sources(void) {
 
 /* Signing refuses what does not verify and leaves it alone. */
 static void test_sign_refuses(void) {
-  const char *s = tmp("s.pock"), *x = tmp("x2.pock");
-  CHECK(write_artifact(s, manifest, NULL, 0) && sign(s, tmp("a.key"), NULL, NULL), "setup");
+  const char *s = pk_test_path("s.pock"), *x = pk_test_path("x2.pock");
+  CHECK(write_artifact(s, manifest, NULL, 0) && sign(s, pk_test_path("a.key"), NULL, NULL),
+        "setup");
   size_t n;
-  unsigned char *b = read_file(s, &n);
+  unsigned char *b = pk_test_read_file(s, &n);
   b[n - 9] ^= 1; /* the signature's last byte (8 reserved bytes follow it) */
-  write_file(x, b, n);
+  pk_test_write_file(x, b, n);
   pkrt_ctx *rt = pkrt_ctx_new(1);
-  CHECK(pkrt_artifact_sign(rt, x, tmp("b.key"), NULL, NULL) != PKRT_OK &&
+  CHECK(pkrt_artifact_sign(rt, x, pk_test_path("b.key"), NULL, NULL) != PKRT_OK &&
         strstr(pkrt_ctx_error(rt), "signature invalid"), "tampered: %s", pkrt_ctx_error(rt));
   size_t n2;
-  unsigned char *b2 = read_file(x, &n2);
+  unsigned char *b2 = pk_test_read_file(x, &n2);
   CHECK(n2 == n && !memcmp(b, b2, n), "tampered file changed");
   free(b2);
   b[n - 9] ^= 1;
   b[100] ^= 1; /* the table */
-  write_file(x, b, n);
-  CHECK(pkrt_artifact_sign(rt, x, tmp("b.key"), NULL, NULL) != PKRT_OK, "corrupt");
+  pk_test_write_file(x, b, n);
+  CHECK(pkrt_artifact_sign(rt, x, pk_test_path("b.key"), NULL, NULL) != PKRT_OK, "corrupt");
   write_text(x, "not an artifact");
-  CHECK(pkrt_artifact_sign(rt, x, tmp("b.key"), NULL, NULL) != PKRT_OK &&
+  CHECK(pkrt_artifact_sign(rt, x, pk_test_path("b.key"), NULL, NULL) != PKRT_OK &&
         strstr(pkrt_ctx_error(rt), "bad magic"), "%s", pkrt_ctx_error(rt));
   free(b);
   pkrt_ctx_free(rt);
@@ -554,9 +518,8 @@ int main(void) {
     printf("SKIP test_sign: %s exists on this machine\n", PKRT_TRUSTED_KEY_FILE);
     return 0;
   }
-  snprintf(dir, sizeof dir, "/tmp/pock-test-sign-XXXXXX");
-  if (!mkdtemp(dir)) return 1;
-  g_so = read_file(PK_FIXTURE_SO, &g_so_len);
+  if (pk_test_tmpdir_make("pock-test-sign-") != 0) return 1;
+  g_so = pk_test_read_file(PK_FIXTURE_SO, &g_so_len);
   if (!g_so || g_so_len == 0) {
     printf("FAIL: cannot read %s\n", PK_FIXTURE_SO);
     return 1;
@@ -571,9 +534,7 @@ int main(void) {
   test_trust_sources();
   test_sign_refuses();
   free(g_so);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (failures == 0 && system(cmd) != 0) printf("note: could not remove %s\n", dir);
+  if (failures == 0) pk_test_tmpdir_remove();
   printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
   return failures ? 1 : 0;
 }

@@ -21,6 +21,10 @@
 #include "pkrt.h"
 #include "pock/pockrt.h"
 
+/* CHECK names the run (`what`) and jumps to its cleanup (`done:`). */
+#define PK_TEST_CHECK_GOTO_DONE
+#include "pk_test.h"
+
 #ifndef PK_SOURCE_DIR
 #error "build with -DPK_SOURCE_DIR"
 #endif
@@ -71,20 +75,6 @@ void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
 }
 
 /* ---------------------------------------------------------------- the test */
-static int failures;
-#define CHECK(cond, ...)                    \
-  do {                                      \
-    if (!(cond)) {                          \
-      printf("FAIL %s: ", what);            \
-      printf(__VA_ARGS__);                  \
-      printf(" (line %d)\n", __LINE__);     \
-      failures++;                           \
-      goto done;                            \
-    }                                       \
-  } while (0)
-
-static char tmpdir[256];
-
 static int compile(const char *model, const char *out) {
   pk_ctx *ctx = pk_ctx_new();
   pk_compile_options o = pk_compile_defaults();
@@ -133,7 +123,7 @@ static void steps(const char *what, const char *art, int threads) {
   /* The counters work: saving weights allocates; a direct mmap is seen. */
   counting = 1;
   char w[512];
-  snprintf(w, sizeof w, "%s/count.pkw", tmpdir);
+  snprintf(w, sizeof w, "%s/count.pkw", pk_test_tmpdir());
   pkrt_model_save_weights(m, w);
   void *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   counting = 0;
@@ -178,11 +168,10 @@ done:
 }
 
 int main(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/pk_allocs_XXXXXX");
-  if (!mkdtemp(tmpdir)) return perror("mkdtemp"), 1;
+  if (pk_test_tmpdir_make("pk_allocs_") != 0) return 1;
   char cnn[512], mlp[512];
-  snprintf(cnn, sizeof cnn, "%s/cnn.pock", tmpdir);
-  snprintf(mlp, sizeof mlp, "%s/mlp.pock", tmpdir);
+  snprintf(cnn, sizeof cnn, "%s/cnn.pock", pk_test_tmpdir());
+  snprintf(mlp, sizeof mlp, "%s/mlp.pock", pk_test_tmpdir());
   if (compile(DIGITS "/models/cnn.json", cnn) || compile(DIGITS "/models/mlp.json", mlp)) {
     printf("FAIL setup: compile\n");
     return 1;
@@ -191,10 +180,6 @@ int main(void) {
   steps("cnn_pool", cnn, 2);
   steps("mlp_1_thread", mlp, 1);
   loop("mlp_train_loop", mlp);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  if (system(cmd) != 0) printf("note: could not remove %s\n", tmpdir);
-  if (failures) printf("test_step_allocs: %d FAILED\n", failures);
-  else printf("test_step_allocs: all passed\n");
-  return failures ? 1 : 0;
+  pk_test_tmpdir_remove();
+  return pk_test_summary("test_step_allocs");
 }

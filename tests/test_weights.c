@@ -7,39 +7,7 @@
 #include <unistd.h>
 
 #include "pkrt.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                        \
-  do {                                          \
-    if (!(cond)) {                              \
-      printf("FAIL %s: ", __func__);            \
-      printf(__VA_ARGS__);                      \
-      printf(" (line %d)\n", __LINE__);         \
-      failures++;                               \
-      return;                                   \
-    }                                           \
-  } while (0)
-
-static char dir[256];
-
-static const char *tmp_path(const char *name) {
-  static char buf[512];
-  snprintf(buf, sizeof buf, "%s/%s", dir, name);
-  return buf;
-}
-
-static unsigned char *read_bytes(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *b = malloc((size_t)len + 1);
-  *n = fread(b, 1, (size_t)len, f);
-  fclose(f);
-  return b;
-}
+#include "pk_test.h"
 
 static void test_round_trip(void) {
   pkrt_ctx *rt = pkrt_ctx_new(1);
@@ -51,11 +19,11 @@ static void test_round_trip(void) {
       {"fc.bias", PKRT_DTYPE_F64, 1, {2}, b},
       {"scalar", PKRT_DTYPE_I64, 0, {0}, iv},
   };
-  const char *p = tmp_path("rt.pkw");
+  const char *p = pk_test_path("rt.pkw");
   CHECK(pkrt_weights_write(rt, p, t, 3) == PKRT_OK, "write: %s", pkrt_ctx_error(rt));
   /* The exact bytes of the documented layout. */
   size_t n;
-  unsigned char *bytes = read_bytes(p, &n);
+  unsigned char *bytes = pk_test_read_file(p, &n);
   size_t want = 8 + (2 + 9 + 2 + 16 + 24) + (2 + 7 + 2 + 8 + 16) + (2 + 6 + 2 + 0 + 8);
   CHECK(bytes && n == want, "file is %zu bytes, want %zu", n, want);
   CHECK(memcmp(bytes, "PKW1\3\0\0\0\x09\0fc.weight\x01\x02\x02\0\0\0\0\0\0\0\x03", 30) == 0,
@@ -74,8 +42,8 @@ static void test_round_trip(void) {
   CHECK(((uintptr_t)r[0].data & 63) == 0, "data not 64-byte aligned");
   /* No temp file is left behind. */
   char cmd[600];
-  snprintf(cmd, sizeof cmd, "ls %s | grep -q tmp", dir);
-  CHECK(system(cmd) != 0, "temporary file left in %s", dir);
+  snprintf(cmd, sizeof cmd, "ls %s | grep -q tmp", pk_test_tmpdir());
+  CHECK(system(cmd) != 0, "temporary file left in %s", pk_test_tmpdir());
   pkrt_arena_free(a);
   pkrt_ctx_free(rt);
   printf("PASS %s\n", __func__);
@@ -128,18 +96,18 @@ static void test_errors(void) {
   /* Writer refuses what the reader would refuse. */
   float v = 1;
   pkrt_wtensor t[2] = {{"x", PKRT_DTYPE_F32, 0, {0}, &v}, {"x", PKRT_DTYPE_F32, 0, {0}, &v}};
-  if (pkrt_weights_write(rt, tmp_path("dup.pkw"), t, 2) != PKRT_ERR_INPUT ||
+  if (pkrt_weights_write(rt, pk_test_path("dup.pkw"), t, 2) != PKRT_ERR_INPUT ||
       !strstr(pkrt_ctx_error(rt), "duplicate")) {
     printf("FAIL test_errors writer duplicate: %s\n", pkrt_ctx_error(rt));
     failures++;
   }
   t[1].name = "y";
   t[1].dtype = PKRT_DTYPE_BOOL;
-  if (pkrt_weights_write(rt, tmp_path("bool.pkw"), t, 2) != PKRT_ERR_INPUT) {
+  if (pkrt_weights_write(rt, pk_test_path("bool.pkw"), t, 2) != PKRT_ERR_INPUT) {
     printf("FAIL test_errors writer bool dtype accepted\n");
     failures++;
   }
-  if (access(tmp_path("dup.pkw"), F_OK) == 0 || access(tmp_path("bool.pkw"), F_OK) == 0) {
+  if (access(pk_test_path("dup.pkw"), F_OK) == 0 || access(pk_test_path("bool.pkw"), F_OK) == 0) {
     printf("FAIL test_errors: a refused write left a file\n");
     failures++;
   }
@@ -147,7 +115,7 @@ static void test_errors(void) {
   pkrt_arena *a = pkrt_arena_new(0);
   pkrt_wtensor *r;
   int cnt;
-  if (pkrt_weights_read(rt, a, tmp_path("missing.pkw"), &r, &cnt) != PKRT_ERR_IO ||
+  if (pkrt_weights_read(rt, a, pk_test_path("missing.pkw"), &r, &cnt) != PKRT_ERR_IO ||
       !strstr(pkrt_ctx_error(rt), "missing.pkw")) {
     printf("FAIL test_errors missing file: %s\n", pkrt_ctx_error(rt));
     failures++;
@@ -172,10 +140,10 @@ static void test_fuzz(void) {
   pkrt_wtensor t[3] = {{"a", PKRT_DTYPE_F32, 2, {3, 4}, w},
                        {"bb", PKRT_DTYPE_F32, 1, {4}, w},
                        {"c", PKRT_DTYPE_F64, 1, {2}, w}};
-  const char *p = tmp_path("fuzz.pkw");
+  const char *p = pk_test_path("fuzz.pkw");
   CHECK(pkrt_weights_write(rt, p, t, 3) == PKRT_OK, "write: %s", pkrt_ctx_error(rt));
   size_t n;
-  unsigned char *orig = read_bytes(p, &n);
+  unsigned char *orig = pk_test_read_file(p, &n);
   unsigned char *m = malloc(n + 16);
   uint64_t s = 0x9e3779b97f4a7c15ull;
   int ok = 0, bad = 0;
@@ -227,14 +195,11 @@ static void test_fuzz(void) {
 }
 
 int main(void) {
-  snprintf(dir, sizeof dir, "/tmp/pk_test_weights.XXXXXX");
-  if (!mkdtemp(dir)) return 1;
+  if (pk_test_tmpdir_make("pk_test_weights.") != 0) return 1;
   test_round_trip();
   test_errors();
   test_fuzz();
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
+  pk_test_tmpdir_remove();
   printf(failures ? "FAIL test_weights (%d)\n" : "PASS test_weights\n", failures);
   return failures != 0;
 }
