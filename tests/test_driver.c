@@ -18,24 +18,9 @@
 #include "pk_search.h"
 #include "pk_tunedb.h"
 #include "pock/pockrt.h"
+#include "pk_test.h"
 
-static int failures;
-static char tmpdir[256];
 
-static void check(bool ok, const char *label, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void check(bool ok, const char *label, const char *fmt, ...) {
-  if (ok) {
-    printf("PASS %s\n", label);
-    return;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  printf("FAIL %s: ", label);
-  vprintf(fmt, ap);
-  printf("\n");
-  va_end(ap);
-  failures++;
-}
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static double urand(void) { /* splitmix64 → [-1, 1) */
@@ -242,7 +227,7 @@ enum { BATCH = 4, CLASSES = 3, STEPS = 3 };
 
 static const char *write_file(const char *name, const char *text) {
   static char path[512];
-  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+  snprintf(path, sizeof path, "%s/%s", pk_test_tmpdir(), name);
   FILE *f = fopen(path, "w");
   if (!f) return NULL;
   fputs(text, f);
@@ -281,7 +266,7 @@ static void run_model_case(const model_case *c) {
   pk_model_info info = {.name = c->label, .has_training = true, .train = sp, .classes = CLASSES};
   pk_compile_options o = pk_compile_defaults();
   char out[512];
-  snprintf(out, sizeof out, "%s/%s.pock", tmpdir, c->label);
+  snprintf(out, sizeof out, "%s/%s.pock", pk_test_tmpdir(), c->label);
   o.graph = fwd;
   o.info = &info;
   o.out = out;
@@ -427,7 +412,7 @@ static pk_status add_record(pk_ctx *ctx, pk_tunedb *db, const pk_task *task, con
  * record that is fastest and a schedule record that the compiler must use instead. */
 static const char *make_db(void) {
   static char path[512];
-  snprintf(path, sizeof path, "%s/tune.db", tmpdir);
+  snprintf(path, sizeof path, "%s/tune.db", pk_test_tmpdir());
   pk_ctx *ctx = pk_ctx_new();
   rng_state = 42;
   pk_graph *g = mlp(ctx, PKRT_DTYPE_F64, BATCH);
@@ -473,7 +458,7 @@ static void inference_case(void) {
   pk_model_info info = {.train = train_spec(PK_OPTIM_SGD), .classes = CLASSES};
   pk_compile_options o = pk_compile_defaults();
   char out[512];
-  snprintf(out, sizeof out, "%s/infer.pock", tmpdir);
+  snprintf(out, sizeof out, "%s/infer.pock", pk_test_tmpdir());
   o.graph = fwd, o.info = &info, o.out = out, o.inference = true, o.log = fopen("/dev/null", "w");
   pk_compile_result res;
   pk_status s = fwd ? pk_compile(ctx, &o, &res) : PK_ERR_CHECK;
@@ -542,8 +527,7 @@ static void option_errors(void) {
 }
 
 int main(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/pock-test-driver-XXXXXX");
-  if (!mkdtemp(tmpdir)) return 1;
+  if (pk_test_tmpdir_make("pock-test-driver-") != 0) return 1;
   const char *partial_fc2 =
       "{\"version\": 1, \"train\": [{\"params\": \"fc2.weight\", \"channels\": 0.4}, {\"biases\": true}]}";
   const char *partial_conv2 =
@@ -564,9 +548,7 @@ int main(void) {
   inference_case();
   model_tasks_case();
   option_errors();
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  if (system(cmd) != 0) printf("note: could not remove %s\n", tmpdir);
+  pk_test_tmpdir_remove();
   printf("%s\n", failures ? "FAILED" : "OK");
   return failures != 0;
 }

@@ -11,24 +11,10 @@
 
 #include "pk_codegen.h"
 #include "pk_schedule.h"
+#include "pk_test.h"
 
-static int failures;
 static bool verbose;
 
-static void check(bool ok, const char *label, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void check(bool ok, const char *label, const char *fmt, ...) {
-  if (ok) {
-    printf("PASS %s\n", label);
-    return;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  printf("FAIL %s: ", label);
-  vprintf(fmt, ap);
-  printf("\n");
-  va_end(ap);
-  failures++;
-}
 
 /* ---- the simplifier ---- */
 
