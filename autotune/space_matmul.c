@@ -104,63 +104,13 @@ static pk_status matmul_epilogue(const matmul_plan *p, pk_schedule *s, const int
   return PK_OK;
 }
 
-/* The accumulator tile, computed at C's inner tile loop: k outside, tile_m rows and the
- * column vectors inside, so each k step loads one B vector row and broadcasts A. */
-static pk_status matmul_local_tile(const matmul_plan *p, pk_schedule *s, const int64_t *v) {
-  const char *L = p->local;
+/* Orders stage's loops as order[0..n) (the loops outside k), then kc (split by k_unroll),
+ * the other reductions, tile_m rows and the column vectors; unrolls the rows and vector
+ * parts (unroll 1) and vectorizes the lanes. kc, n.i and n.i by `vector` are split. */
+static pk_status matmul_tile_body(const matmul_plan *p, pk_schedule *s, const char *stage,
+                                  const int64_t *v, const char **order, int n, const char *kc) {
   int64_t V = v[MM_VECTOR], ku = v[MM_K_UNROLL];
-  SPACE_TRY(pk_sched_split(s, L, p->m, v[MM_TILE_M]));
-  SPACE_TRY(pk_sched_split(s, L, p->n, v[MM_TILE_N]));
   const char *ni = N_(p->n, ".i");
-  if (V > 1) SPACE_TRY(pk_sched_split(s, L, ni, V));
-  if (ku > 1) SPACE_TRY(pk_sched_split(s, L, p->k[0], ku));
-  const char *order[PK_TE_MAX_DIMS + 8];
-  int n = 0;
-  order[n++] = N_(p->m, ".o");
-  order[n++] = N_(p->n, ".o");
-  if (ku > 1) {
-    order[n++] = N_(p->k[0], ".o");
-    order[n++] = N_(p->k[0], ".i");
-  } else {
-    order[n++] = p->k[0];
-  }
-  for (int r = 1; r < p->nreduce; r++) order[n++] = p->k[r];
-  order[n++] = N_(p->m, ".i");
-  if (V > 1) {
-    order[n++] = N_(ni, ".o");
-    order[n++] = N_(ni, ".i");
-  } else {
-    order[n++] = ni;
-  }
-  SPACE_TRY(pk_sched_reorder(s, L, n, order));
-  if (ku > 1) SPACE_TRY(pk_sched_unroll(s, L, N_(p->k[0], ".i"), 0));
-  if (v[MM_UNROLL]) {
-    SPACE_TRY(pk_sched_unroll(s, L, N_(p->m, ".i"), 0));
-    SPACE_TRY(pk_sched_unroll(s, L, V > 1 ? N_(ni, ".o") : ni, 0));
-  }
-  if (V > 1) SPACE_TRY(pk_sched_vectorize(s, L, N_(ni, ".i")));
-  return PK_OK;
-}
-
-/* Without cache_write the tile accumulates in C itself; K blocking (k_block) then keeps a
- * k-slice of the packed panels in cache across every tile. */
-static pk_status matmul_direct(const matmul_plan *p, pk_schedule *s, const int64_t *v,
-                               const char *const *outer) {
-  const char *T = p->stage, *kc = p->k[0];
-  int64_t V = v[MM_VECTOR], ku = v[MM_K_UNROLL], kb = v[MM_K_BLOCK];
-  bool blocked = kb > 0 && kb < p->k_extent;
-  if (blocked) {
-    SPACE_TRY(pk_sched_split(s, T, kc, kb));
-    kc = N_(p->k[0], ".i");
-  }
-  if (ku > 1) SPACE_TRY(pk_sched_split(s, T, kc, ku));
-  const char *ni = N_(p->n, ".i");
-  if (V > 1) SPACE_TRY(pk_sched_split(s, T, ni, V));
-  const char *order[PK_TE_MAX_DIMS + 8];
-  int n = 0;
-  if (blocked) order[n++] = N_(p->k[0], ".o");
-  order[n++] = outer[0];
-  order[n++] = outer[1];
   if (ku > 1) {
     order[n++] = N_(kc, ".o");
     order[n++] = N_(kc, ".i");
@@ -175,14 +125,48 @@ static pk_status matmul_direct(const matmul_plan *p, pk_schedule *s, const int64
   } else {
     order[n++] = ni;
   }
-  SPACE_TRY(pk_sched_reorder(s, T, n, order));
-  if (ku > 1) SPACE_TRY(pk_sched_unroll(s, T, N_(kc, ".i"), 0));
+  SPACE_TRY(pk_sched_reorder(s, stage, n, order));
+  if (ku > 1) SPACE_TRY(pk_sched_unroll(s, stage, N_(kc, ".i"), 0));
   if (v[MM_UNROLL]) {
-    SPACE_TRY(pk_sched_unroll(s, T, N_(p->m, ".i"), 0));
-    SPACE_TRY(pk_sched_unroll(s, T, V > 1 ? N_(ni, ".o") : ni, 0));
+    SPACE_TRY(pk_sched_unroll(s, stage, N_(p->m, ".i"), 0));
+    SPACE_TRY(pk_sched_unroll(s, stage, V > 1 ? N_(ni, ".o") : ni, 0));
   }
-  if (V > 1) SPACE_TRY(pk_sched_vectorize(s, T, N_(ni, ".i")));
+  if (V > 1) SPACE_TRY(pk_sched_vectorize(s, stage, N_(ni, ".i")));
   return PK_OK;
+}
+
+/* The accumulator tile, computed at C's inner tile loop: k outside, tile_m rows and the
+ * column vectors inside, so each k step loads one B vector row and broadcasts A. */
+static pk_status matmul_local_tile(const matmul_plan *p, pk_schedule *s, const int64_t *v) {
+  const char *L = p->local;
+  int64_t V = v[MM_VECTOR], ku = v[MM_K_UNROLL];
+  SPACE_TRY(pk_sched_split(s, L, p->m, v[MM_TILE_M]));
+  SPACE_TRY(pk_sched_split(s, L, p->n, v[MM_TILE_N]));
+  if (V > 1) SPACE_TRY(pk_sched_split(s, L, N_(p->n, ".i"), V));
+  if (ku > 1) SPACE_TRY(pk_sched_split(s, L, p->k[0], ku));
+  const char *order[PK_TE_MAX_DIMS + 8] = {N_(p->m, ".o"), N_(p->n, ".o")};
+  return matmul_tile_body(p, s, L, v, order, 2, p->k[0]);
+}
+
+/* Without cache_write the tile accumulates in C itself; K blocking (k_block) then keeps a
+ * k-slice of the packed panels in cache across every tile. */
+static pk_status matmul_direct(const matmul_plan *p, pk_schedule *s, const int64_t *v,
+                               const char *const *outer) {
+  const char *T = p->stage, *kc = p->k[0];
+  int64_t V = v[MM_VECTOR], ku = v[MM_K_UNROLL], kb = v[MM_K_BLOCK];
+  bool blocked = kb > 0 && kb < p->k_extent;
+  if (blocked) {
+    SPACE_TRY(pk_sched_split(s, T, kc, kb));
+    kc = N_(p->k[0], ".i");
+  }
+  if (ku > 1) SPACE_TRY(pk_sched_split(s, T, kc, ku));
+  if (V > 1) SPACE_TRY(pk_sched_split(s, T, N_(p->n, ".i"), V));
+  const char *order[PK_TE_MAX_DIMS + 8];
+  int n = 0;
+  if (blocked) order[n++] = N_(p->k[0], ".o");
+  order[n++] = outer[0];
+  order[n++] = outer[1];
+  return matmul_tile_body(p, s, T, v, order, n, kc);
 }
 
 /* Dot products (rfactor 1): k split by `vector` and rfactored, so T.rf[.., m, n, r] holds
