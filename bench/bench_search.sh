@@ -5,9 +5,11 @@
 # the evo best at 300 are re-timed side by side in one process (bench/search_retime.c).
 # A bench, not a test: it prints a table and never fails on a timing.
 #
-# Usage: [SEEDS="1 2 3"] [MIN_MS=50] [BUILD_TIMEOUT=20] bench/bench_search.sh BUILD_DIR OUT_DIR TASK.te...
-# (MIN_MS: the tuners' repeat time per candidate; the final re-timing always uses 50 ms.
-# BUILD_TIMEOUT: a candidate whose compile takes longer is a failed trial, for both tuners.)
+# Usage: [SEEDS="1 2 3"] [MIN_MS=50] [BUILD_TIMEOUT=20] [RETIME_ROUNDS=7] bench/bench_search.sh BUILD_DIR OUT_DIR TASK.te...
+# (MIN_MS: the tuners' repeat time per candidate; the final re-timing always uses 50 ms per
+# round, RETIME_ROUNDS interleaved rounds per kernel.
+# BUILD_TIMEOUT: a candidate whose compile takes longer is a failed trial, for both tuners.
+# A database whose tuning finished (DB.done) is not tuned again: rerunning only re-times.)
 # Seeds are the outer loop, so a run cut short still has whole seeds for every task.
 set -euo pipefail
 build=$1; out=$2; shift 2
@@ -22,7 +24,7 @@ for s in $seeds; do
     r=$out/$name.random.$s.db; e=$out/$name.evo.$s.db
     [ -f "$r.done" ] || { rm -f "$r"; $pock tune "$te" --db "$r" --tuner random --trials 1000 --seed "$s" --timeout 5 --build-timeout "${BUILD_TIMEOUT:-20}" --min-ms "${MIN_MS:-50}" >"$out/$name.random.$s.log" 2>&1; touch "$r.done"; }
     [ -f "$e.done" ] || { rm -f "$e"; $pock tune "$te" --db "$e" --tuner evo --trials 300 --seed "$s" --timeout 5 --build-timeout "${BUILD_TIMEOUT:-20}" --min-ms "${MIN_MS:-50}" >"$out/$name.evo.$s.log" 2>&1; touch "$e.done"; }
-    $retime "$te" "$r:300" "$r:1000" "$e:300" > "$out/$name.$s.retime"
+    $retime --rounds "${RETIME_ROUNDS:-7}" "$te" "$r:300" "$r:1000" "$e:300" > "$out/$name.$s.retime"
     # the first evo trial whose (tuner-measured) best reaches 95% of random's re-timed best
     $pock db history "$e" --te "$te" > "$out/$name.evo.$s.history" 2>/dev/null || true
     python3 - "$out/$name.$s.retime" "$out/$name.evo.$s.history" "$name" "$s" >> "$out/table.md" <<'PY'
@@ -38,7 +40,7 @@ for line in open(sys.argv[2]):
     best = max(best, gf)
     if first == "—" and best >= 0.95 * r1000: first = str(t)
 ratio = e300 / r1000 if r1000 else 0
-print(f"| {sys.argv[3]} | {sys.argv[4]} | {r300:.1f} | {r1000:.1f} | {e300:.1f} | {100*ratio:.0f}% | {'yes' if r300 < 0.95*r1000 else 'no'} | {first} |")
+print(f"| {sys.argv[3]} | {sys.argv[4]} | {r300:.1f} | {r1000:.1f} | {e300:.1f} | {100*ratio:.1f}% | {'yes' if r300 < 0.95*r1000 else 'no'} | {first} |")
 PY
   done
 done
@@ -59,6 +61,6 @@ for task, v in rows.items():
     r300, r1000, e300 = (sum(x[i] for x in v) / n for i in range(3))
     hard = r300 < 0.95 * r1000
     verdict = ("evo reaches 95%" if e300 >= 0.95 * r1000 else "evo short of 95%") if hard else "not hard: does not count"
-    print(f"| {task} | {n} | {r300:.1f} | {r1000:.1f} | {e300:.1f} | {100 * e300 / r1000:.0f}% | {'yes' if hard else 'no'} | {verdict} |")
+    print(f"| {task} | {n} | {r300:.1f} | {r1000:.1f} | {e300:.1f} | {100 * e300 / r1000:.1f}% | {'yes' if hard else 'no'} | {verdict} |")
 PY
 cat "$out/table.md"

@@ -3,9 +3,9 @@
  * efficiency bench (bench/bench_search.sh) compares tuners this way, so that the verdict
  * does not rest on timings taken at different moments of a noisy machine.
  *
- * Usage: search_retime FILE.te DB:MAXTRIAL [DB:MAXTRIAL ...]
+ * Usage: search_retime [--rounds R] FILE.te DB:MAXTRIAL [DB:MAXTRIAL ...]
  * Prints one line per database: "DB MAXTRIAL trial=T gflops=G rounds=R min=.. max=.." (G, the
- * median over R interleaved rounds; 0: no OK record). */
+ * median over R interleaved rounds, 7 unless given; 0: no OK record). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +32,14 @@ static const pk_record *best_within(pk_ctx *ctx, const char *path, const pk_task
 }
 
 int main(int argc, char **argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: search_retime FILE.te DB:MAXTRIAL [DB:MAXTRIAL ...]\n");
+  int rounds = 7;
+  if (argc > 2 && !strcmp(argv[1], "--rounds")) {
+    rounds = atoi(argv[2]);
+    argc -= 2;
+    argv += 2;
+  }
+  if (argc < 3 || rounds < 1 || rounds > 1000) {
+    fprintf(stderr, "usage: search_retime [--rounds R] FILE.te DB:MAXTRIAL [DB:MAXTRIAL ...]\n");
     return 2;
   }
   pk_measure_pin_thread();
@@ -62,7 +68,6 @@ int main(int argc, char **argv) {
 
   /* Build and check every best first, then time them round-robin (pk_bench_rounds): load
    * that comes and goes during the run falls on every kernel alike. */
-  enum { ROUNDS = 7 };
   int n = argc - 2, bad = 0;
   const pk_record **best = pk_alloc(ctx, sizeof(pk_record *) * (size_t)n);
   pk_bench_built *built = pk_alloc(ctx, sizeof(pk_bench_built) * (size_t)n);
@@ -96,16 +101,16 @@ int main(int argc, char **argv) {
     }
     con_of[a] = ncon;
     con[ncon++] = (pk_bench_contestant){pk_bench_run_kernel, &built[a].run,
-                                        .round_ns = pk_alloc(ctx, sizeof(double) * ROUNDS)};
+                                        .round_ns = pk_alloc(ctx, sizeof(double) * rounds)};
   }
-  pk_bench_rounds(con, ncon, ROUNDS, PK_MEASURE_MIN_NS);
+  pk_bench_rounds(con, ncon, rounds, PK_MEASURE_MIN_NS);
   for (int a = 0; a < n; a++) {
     const pk_bench_contestant *c = con_of[a] >= 0 ? &con[con_of[a]] : NULL;
     double g = c && c->median_ns > 0 ? task.flops / c->median_ns : 0;
     double lo = c && c->max_ns > 0 ? task.flops / c->max_ns : 0;
     double hi = c && c->min_ns > 0 ? task.flops / c->min_ns : 0;
     printf("%s %lld trial=%lld gflops=%.3f rounds=%d min=%.3f max=%.3f\n", paths[a], (long long)max_trial[a],
-           best[a] ? (long long)best[a]->trial : -1LL, g, ROUNDS, lo, hi);
+           best[a] ? (long long)best[a]->trial : -1LL, g, rounds, lo, hi);
     pk_bench_built_free(&built[a]);
   }
   fflush(stdout);
