@@ -33,6 +33,8 @@ static const bench_case cases[] = {
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 
+enum { ROUNDS = 7 }; /* interleaved timing rounds per kernel (pk_bench_rounds) */
+
 static pk_status case_params(const bench_case *c, pk_op_params *prm) {
   *prm = (pk_op_params){.ninputs = 2};
   if (c->op == PK_OP_CONV2D) {
@@ -101,16 +103,21 @@ static int bench_case_run(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_tunedb *db,
   pk_host_buffers hb;
   pk_te_ref *ref = pk_te_ref_new(ctx, p);
   pk_te_ref_fill_random(p, ref, 3);
-  if (pk_host_buffers_new(ctx, p, &hb) != PK_OK) return 1;
+  /* one interpreter run checks both kernels (a conv's takes minutes) */
+  if (pk_te_interp_run(ctx, p, ref) != PK_OK || pk_host_buffers_new(ctx, p, &hb) != PK_OK) {
+    fprintf(stderr, "%s: %s\n", task.name, pk_ctx_error(ctx));
+    return 1;
+  }
   for (int i = 0; i < 2; i++) pk_te_ref_to_buffer(p->tensors[i], &ref->tensors[i], hb.data[i]);
 
   /* Tuned, hand and OpenBLAS are timed round-robin (pk_bench_rounds), so that a ratio
    * compares timings taken moments apart, not minutes apart on a noisy machine. */
-  enum { ROUNDS = 7 };
   pk_bench_built tb, hbuilt = {0};
-  if (pk_bench_build_checked(ctx, cc, rt, p, tuned, &hb, &tb) != PK_OK ||
-      (hand && pk_bench_build_checked(ctx, cc, rt, p, hand, &hb, &hbuilt) != PK_OK)) {
+  if (pk_bench_build_checked(ctx, cc, rt, p, tuned, ref, &hb, &tb) != PK_OK ||
+      (hand && pk_bench_build_checked(ctx, cc, rt, p, hand, ref, &hb, &hbuilt) != PK_OK)) {
     fprintf(stderr, "%s: build or check failed: %s\n", task.name, pk_ctx_error(ctx));
+    pk_bench_built_free(&tb);
+    pk_host_buffers_free(&hb);
     return 1;
   }
   pk_bench_sgemm_run sa = {sgemm, c->trans_a ? 112 : 111, c->trans_b ? 112 : 111, (int32_t)c->m,
@@ -209,9 +216,9 @@ int main(int argc, char **argv) {
   pkrt_extern *sgemm = NULL;
   if (pkrt_extern_open(rt, "libopenblas.so.0", "cblas_sgemm", PK_BENCH_SGEMM_SIGNATURE, &sgemm) != PKRT_OK)
     printf("OpenBLAS unavailable: %s\n", pkrt_ctx_error(rt));
-  printf("pock bench_tuned: 1 thread pinned to CPU %d, fp32, each kernel timed in 7 interleaved rounds "
+  printf("pock bench_tuned: 1 thread pinned to CPU %d, fp32, each kernel timed in %d interleaved rounds "
          "(median of repeats >= %lld ms per round; the median round shown), %s\n\n",
-         cpu, (long long)(min_ns / 1000000), pk_cc_version(cc));
+         cpu, ROUNDS, (long long)(min_ns / 1000000), pk_cc_version(cc));
   printf("| task | tuned GFLOP/s | hand GFLOP/s | OpenBLAS GFLOP/s | tuned ratio | same-round ratios | goal | |\n"
          "|---|---|---|---|---|---|---|---|\n");
   int bad = 0;

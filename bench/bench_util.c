@@ -21,13 +21,16 @@ int pk_bench_run_sgemm(void *arg) {
 }
 
 pk_status pk_bench_build_checked(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *prog,
-                                 pk_schedule *sched, pk_host_buffers *hb, pk_bench_built *out) {
+                                 pk_schedule *sched, const pk_te_ref *ref, pk_host_buffers *hb,
+                                 pk_bench_built *out) {
   *out = (pk_bench_built){0};
   pk_status st = pk_build_scheduled(ctx, cc, rt, &prog, &sched, 1, &out->module);
   if (st != PK_OK) return st;
   const pkrt_kernel_desc *k = pkrt_module_find(out->module, "k0");
   pk_kernel_check_result res;
-  if ((st = pk_kernel_check_scheduled(ctx, rt, prog, sched, k, 11, &res)) != PK_OK) {
+  st = ref ? pk_kernel_check_ref(ctx, rt, prog, sched, k, ref, &res)
+           : pk_kernel_check_scheduled(ctx, rt, prog, sched, k, 11, &res);
+  if (st != PK_OK) {
     pkrt_module_free(out->module);
     out->module = NULL;
     return st;
@@ -46,7 +49,7 @@ void pk_bench_built_free(pk_bench_built *b) {
 double pk_bench_time_scheduled(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *prog,
                                pk_schedule *sched, int64_t min_ns, pk_host_buffers *hb) {
   pk_bench_built b;
-  if (pk_bench_build_checked(ctx, cc, rt, prog, sched, hb, &b) != PK_OK) {
+  if (pk_bench_build_checked(ctx, cc, rt, prog, sched, NULL, hb, &b) != PK_OK) {
     fprintf(stderr, "build or check: %s\n", pk_ctx_error(ctx));
     return -1;
   }

@@ -38,9 +38,11 @@ typedef struct pk_bench_built {
   pk_bench_kernel_run run;
 } pk_bench_built;
 
-/* Builds prog with sched and checks it: PK_OK, or the build/check error in ctx. */
+/* Builds prog with sched and checks it against ref (inputs filled, interpreter run; NULL:
+ * a reference of its own): PK_OK, or the build/check error in ctx. */
 pk_status pk_bench_build_checked(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *prog,
-                                 pk_schedule *sched, pk_host_buffers *hb, pk_bench_built *out);
+                                 pk_schedule *sched, const pk_te_ref *ref, pk_host_buffers *hb,
+                                 pk_bench_built *out);
 void pk_bench_built_free(pk_bench_built *b);
 
 /* Contestants timed side by side: pk_bench_rounds measures them round-robin, `rounds` times

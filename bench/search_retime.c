@@ -61,7 +61,10 @@ int main(int argc, char **argv) {
   pk_host_buffers hb;
   pk_te_ref *ref = pk_te_ref_new(ctx, p);
   pk_te_ref_fill_random(p, ref, 3);
-  if (pk_host_buffers_new(ctx, p, &hb) != PK_OK) return 1;
+  if (pk_te_interp_run(ctx, p, ref) != PK_OK || pk_host_buffers_new(ctx, p, &hb) != PK_OK) {
+    fprintf(stderr, "%s\n", pk_ctx_error(ctx));
+    return 1;
+  }
   for (int i = 0; i < p->ntensors; i++)
     if (p->tensors[i]->kind == PK_TE_PLACEHOLDER)
       pk_te_ref_to_buffer(p->tensors[i], &ref->tensors[i], hb.data[i]);
@@ -93,7 +96,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "%s: %s\n", path, pk_ctx_error(ctx));
       return 1;
     }
-    if (pk_bench_build_checked(ctx, cc, rt, p, s, &hb, &built[a]) != PK_OK) {
+    if (pk_bench_build_checked(ctx, cc, rt, p, s, ref, &hb, &built[a]) != PK_OK) {
       fprintf(stderr, "%s: build or check failed: %s\n", path, pk_ctx_error(ctx));
       pk_ctx_clear_error(ctx);
       bad = 1;

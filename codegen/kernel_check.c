@@ -54,13 +54,20 @@ pk_status pk_kernel_check(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
 pk_status pk_kernel_check_scheduled(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
                                     const pk_schedule *sched, const pkrt_kernel_desc *k,
                                     uint64_t seed, pk_kernel_check_result *res) {
+  pk_te_ref *ref = pk_te_ref_new(ctx, prog);
+  pk_te_ref_fill_random(prog, ref, seed);
+  pk_status s = pk_te_interp_run(ctx, prog, ref);
+  return s == PK_OK ? pk_kernel_check_ref(ctx, rt, prog, sched, k, ref, res) : s;
+}
+
+pk_status pk_kernel_check_ref(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
+                              const pk_schedule *sched, const pkrt_kernel_desc *k,
+                              const pk_te_ref *ref, pk_kernel_check_result *res) {
   memset(res, 0, sizeof *res);
   if (!k) return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel not found in the module");
   if (k->workspace_bytes < 0 || k->workspace_bytes % 64)
     return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel %s asks for a workspace of %lld bytes", k->name,
                        (long long)k->workspace_bytes);
-  pk_te_ref *ref = pk_te_ref_new(ctx, prog);
-  pk_te_ref_fill_random(prog, ref, seed);
   pk_host_buffers hb;
   pk_status s = pk_host_buffers_new(ctx, prog, &hb);
   if (s != PK_OK) return s;
@@ -81,7 +88,6 @@ pk_status pk_kernel_check_scheduled(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_progr
     pk_host_buffers_free(&hb);
     return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel %s returned status %d", k->name, rc);
   }
-  s = pk_te_interp_run(ctx, prog, ref);
   for (int i = 0; i < prog->ntensors && s == PK_OK; i++) {
     const pk_te_tensor *t = prog->tensors[i];
     /* an inlined compute's parameter is left unwritten */

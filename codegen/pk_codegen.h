@@ -85,6 +85,13 @@ pk_status pk_kernel_check_scheduled(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_progr
                                     const pk_schedule *sched, const pkrt_kernel_desc *k,
                                     uint64_t seed, pk_kernel_check_result *res);
 
+/* The same against a reference the caller made: ref's inputs filled and the interpreter
+ * already run (pk_te_interp_run), so several kernels of one program share one (slow)
+ * interpreter run. */
+pk_status pk_kernel_check_ref(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
+                              const pk_schedule *sched, const pkrt_kernel_desc *k,
+                              const pk_te_ref *ref, pk_kernel_check_result *res);
+
 /* Host buffers for running a kernel on a program's tensors (dense, 64-byte aligned). */
 typedef struct pk_host_buffers {
   int n;
