@@ -51,12 +51,24 @@ pk_status pk_kernel_check(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
   return pk_kernel_check_scheduled(ctx, rt, prog, NULL, k, seed, res);
 }
 
+/* A kernel descriptor the checks can run: refused before any (slow) interpreter run. */
+static pk_status kernel_desc_ok(pk_ctx *ctx, const pkrt_kernel_desc *k) {
+  if (!k) return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel not found in the module");
+  if (k->workspace_bytes < 0 || k->workspace_bytes % 64)
+    return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel %s asks for a workspace of %lld bytes", k->name,
+                       (long long)k->workspace_bytes);
+  return PK_OK;
+}
+
 pk_status pk_kernel_check_scheduled(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
                                     const pk_schedule *sched, const pkrt_kernel_desc *k,
                                     uint64_t seed, pk_kernel_check_result *res) {
+  memset(res, 0, sizeof *res);
+  pk_status s = kernel_desc_ok(ctx, k);
+  if (s != PK_OK) return s;
   pk_te_ref *ref = pk_te_ref_new(ctx, prog);
   pk_te_ref_fill_random(prog, ref, seed);
-  pk_status s = pk_te_interp_run(ctx, prog, ref);
+  s = pk_te_interp_run(ctx, prog, ref);
   return s == PK_OK ? pk_kernel_check_ref(ctx, rt, prog, sched, k, ref, res) : s;
 }
 
@@ -64,12 +76,10 @@ pk_status pk_kernel_check_ref(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *pr
                               const pk_schedule *sched, const pkrt_kernel_desc *k,
                               const pk_te_ref *ref, pk_kernel_check_result *res) {
   memset(res, 0, sizeof *res);
-  if (!k) return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel not found in the module");
-  if (k->workspace_bytes < 0 || k->workspace_bytes % 64)
-    return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel %s asks for a workspace of %lld bytes", k->name,
-                       (long long)k->workspace_bytes);
+  pk_status s = kernel_desc_ok(ctx, k);
+  if (s != PK_OK) return s;
   pk_host_buffers hb;
-  pk_status s = pk_host_buffers_new(ctx, prog, &hb);
+  s = pk_host_buffers_new(ctx, prog, &hb);
   if (s != PK_OK) return s;
   for (int i = 0; i < prog->ntensors; i++)
     if (prog->tensors[i]->kind == PK_TE_PLACEHOLDER)
