@@ -3,9 +3,12 @@
  * efficiency bench (bench/bench_search.sh) compares tuners this way, so that the verdict
  * does not rest on timings taken at different moments of a noisy machine.
  *
- * Usage: search_retime [--rounds R] FILE.te DB:MAXTRIAL [DB:MAXTRIAL ...]
+ * Usage: search_retime [--rounds R] [--per-round] FILE.te DB:MAXTRIAL [DB:MAXTRIAL ...]
  * Prints one line per database: "DB MAXTRIAL trial=T gflops=G rounds=R min=.. max=.." (G, the
- * median over R interleaved rounds, 7 unless given; 0: no OK record). */
+ * median over R interleaved rounds, 7 unless given; min and max, the slowest and the fastest
+ * round; 0: no OK record). --per-round also writes every round's GFLOP/s to stderr, one line
+ * per round, to show how the machine's state moves all kernels together. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +36,22 @@ static const pk_record *best_within(pk_ctx *ctx, const char *path, const pk_task
 
 int main(int argc, char **argv) {
   int rounds = 7;
-  if (argc > 2 && !strcmp(argv[1], "--rounds")) {
-    rounds = atoi(argv[2]);
-    argc -= 2;
-    argv += 2;
+  bool per_round = false;
+  for (;;) {
+    if (argc > 2 && !strcmp(argv[1], "--rounds")) {
+      rounds = atoi(argv[2]);
+      argc -= 2;
+      argv += 2;
+    } else if (argc > 1 && !strcmp(argv[1], "--per-round")) {
+      per_round = true;
+      argc--;
+      argv++;
+    } else {
+      break;
+    }
   }
   if (argc < 3 || rounds < 1 || rounds > 1000) {
-    fprintf(stderr, "usage: search_retime [--rounds R] FILE.te DB:MAXTRIAL [DB:MAXTRIAL ...]\n");
+    fprintf(stderr, "usage: search_retime [--rounds R] [--per-round] FILE.te DB:MAXTRIAL [DB:MAXTRIAL ...]\n");
     return 2;
   }
   pk_measure_pin_thread();
@@ -107,6 +119,12 @@ int main(int argc, char **argv) {
                                         .round_ns = pk_alloc(ctx, sizeof(double) * rounds)};
   }
   pk_bench_rounds(con, ncon, rounds, PK_MEASURE_MIN_NS);
+  for (int r = 0; per_round && r < rounds; r++) {
+    fprintf(stderr, "round %d:", r + 1);
+    for (int c = 0; c < ncon; c++)
+      fprintf(stderr, " %.2f", con[c].round_ns[r] > 0 ? task.flops / con[c].round_ns[r] : 0.0);
+    fputc('\n', stderr);
+  }
   for (int a = 0; a < n; a++) {
     const pk_bench_contestant *c = con_of[a] >= 0 ? &con[con_of[a]] : NULL;
     double g = c && c->median_ns > 0 ? task.flops / c->median_ns : 0;

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cli_common.h" /* option parsing, shared with pock-rt */
 #include "pk_codegen.h"
 
 enum { PK_EXIT_OK = 0, PK_EXIT_ERROR = 1, PK_EXIT_USAGE = 2 };
@@ -13,8 +14,6 @@ enum { PK_EXIT_OK = 0, PK_EXIT_ERROR = 1, PK_EXIT_USAGE = 2 };
 int pk_cli_fail(pk_ctx *ctx, pk_status s);
 /* Prints "pock: <message>" (a usage problem) and returns PK_EXIT_USAGE. */
 int pk_cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Parses a whole decimal integer; false on junk or overflow. */
-bool pk_cli_parse_i64(const char *s, int64_t *out);
 
 int pk_cmd_te(int argc, char **argv);
 int pk_cmd_db(int argc, char **argv);

@@ -71,7 +71,7 @@ static int parse_options(int argc, char **argv, pk_compile_options *o) {
         return pk_cli_usage("compile: unknown optimizer '%s' (sgd, adam, adamw)", v);
       o->optimizer = v;
     } else if (!strcmp(a, "--batch")) {
-      if (!pk_cli_parse_i64(v, &o->batch) || o->batch < 1 || o->batch > 1000000)
+      if (!pkrt_cli_parse_i64(v, &o->batch) || o->batch < 1 || o->batch > 1000000)
         return pk_cli_usage("compile: --batch needs an integer in 1..1000000");
     } else if (!strcmp(a, "--lr") || !strcmp(a, "--momentum") || !strcmp(a, "--weight-decay")) {
       if (!parse_double(v, &d) || d < 0 || (!strcmp(a, "--lr") && d == 0) ||

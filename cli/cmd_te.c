@@ -31,10 +31,10 @@ static int parse_options(int argc, char **argv, te_options *o) {
     if (!strcmp(a, "--bench")) {
       o->bench = true;
     } else if (!strcmp(a, "--seed")) {
-      if (!has_value || !pk_cli_parse_i64(argv[++i], &o->seed) || o->seed < 0)
+      if (!has_value || !pkrt_cli_parse_i64(argv[++i], &o->seed) || o->seed < 0)
         return pk_cli_usage("te: --seed needs a non-negative integer");
     } else if (!strcmp(a, "--threads")) {
-      if (!has_value || !pk_cli_parse_i64(argv[++i], &o->threads) || o->threads < 1 || o->threads > 512)
+      if (!has_value || !pkrt_cli_parse_i64(argv[++i], &o->threads) || o->threads < 1 || o->threads > 512)
         return pk_cli_usage("te: --threads needs an integer in 1..512");
     } else if (!strcmp(a, "--cc") || !strcmp(a, "--cflags") || !strcmp(a, "--dump-after") ||
                !strcmp(a, "--schedule")) {

@@ -95,13 +95,13 @@ static int parse_options(int argc, char **argv, bool train, run_options *o) {
       train_only = true;
       if (!parse_double(v, &o->lr) || !(o->lr > 0)) return pk_cli_usage("%s: --lr needs a positive number", cmd);
     } else if (!strcmp(a, "--label-column")) {
-      if (!pk_cli_parse_i64(v, &o->label_column) || o->label_column < -100000 || o->label_column > 100000)
+      if (!pkrt_cli_parse_i64(v, &o->label_column) || o->label_column < -100000 || o->label_column > 100000)
         return pk_cli_usage("%s: --label-column needs an integer", cmd);
     } else if (!strcmp(a, "--epochs") || !strcmp(a, "--seed") || !strcmp(a, "--threads")) {
       int64_t n;
       bool epochs = !strcmp(a, "--epochs"), threads = !strcmp(a, "--threads");
       train_only = !threads;
-      if (!pk_cli_parse_i64(v, &n) || n < (epochs || threads ? 1 : 0) ||
+      if (!pkrt_cli_parse_i64(v, &n) || n < (epochs || threads ? 1 : 0) ||
           n > (epochs ? 1000000 : threads ? 512 : INT64_MAX))
         return pk_cli_usage("%s: %s needs an integer%s", cmd, a,
                             epochs ? " in 1..1000000" : threads ? " in 1..512" : " >= 0");

@@ -99,7 +99,7 @@ static int parse_options(int argc, char **argv, tune_options *o) {
     } else if (!strcmp(a, "--trials") || !strcmp(a, "--seed") || !strcmp(a, "--batch") ||
                !strcmp(a, "--patience") || !strcmp(a, "--min-ms") || !strcmp(a, "--total-trials") ||
                !strcmp(a, "--tune-batch")) {
-      if (!pk_cli_parse_i64(v, &n) || n < 0 || n > 100000000)
+      if (!pkrt_cli_parse_i64(v, &n) || n < 0 || n > 100000000)
         return pk_cli_usage("tune: %s needs a non-negative integer", a);
       int64_t *slot = !strcmp(a, "--trials") ? &o->trials : !strcmp(a, "--seed") ? &o->seed
                       : !strcmp(a, "--batch") ? &batch : !strcmp(a, "--tune-batch") ? &tune_batch

@@ -1,5 +1,4 @@
 /* main.c — the `pock` command: dispatches to one file per subcommand. */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,21 +55,9 @@ int pk_cli_fail(pk_ctx *ctx, pk_status s) {
 int pk_cli_usage(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fputs("pock: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputs("\n(run `pock --help` for usage)\n", stderr);
+  pkrt_cli_vusage("pock", fmt, ap);
   va_end(ap);
   return PK_EXIT_USAGE;
-}
-
-bool pk_cli_parse_i64(const char *s, int64_t *out) {
-  char *end;
-  if (!s || !*s) return false;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || *end) return false;
-  *out = v;
-  return true;
 }
 
 int main(int argc, char **argv) {

@@ -1,7 +1,5 @@
 /* pock_rt.c — `pock-rt`, the fleet-side command: train, evaluate, run and inspect a compiled
  * model with libpockrt alone (no compiler, tuning database or Python on the device). */
-#include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,30 +43,9 @@ int pkrt_cli_fail(const char *fmt, ...) {
 int pkrt_cli_usage(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fputs("pock-rt: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputs("\n(run `pock-rt --help` for usage)\n", stderr);
+  pkrt_cli_vusage("pock-rt", fmt, ap);
   va_end(ap);
   return PKRT_EXIT_USAGE;
-}
-
-bool pkrt_cli_parse_i64(const char *s, int64_t *out) {
-  char *end;
-  if (!s || !*s) return false;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || *end) return false;
-  *out = v;
-  return true;
-}
-
-bool pkrt_cli_parse_double(const char *s, double *out) {
-  char *end;
-  if (!s || !*s) return false;
-  double d = strtod(s, &end);
-  if (*end || !isfinite(d)) return false;
-  *out = d;
-  return true;
 }
 
 int main(int argc, char **argv) {

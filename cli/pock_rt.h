@@ -6,15 +6,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cli_common.h" /* option parsing */
+
 enum { PKRT_EXIT_OK = 0, PKRT_EXIT_ERROR = 1, PKRT_EXIT_USAGE = 2 };
 
 /* Prints "pock-rt: error: <msg>" and returns PKRT_EXIT_ERROR. */
 int pkrt_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "pock-rt: <message>" (a usage problem) and returns PKRT_EXIT_USAGE. */
 int pkrt_cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Whole decimal integer / finite number; false on junk or overflow. */
-bool pkrt_cli_parse_i64(const char *s, int64_t *out);
-bool pkrt_cli_parse_double(const char *s, double *out);
 
 int pkrt_cmd_train(int argc, char **argv); /* pock_rt_train.c: train, eval and run */
 int pkrt_cmd_eval(int argc, char **argv);

@@ -1,0 +1,32 @@
+/* cli_common.c — option parsing and the usage message, shared by `pock` and `pock-rt`. */
+#include "cli_common.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+bool pkrt_cli_parse_i64(const char *s, int64_t *out) {
+  char *end;
+  if (!s || !*s) return false;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end) return false;
+  *out = v;
+  return true;
+}
+
+bool pkrt_cli_parse_double(const char *s, double *out) {
+  char *end;
+  if (!s || !*s) return false;
+  double d = strtod(s, &end);
+  if (*end || !isfinite(d)) return false;
+  *out = d;
+  return true;
+}
+
+void pkrt_cli_vusage(const char *prog, const char *fmt, va_list ap) {
+  fprintf(stderr, "%s: ", prog);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n(run `%s --help` for usage)\n", prog);
+}
