@@ -1,6 +1,5 @@
 /* cmd_compile.c — `pock compile MODEL.json [...] -o OUT.pock`: the model, its sparse-update
  * spec and the tuning database into one artifact for the runtime (driver/pk_driver.h). */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,15 +29,6 @@ static const char compile_help[] =
     "  --target T            target string (default c)\n"
     "\n"
     "Exit status: 0 success, 1 error (bad model, spec, weights or build), 2 usage.\n";
-
-static bool parse_double(const char *s, double *out) {
-  char *end;
-  if (!s || !*s) return false;
-  double d = strtod(s, &end);
-  if (*end || !isfinite(d)) return false;
-  *out = d;
-  return true;
-}
 
 static int parse_options(int argc, char **argv, pk_compile_options *o) {
   *o = pk_compile_defaults();
@@ -74,7 +64,7 @@ static int parse_options(int argc, char **argv, pk_compile_options *o) {
       if (!pkrt_cli_parse_i64(v, &o->batch) || o->batch < 1 || o->batch > 1000000)
         return pk_cli_usage("compile: --batch needs an integer in 1..1000000");
     } else if (!strcmp(a, "--lr") || !strcmp(a, "--momentum") || !strcmp(a, "--weight-decay")) {
-      if (!parse_double(v, &d) || d < 0 || (!strcmp(a, "--lr") && d == 0) ||
+      if (!pkrt_cli_parse_double(v, &d) || d < 0 || (!strcmp(a, "--lr") && d == 0) ||
           (!strcmp(a, "--momentum") && d >= 1))
         return pk_cli_usage("compile: %s needs a number (lr > 0, 0 <= momentum < 1, weight decay >= 0)", a);
       *(!strcmp(a, "--lr") ? &o->lr : !strcmp(a, "--momentum") ? &o->momentum : &o->weight_decay) = d;

@@ -1,7 +1,6 @@
 /* cmd_train.c — `pock train` and `pock eval`: thin wrappers over libpockrt's public API
  * (pockrt.h): open the artifact, load the datasets, run the runtime's training loop or
  * evaluation. Ctrl-C stops training after the current step; the weights are still saved. */
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,15 +56,6 @@ typedef struct run_options {
   double lr, scale;
 } run_options;
 
-static bool parse_double(const char *s, double *out) {
-  char *end;
-  if (!s || !*s) return false;
-  double d = strtod(s, &end);
-  if (*end || !isfinite(d)) return false;
-  *out = d;
-  return true;
-}
-
 /* Returns -1 after --help, else an exit code. */
 static int parse_options(int argc, char **argv, bool train, run_options *o) {
   const char *cmd = train ? "train" : "eval";
@@ -90,10 +80,10 @@ static int parse_options(int argc, char **argv, bool train, run_options *o) {
     else if (!strcmp(a, "--save")) o->save = v, train_only = true;
     else if (!strcmp(a, "--metrics")) o->metrics = v, train_only = true;
     else if (!strcmp(a, "--scale")) {
-      if (!parse_double(v, &o->scale) || !(o->scale > 0)) return pk_cli_usage("%s: --scale needs a positive number", cmd);
+      if (!pkrt_cli_parse_double(v, &o->scale) || !(o->scale > 0)) return pk_cli_usage("%s: --scale needs a positive number", cmd);
     } else if (!strcmp(a, "--lr")) {
       train_only = true;
-      if (!parse_double(v, &o->lr) || !(o->lr > 0)) return pk_cli_usage("%s: --lr needs a positive number", cmd);
+      if (!pkrt_cli_parse_double(v, &o->lr) || !(o->lr > 0)) return pk_cli_usage("%s: --lr needs a positive number", cmd);
     } else if (!strcmp(a, "--label-column")) {
       if (!pkrt_cli_parse_i64(v, &o->label_column) || o->label_column < -100000 || o->label_column > 100000)
         return pk_cli_usage("%s: --label-column needs an integer", cmd);

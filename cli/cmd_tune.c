@@ -91,9 +91,8 @@ static int parse_options(int argc, char **argv, tune_options *o) {
     else if (!strcmp(a, "--tuner")) o->tuner = v;
     else if (!strcmp(a, "--sparse")) o->sparse = v;
     else if (!strcmp(a, "--time-budget") || !strcmp(a, "--timeout") || !strcmp(a, "--build-timeout")) {
-      char *end;
-      double d = strtod(v, &end);
-      if (*end || !(d > 0) || d > 1e7) return pk_cli_usage("tune: %s needs a positive number of seconds", a);
+      double d;
+      if (!pkrt_cli_parse_double(v, &d) || !(d > 0) || d > 1e7) return pk_cli_usage("tune: %s needs a positive number of seconds", a);
       *(!strcmp(a, "--timeout") ? &o->timeout_s
         : !strcmp(a, "--build-timeout") ? &o->build_timeout_s : &o->time_budget_s) = d;
     } else if (!strcmp(a, "--trials") || !strcmp(a, "--seed") || !strcmp(a, "--batch") ||
