@@ -50,6 +50,7 @@ typedef struct pk_knob {
   const char *name;
   int nvalues;
   int64_t values[PK_SPACE_MAX_VALUES];
+  bool added_later; /* older records' knobs lack it: they read as values[0], the old behaviour */
 } pk_knob;
 
 /* A point of the space: idx[i] indexes knob i's values. Plain data: copy, compare freely. */
@@ -114,7 +115,8 @@ pk_status pk_space_build(pk_space *sp, const pk_config *c, pk_candidate *out);
 /* Canonical knobs JSON: {"name":value,...}, keys sorted, no whitespace. */
 char *pk_space_knobs_json(pk_ctx *ctx, const pk_space *sp, const pk_config *c);
 /* The config whose knobs JSON this is (another space of the same class and shape gives
- * the same names); PK_ERR_CHECK when a knob is missing or a value is not in its list. */
+ * the same names); PK_ERR_CHECK when a knob is missing (unless added_later), a value is not
+ * in its list, or a name is not a knob. */
 pk_status pk_space_config_from_knobs(const pk_space *sp, const char *knobs_json, pk_config *out);
 
 /* Extern candidates of the task (PK_CAND_EXTERN), measured like any config. */

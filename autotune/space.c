@@ -19,6 +19,7 @@ int space_add_knob(pk_space *sp, const char *name, const int64_t *values, int n)
   pk_knob *k = &sp->knobs[sp->nknobs];
   k->name = name;
   k->nvalues = 0;
+  k->added_later = false;
   for (int i = 0; i < n && k->nvalues < PK_SPACE_MAX_VALUES; i++) {
     bool seen = false;
     for (int j = 0; j < k->nvalues; j++) seen |= k->values[j] == values[i];
@@ -369,20 +370,29 @@ char *pk_space_knobs_json(pk_ctx *ctx, const pk_space *sp, const pk_config *c) {
 pk_status pk_space_config_from_knobs(const pk_space *sp, const char *knobs_json, pk_config *out) {
   cJSON *root = knobs_json ? cJSON_Parse(knobs_json) : NULL;
   pk_status st = PK_OK;
-  if (!cJSON_IsObject(root) || cJSON_GetArraySize(root) != sp->nknobs) {
+  if (!cJSON_IsObject(root) || cJSON_GetArraySize(root) > sp->nknobs) {
     st = pk_ctx_fail(sp->ctx, PK_ERR_CHECK, "knobs: not an object of %d knobs", sp->nknobs);
     goto done;
   }
   memset(out, 0, sizeof *out);
   out->n = sp->nknobs;
+  int matched = 0;
   for (int i = 0; i < sp->nknobs && st == PK_OK; i++) {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, sp->knobs[i].name);
+    /* A knob added after the record was made: its first value is the old behaviour. */
+    if (!item && sp->knobs[i].added_later) {
+      out->idx[i] = 0;
+      continue;
+    }
+    matched++;
     int found = -1;
     for (int j = 0; cJSON_IsNumber(item) && j < sp->knobs[i].nvalues && found < 0; j++)
       if ((double)sp->knobs[i].values[j] == item->valuedouble) found = j;
     if (found < 0) st = pk_ctx_fail(sp->ctx, PK_ERR_CHECK, "knobs: '%s' missing or not a value of the knob", sp->knobs[i].name);
     out->idx[i] = found;
   }
+  if (st == PK_OK && matched != cJSON_GetArraySize(root))
+    st = pk_ctx_fail(sp->ctx, PK_ERR_CHECK, "knobs: a name that is not a knob of this space");
 done:
   cJSON_Delete(root);
   return st;

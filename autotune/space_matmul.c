@@ -1,15 +1,16 @@
 /* space_matmul.c — the matmul-class template: a register tile of tile_m rows × tile_n
  * columns (vectorized, unrolled), accumulated in a cache_write stage or straight into C
- * (then with optional K blocking), B and A optionally packed into panels; or, with
- * rfactor, dot products: k split into vector lanes of partial sums. Its preset is
- * bench/hand_schedules.c's GEMM schedule, step for step. */
+ * (then with optional K blocking), B and A optionally packed into panels; with
+ * vector_rows, the vectors run down the tile's rows instead and B's elements are
+ * broadcast; or, with rfactor, dot products: k split into vector lanes of partial sums.
+ * Its preset is bench/hand_schedules.c's GEMM schedule, step for step. */
 #include <string.h>
 
 #include "space_impl.h"
 
 enum {
   MM_TILE_M, MM_TILE_N, MM_VECTOR, MM_CACHE_WRITE, MM_PACK_B, MM_PACK_A, MM_ORDER,
-  MM_K_UNROLL, MM_K_BLOCK, MM_UNROLL, MM_RFACTOR, MM_PARALLEL, MM_NKNOBS
+  MM_K_UNROLL, MM_K_BLOCK, MM_UNROLL, MM_RFACTOR, MM_PARALLEL, MM_VECTOR_ROWS, MM_NKNOBS
 };
 
 typedef struct matmul_plan {
@@ -20,13 +21,14 @@ typedef struct matmul_plan {
   int64_t k_extent;
   const char *a, *b;         /* the operands read at bare m / bare n ("t0"); NULL: none */
   int a_dim, b_dim;          /* their dim indexed by m / n: the packed panel's dim */
+  bool b_strided_n;          /* B's n dim is not its innermost ("NT"): columns are strided */
   int nother;
   const char *other[64];     /* the other computes (an epilogue such as a ReLU) */
 } matmul_plan;
 
 /* An operand read at the bare axis, and the dim where: what cache_read packs by. */
 static void find_operand(const pk_expr *mul, const pk_te_axis *ax, const pk_te_axis *k,
-                         const char **name, int *dim, pk_ctx *ctx) {
+                         const char **name, int *dim, int *ndim, pk_ctx *ctx) {
   *name = NULL;
   for (int i = 0; i < 2; i++) {
     const pk_expr *r = mul->args[i];
@@ -34,6 +36,7 @@ static void find_operand(const pk_expr *mul, const pk_te_axis *ax, const pk_te_a
     if (d >= 0 && space_uses_axis(r, k)) {
       *name = pk_sprintf(ctx, "t%d", r->tensor->id);
       *dim = d;
+      *ndim = r->tensor->ndim;
       return;
     }
   }
@@ -62,18 +65,26 @@ static pk_status matmul_init(pk_space *sp) {
   pk_ctx_free(tmp);
   const pk_expr *mul = t->body->args[0];
   const pk_te_axis *k0 = t->body->axes[0];
-  find_operand(mul, t->axes[t->ndim - 2], k0, &p->a, &p->a_dim, ctx);
-  find_operand(mul, t->axes[t->ndim - 1], k0, &p->b, &p->b_dim, ctx);
+  int a_ndim = 0, b_ndim = 0;
+  find_operand(mul, t->axes[t->ndim - 2], k0, &p->a, &p->a_dim, &a_ndim, ctx);
+  find_operand(mul, t->axes[t->ndim - 1], k0, &p->b, &p->b_dim, &b_ndim, ctx);
+  p->b_strided_n = p->b && p->b_dim != b_ndim - 1;
   if (p->a && p->b && !strcmp(p->a, p->b)) p->a = NULL; /* A·Aᵀ: pack it once, as B */
   sp->plan = p;
 
   int64_t M = t->shape[t->ndim - 2], N = t->shape[t->ndim - 1], K = p->k_extent;
   int64_t v[PK_SPACE_MAX_VALUES];
-  static const int64_t rows[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16};
-  static const int64_t cols[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64};
-  space_add_knob(sp, "tile_m", v, space_tile_values(M, rows, 10, 2, 16, v));
-  space_add_knob(sp, "tile_n", v, space_tile_values(N, cols, 10, 8, 64, v));
-  /* columns are vectorized, or k with rfactor */
+  /* B stored (N, K) makes column vectors a transposing pack of all of B each call; vectors
+   * down the rows need only A packed, which is cheaper where M < N. Those tiles are a few
+   * vectors tall and a few broadcast columns wide, hence the extra sizes. */
+  bool rows_too = p->b_strided_n;
+  static const int64_t rows[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32};
+  static const int64_t cols[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
+  static const int64_t cols_only[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64};
+  space_add_knob(sp, "tile_m", v, space_tile_values(M, rows, rows_too ? 12 : 10, 2, 16, v));
+  if (rows_too) space_add_knob(sp, "tile_n", v, space_tile_values(N, cols, 12, 8, 64, v));
+  else space_add_knob(sp, "tile_n", v, space_tile_values(N, cols_only, 10, 8, 64, v));
+  /* columns are vectorized, or rows with vector_rows, or k with rfactor */
   space_add_knob(sp, "vector", v, space_vector_values(sp, N > K ? N : K, v));
   space_add_knob(sp, "cache_write", (int64_t[]){0, 1}, 2);
   space_add_knob(sp, "pack_b", (int64_t[]){0, 1, 2}, p->b ? 3 : 1);
@@ -89,6 +100,8 @@ static pk_status matmul_init(pk_space *sp) {
   space_add_knob(sp, "unroll", (int64_t[]){0, 1}, 2);
   space_add_knob(sp, "rfactor", (int64_t[]){0, 1}, 2);
   space_add_knob(sp, "parallel", (int64_t[]){0, 1}, sp->opts.allow_parallel ? 2 : 1);
+  space_add_knob(sp, "vector_rows", (int64_t[]){0, 1}, rows_too ? 2 : 1);
+  sp->knobs[MM_VECTOR_ROWS].added_later = true;
   PK_ASSERT(sp->nknobs == MM_NKNOBS);
   return PK_OK;
 }
@@ -104,45 +117,56 @@ static pk_status matmul_epilogue(const matmul_plan *p, pk_schedule *s, const int
   return PK_OK;
 }
 
+/* The tile's two roles: `vec` is the root whose tile part is vectorized (columns, or rows
+ * with vector_rows), `bcast` the one whose elements are broadcast across the vector. */
+typedef struct tile_roles {
+  const char *vec, *bcast;
+} tile_roles;
+
+static tile_roles matmul_roles(const matmul_plan *p, const int64_t *v) {
+  return v[MM_VECTOR_ROWS] ? (tile_roles){p->m, p->n} : (tile_roles){p->n, p->m};
+}
+
 /* Orders stage's loops as order[0..n) (the loops outside k), then kc (split by k_unroll),
- * the other reductions, tile_m rows and the column vectors; unrolls the rows and vector
- * parts (unroll 1) and vectorizes the lanes. kc, n.i and n.i by `vector` are split. */
+ * the other reductions, the broadcast part of the tile and the vectors; unrolls those two
+ * (unroll 1) and vectorizes the lanes. kc, vec.i and vec.i by `vector` are split. */
 static pk_status matmul_tile_body(const matmul_plan *p, pk_schedule *s, const char *stage,
                                   const int64_t *v, const char **order, int n, const char *kc) {
   int64_t V = v[MM_VECTOR], ku = v[MM_K_UNROLL];
-  const char *ni = N_(p->n, ".i");
+  tile_roles r = matmul_roles(p, v);
+  const char *vi = N_(r.vec, ".i"), *bi = N_(r.bcast, ".i");
   if (ku > 1) {
     order[n++] = N_(kc, ".o");
     order[n++] = N_(kc, ".i");
   } else {
     order[n++] = kc;
   }
-  for (int r = 1; r < p->nreduce; r++) order[n++] = p->k[r];
-  order[n++] = N_(p->m, ".i");
+  for (int k = 1; k < p->nreduce; k++) order[n++] = p->k[k];
+  order[n++] = bi;
   if (V > 1) {
-    order[n++] = N_(ni, ".o");
-    order[n++] = N_(ni, ".i");
+    order[n++] = N_(vi, ".o");
+    order[n++] = N_(vi, ".i");
   } else {
-    order[n++] = ni;
+    order[n++] = vi;
   }
   SPACE_TRY(pk_sched_reorder(s, stage, n, order));
   if (ku > 1) SPACE_TRY(pk_sched_unroll(s, stage, N_(kc, ".i"), 0));
   if (v[MM_UNROLL]) {
-    SPACE_TRY(pk_sched_unroll(s, stage, N_(p->m, ".i"), 0));
-    SPACE_TRY(pk_sched_unroll(s, stage, V > 1 ? N_(ni, ".o") : ni, 0));
+    SPACE_TRY(pk_sched_unroll(s, stage, bi, 0));
+    SPACE_TRY(pk_sched_unroll(s, stage, V > 1 ? N_(vi, ".o") : vi, 0));
   }
-  if (V > 1) SPACE_TRY(pk_sched_vectorize(s, stage, N_(ni, ".i")));
+  if (V > 1) SPACE_TRY(pk_sched_vectorize(s, stage, N_(vi, ".i")));
   return PK_OK;
 }
 
-/* The accumulator tile, computed at C's inner tile loop: k outside, tile_m rows and the
- * column vectors inside, so each k step loads one B vector row and broadcasts A. */
+/* The accumulator tile, computed at C's inner tile loop: k outside, the broadcast part and
+ * the vectors inside, so each k step loads one vector row and broadcasts the other operand. */
 static pk_status matmul_local_tile(const matmul_plan *p, pk_schedule *s, const int64_t *v) {
   const char *L = p->local;
   int64_t V = v[MM_VECTOR], ku = v[MM_K_UNROLL];
   SPACE_TRY(pk_sched_split(s, L, p->m, v[MM_TILE_M]));
   SPACE_TRY(pk_sched_split(s, L, p->n, v[MM_TILE_N]));
-  if (V > 1) SPACE_TRY(pk_sched_split(s, L, N_(p->n, ".i"), V));
+  if (V > 1) SPACE_TRY(pk_sched_split(s, L, N_(matmul_roles(p, v).vec, ".i"), V));
   if (ku > 1) SPACE_TRY(pk_sched_split(s, L, p->k[0], ku));
   const char *order[PK_TE_MAX_DIMS + 8] = {N_(p->m, ".o"), N_(p->n, ".o")};
   return matmul_tile_body(p, s, L, v, order, 2, p->k[0]);
@@ -228,17 +252,27 @@ static pk_status matmul_dot(const matmul_plan *p, pk_schedule *s, const int64_t 
   return PK_OK;
 }
 
+/* vector_rows: the vectors run down C's columns, so only the register tile (whose layout
+ * lowering turns to match) can hold them; C takes each as a strided store. */
+static pk_status matmul_rows_check(pk_schedule *s, const int64_t *v) {
+  if (!v[MM_CACHE_WRITE] || v[MM_RFACTOR] || v[MM_VECTOR] < 2 || v[MM_TILE_M] % v[MM_VECTOR])
+    return pk_ctx_fail(s->ctx, PK_ERR_SCHEDULE,
+                       "knobs: vector_rows needs cache_write 1, rfactor 0 and tile_m a multiple of vector > 1");
+  return PK_OK;
+}
+
 static pk_status matmul_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
   const matmul_plan *p = sp->plan;
   const char *T = p->stage;
   const char *readers[] = {T};
   int64_t MR = v[MM_TILE_M], NR = v[MM_TILE_N], V = v[MM_VECTOR];
-  bool local = v[MM_CACHE_WRITE] != 0;
+  bool local = v[MM_CACHE_WRITE] != 0, rows = v[MM_VECTOR_ROWS] != 0;
   /* K blocking needs the reduction loop in C's own nest; refusing it here (rather than
    * ignoring it) keeps every record's knobs equal to what was applied. */
   if (local && v[MM_K_BLOCK])
     return pk_ctx_fail(s->ctx, PK_ERR_SCHEDULE, "knobs: k_block %lld needs cache_write 0",
                        (long long)v[MM_K_BLOCK]);
+  if (rows) SPACE_TRY(matmul_rows_check(s, v));
   /* Packed panels: B as [N/block][K][block], A as [M/tile_m][K][tile_m], so the tile's
    * loads are contiguous whatever the operands' layouts (NT, TN). */
   if (v[MM_PACK_B]) SPACE_TRY(pk_sched_cache_read(s, p->b, "ws", 1, readers, p->b_dim, NR * v[MM_PACK_B]));
@@ -257,14 +291,16 @@ static pk_status matmul_apply(const pk_space *sp, pk_schedule *s, const int64_t 
   }
   if (local) SPACE_TRY(pk_sched_cache_write(s, T, "local"));
   SPACE_TRY(pk_sched_tile(s, T, p->m, p->n, MR, NR));
-  if (v[MM_ORDER] == 0) {
-    const char *o[] = {no, mo, mi, ni};
+  /* C's copy-out walks the tile with its vectors innermost, like the accumulation */
+  if (v[MM_ORDER] == 0 || rows) {
+    const char *o[] = {outer[0], outer[1], rows ? ni : mi, rows ? mi : ni};
     SPACE_TRY(pk_sched_reorder(s, T, 4, o));
   }
   if (local) {
     if (V > 1) {
-      SPACE_TRY(pk_sched_split(s, T, ni, V));
-      SPACE_TRY(pk_sched_vectorize(s, T, N_(ni, ".i")));
+      const char *vi = rows ? mi : ni;
+      SPACE_TRY(pk_sched_split(s, T, vi, V));
+      SPACE_TRY(pk_sched_vectorize(s, T, N_(vi, ".i")));
     }
     SPACE_TRY(pk_sched_compute_at(s, p->local, T, outer[1]));
     SPACE_TRY(matmul_local_tile(p, s, v));

@@ -51,8 +51,8 @@ static pk_status case_params(const bench_case *c, pk_op_params *prm) {
 }
 
 /* The fastest OK schedule record (not an extern) of the task on this device's target,
- * among those measured with this build's compiler and flags when there are any (a record
- * timed under other flags says little about its code now; pk_db_prefer_build). */
+ * among those measured with this build's compiler, flags and code generator when there are
+ * any (a record timed under another build says less about its code now; pk_db_prefer_build). */
 static const pk_record *best_generated(pk_tunedb *db, const pk_task *task, const pk_target_fp *fp) {
   pk_record *recs;
   int64_t n;
@@ -65,8 +65,9 @@ static const pk_record *best_generated(pk_tunedb *db, const pk_task *task, const
           (!best || recs[i].meas.timing.median_ns < best->meas.timing.median_ns))
         best = &recs[i];
   if (best && !pk_db_record_is_preferred(db, best))
-    printf("note: %s: no record measured with this build's flags; using one measured with '%s'\n",
-           task->name, best->flags ? best->flags : "?");
+    printf("note: %s: no record measured with this build (compiler, flags, codegen v%d); using one "
+           "measured with '%s', codegen v%d (its trace is rebuilt and re-timed here)\n",
+           task->name, PK_CGEN_C_VERSION, best->flags ? best->flags : "?", best->codegen_version);
   return best;
 }
 

@@ -16,7 +16,7 @@
 #include "pk_loopir.h"
 #include "pk_verify.h"
 
-#define PK_CGEN_C_VERSION 2 /* bump when emitted C changes for the same IR */
+#define PK_CGEN_C_VERSION 3 /* bump when emitted C changes for the same trace (IR or emitter) */
 
 /* Several kernels in one source: compiling one file is much cheaper than many. Function
  * names must be Pock-made identifiers ([a-z_][a-z0-9_]*). */

@@ -95,6 +95,36 @@ static pk_status setup_stage(lowering *L, stage_lowering *sl) {
  * risk the stack, so it goes to the workspace (which no two threads share at the root). */
 #define ROOT_LOCAL_MAX_BYTES (64 * 1024)
 
+/* The spatial dim a stage's innermost vectorized loop walks: -1 when none, or when that
+ * loop comes from a fuse or a reduce axis. */
+static int vectorized_dim(const pk_stage *st) {
+  for (int l = st->nleaf - 1; l >= 0; l--) {
+    const pk_iter *it = st->leaf[l];
+    if (it->kind != PK_LOOP_VECTORIZED) continue;
+    while (it->rel == PK_ITER_SPLIT_OUTER || it->rel == PK_ITER_SPLIT_INNER) it = it->parent;
+    if (it->rel != PK_ITER_ROOT) return -1;
+    for (int d = 0; d < st->tensor->ndim; d++)
+      if (st->root[d] == it) return d;
+    return -1;
+  }
+  return -1;
+}
+
+/* A LOCAL buffer is private to the kernel, so its layout is ours to choose: the dim its
+ * vector lanes walk goes innermost, so that each vector is one contiguous run and the tile
+ * can live in registers (a row-vectorized matmul tile, lanes down C's columns). Row-major
+ * otherwise. */
+static void local_layout(pk_lbuf *b, int vdim) {
+  if (vdim < 0 || vdim == b->ndim - 1) return;
+  int64_t stride = b->shape[vdim];
+  b->strides[vdim] = 1;
+  for (int d = b->ndim - 1; d >= 0; d--) {
+    if (d == vdim) continue;
+    b->strides[d] = stride;
+    stride *= b->shape[d];
+  }
+}
+
 /* GLOBAL stages write their kernel parameter; the others get a buffer of their region,
  * workspace ones at fixed, aligned offsets (no reuse: every slice lives for the call). */
 static pk_status make_buffer(lowering *L, stage_lowering *sl) {
@@ -109,6 +139,7 @@ static pk_status make_buffer(lowering *L, stage_lowering *sl) {
   const pk_te_tensor *t = st->tensor;
   pk_mem_scope scope = st->scope;
   sl->buf = pk_lbuf_new(L->ctx, L->f, t->dtype, scope, t->ndim, sl->region_ext);
+  if (scope == PK_SCOPE_LOCAL) local_layout(sl->buf, vectorized_dim(st));
   if (scope == PK_SCOPE_LOCAL && st->attach == PK_ATTACH_ROOT &&
       sl->buf->numel > ROOT_LOCAL_MAX_BYTES / (int64_t)pkrt_dtype_size(t->dtype))
     sl->buf->scope = scope = PK_SCOPE_WORKSPACE;

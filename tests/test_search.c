@@ -76,7 +76,8 @@ static void test_space_sizes(pk_ctx *ctx) {
   pk_op_params mm = matmul_params(1024, 1024, 1024, false, false), cv = conv_params();
   pk_space *gemm = make_space(ctx, make_task(ctx, PK_OP_MATMUL, &mm));
   /* tile_m 10, tile_n 10, vector, cache_write 2, pack_b 3, pack_a 2, order 2, k_unroll 4,
-   * k_block 6 (0, 32 … 512), unroll 2, rfactor 2, parallel 1 (off by default) */
+   * k_block 6 (0, 32 … 512), unroll 2, rfactor 2, parallel 1 (off by default), vector_rows
+   * 1 (B is stored (K, N)) */
   uint64_t want = 10ull * 10 * vector_choices(1024) * 2 * 3 * 2 * 2 * 4 * 6 * 2 * 2;
   CHECK(pk_space_size(gemm) == want, "gemm 1024: size %llu, want %llu",
         (unsigned long long)pk_space_size(gemm), (unsigned long long)want);
@@ -202,6 +203,44 @@ static void test_hand_schedules_in_space(pk_ctx *ctx) {
     pk_space_free(sp);
   }
   report("hand schedules are configs of their spaces", before);
+}
+
+/* B stored (N, K) adds vector_rows (and its tile sizes); a record made before the knob
+ * existed reads as vector_rows 0; other missing or unknown names are refused. A rows
+ * config's accumulator tile is emitted as whole vectors (registers), not strided scalars. */
+static void test_vector_rows(pk_ctx *ctx) {
+  int before = failures;
+  pk_op_params nt = matmul_params(32, 256, 784, false, true), nn = matmul_params(32, 256, 784, false, false);
+  pk_space *sp = make_space(ctx, make_task(ctx, PK_OP_MATMUL, &nt));
+  pk_space *plain = make_space(ctx, make_task(ctx, PK_OP_MATMUL, &nn));
+  int vr = pk_space_knob_index(sp, "vector_rows");
+  CHECK(vr >= 0 && pk_space_knob(sp, vr)->nvalues == 2, "NT: vector_rows offered");
+  CHECK(pk_space_knob(plain, pk_space_knob_index(plain, "vector_rows"))->nvalues == 1, "NN: vector_rows 0 only");
+  CHECK(pk_space_size(sp) > 2 * pk_space_size(plain), "NT space: rows and the extra tile sizes");
+  const char *rows = "{\"cache_write\":1,\"k_block\":0,\"k_unroll\":1,\"order\":1,\"pack_a\":1,\"pack_b\":0,"
+                     "\"parallel\":0,\"rfactor\":0,\"tile_m\":16,\"tile_n\":6,\"unroll\":1,\"vector\":8";
+  pk_config c;
+  CHECK(pk_space_config_from_knobs(sp, pk_sprintf(ctx, "%s,\"vector_rows\":1}", rows), &c) == PK_OK &&
+            pk_space_knob(sp, vr)->values[c.idx[vr]] == 1, "rows config parses");
+  pk_schedule *sched;
+  pk_lfunc *f;
+  char *src = NULL;
+  if (pk_space_schedule(sp, ctx, &c, &sched) == PK_OK &&
+      pk_sched_lower(ctx, pk_space_task(sp)->prog, sched, "k0", &f) == PK_OK)
+    pk_cgen_c(ctx, &f, 1, &src);
+  CHECK(src && strstr(src, "pk_f32x8 b4[12]; /* a register tile"), "16x6 rows tile: 12 vectors in registers");
+  pk_ctx_clear_error(ctx);
+  CHECK(pk_space_config_from_knobs(sp, pk_sprintf(ctx, "%s}", rows), &c) == PK_OK && c.idx[vr] == 0,
+        "knobs without vector_rows (an older record) read as 0");
+  CHECK(pk_space_config_from_knobs(sp, pk_sprintf(ctx, "%s,\"bogus\":1}", rows), &c) == PK_ERR_CHECK,
+        "an unknown knob name is refused");
+  pk_ctx_clear_error(ctx);
+  CHECK(pk_space_config_from_knobs(sp, "{\"cache_write\":1,\"vector_rows\":1}", &c) == PK_ERR_CHECK,
+        "a missing knob is refused");
+  pk_ctx_clear_error(ctx);
+  pk_space_free(sp);
+  pk_space_free(plain);
+  report("vector_rows: offered for B stored (N, K), older knobs, register tile", before);
 }
 
 static void test_determinism_and_grid(pk_ctx *ctx) {
@@ -591,6 +630,7 @@ int main(void) {
   test_sampled_configs_legal_or_refused(ctx);
   test_hand_schedules_in_space(ctx);
   test_determinism_and_grid(ctx);
+  test_vector_rows(ctx);
   test_grid_random_resume(ctx);
   test_features_and_externs(ctx);
   test_cost_model_linear();

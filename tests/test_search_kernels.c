@@ -1,8 +1,8 @@
 /* test_search_kernels.c — the spaces only make correct kernels: sampled candidates of a
- * 64×64×64 matmul (and of a conv2d, a softmax, a reduction and an elementwise op) are
- * replayed from their trace JSON, exactly as the measurer does, built with the host
- * compiler and checked element by element against the interpreter (2 threads, so the
- * parallel knob is exercised too).
+ * 64×64×64 matmul, of an NT one (also with vectors down the rows), and of a conv2d, a
+ * softmax, a reduction and an elementwise op are replayed from their trace JSON, exactly
+ * as the measurer does, built with the host compiler and checked element by element
+ * against the interpreter (2 threads, so the parallel knob is exercised too).
  *
  * Usage: test_search_kernels [SEED [PER_CASE]] */
 #include <stdio.h>
@@ -20,6 +20,8 @@ typedef struct kernel_case {
   pk_op_params prm;
   int count;
   const char *te; /* TE text instead of an op (NULL: the op) */
+  const char *knob; /* only configs where this knob is `value` (NULL: any) */
+  int64_t value;
 } kernel_case;
 
 /* A matmul with an epilogue: the matmul template shapes it too. (Not a ReLU: where C is
@@ -55,6 +57,8 @@ static void check_case(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const kernel_case *
     pk_config c;
     pk_candidate cand;
     pk_space_sample(sp, &rng, &c);
+    int ki = kc->knob ? pk_space_knob_index(sp, kc->knob) : -1;
+    if (kc->knob && (ki < 0 || pk_space_knob(sp, ki)->values[c.idx[ki]] != kc->value)) continue;
     if (pk_space_build(sp, &c, &cand) != PK_OK) {
       pk_ctx_clear_error(ctx);
       continue;
@@ -108,19 +112,22 @@ int main(int argc, char **argv) {
     return 1;
   }
   const kernel_case cases[] = {
-      {"matmul 64x64x64", PK_OP_MATMUL, {2, {{2, {64, 64}, PKRT_DTYPE_F32}, {2, {64, 64}, PKRT_DTYPE_F32}}, {.groups = 0}}, 10, NULL},
+      {"matmul 64x64x64", PK_OP_MATMUL, {2, {{2, {64, 64}, PKRT_DTYPE_F32}, {2, {64, 64}, PKRT_DTYPE_F32}}, {.groups = 0}}, 10, NULL, NULL, 0},
       {"matmul 33x20x17 NT", PK_OP_MATMUL,
-       {2, {{2, {33, 17}, PKRT_DTYPE_F32}, {2, {20, 17}, PKRT_DTYPE_F32}}, {.trans_b = true}}, 6, NULL},
+       {2, {{2, {33, 17}, PKRT_DTYPE_F32}, {2, {20, 17}, PKRT_DTYPE_F32}}, {.trans_b = true}}, 6, NULL, NULL, 0},
+      {"matmul 33x20x17 NT, vectors down the rows", PK_OP_MATMUL,
+       {2, {{2, {33, 17}, PKRT_DTYPE_F32}, {2, {20, 17}, PKRT_DTYPE_F32}}, {.trans_b = true}}, 5, NULL,
+       "vector_rows", 1},
       {"conv2d 3x3 pad 1", PK_OP_CONV2D,
-       {2, {{4, {1, 8, 10, 12}, PKRT_DTYPE_F32}, {4, {8, 8, 3, 3}, PKRT_DTYPE_F32}}, {.pad = {1, 1, 1, 1}}}, 6, NULL},
+       {2, {{4, {1, 8, 10, 12}, PKRT_DTYPE_F32}, {4, {8, 8, 3, 3}, PKRT_DTYPE_F32}}, {.pad = {1, 1, 1, 1}}}, 6, NULL, NULL, 0},
       {"conv2d grouped, strided, dilated", PK_OP_CONV2D,
        {2, {{4, {2, 4, 9, 8}, PKRT_DTYPE_F32}, {4, {6, 2, 3, 2}, PKRT_DTYPE_F32}},
-        {.groups = 2, .stride = {2, 3}, .pad = {1, 0, 2, 1}, .dilation = {2, 1}}}, 5, NULL},
-      {"matmul + epilogue", PK_OP_MATMUL, {.ninputs = 0}, 5, matmul_epilogue},
-      {"softmax rows", PK_OP_SOFTMAX, {1, {{2, {9, 70}, PKRT_DTYPE_F32}}, {.axis = 1}}, 5, NULL},
+        {.groups = 2, .stride = {2, 3}, .pad = {1, 0, 2, 1}, .dilation = {2, 1}}}, 5, NULL, NULL, 0},
+      {"matmul + epilogue", PK_OP_MATMUL, {.ninputs = 0}, 5, matmul_epilogue, NULL, 0},
+      {"softmax rows", PK_OP_SOFTMAX, {1, {{2, {9, 70}, PKRT_DTYPE_F32}}, {.axis = 1}}, 5, NULL, NULL, 0},
       {"sum over the middle axis", PK_OP_SUM,
-       {1, {{3, {5, 40, 19}, PKRT_DTYPE_F32}}, {.naxes = 1, .axes = {1}}}, 5, NULL},
-      {"gelu", PK_OP_GELU, {1, {{2, {13, 50}, PKRT_DTYPE_F32}}, {.groups = 0}}, 4, NULL},
+       {1, {{3, {5, 40, 19}, PKRT_DTYPE_F32}}, {.naxes = 1, .axes = {1}}}, 5, NULL, NULL, 0},
+      {"gelu", PK_OP_GELU, {1, {{2, {13, 50}, PKRT_DTYPE_F32}}, {.groups = 0}}, 4, NULL, NULL, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     kernel_case kc = cases[i];
