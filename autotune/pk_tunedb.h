@@ -142,6 +142,10 @@ pk_status pk_db_merge(pk_tunedb *db, const char *other_path, pk_db_counts *added
  * record's workload and target fingerprint inlined, ordered by workload, target, trial,
  * id — equal databases give equal bytes. */
 pk_status pk_db_export_jsonl(pk_tunedb *db, FILE *out, int64_t *nrecords);
+/* The same, only the `top` fastest OK records of each kind (schedule, extern) per workload
+ * and target (top <= 0: every record): a shareable digest of a long tuning, such as
+ * tuning-logs/ holds. */
+pk_status pk_db_export_jsonl_top(pk_tunedb *db, FILE *out, int64_t top, int64_t *nrecords);
 
 /* Imports lines written by pk_db_export_jsonl, all in one transaction: a malformed line
  * (PK_ERR_CHECK naming "name:LINE") imports nothing. Idempotent: records already present

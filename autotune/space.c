@@ -194,10 +194,16 @@ uint64_t pk_space_index_of(const pk_space *sp, const pk_config *c) {
   return index;
 }
 
+/* A knob added later that this space does not widen (one value) draws no random numbers:
+ * seeded samples, crossovers and so tuning runs of such a space stay what they were before
+ * the knob existed. */
+static bool draws(const pk_knob *k) { return !k->added_later || k->nvalues > 1; }
+
 void pk_space_sample(const pk_space *sp, pk_rng *rng, pk_config *out) {
   memset(out, 0, sizeof *out);
   out->n = sp->nknobs;
-  for (int i = 0; i < sp->nknobs; i++) out->idx[i] = (int)pk_rng_below(rng, (uint32_t)sp->knobs[i].nvalues);
+  for (int i = 0; i < sp->nknobs; i++)
+    if (draws(&sp->knobs[i])) out->idx[i] = (int)pk_rng_below(rng, (uint32_t)sp->knobs[i].nvalues);
 }
 
 /* A neighbouring value (tile 8 -> 6 or 12) is usually a small step in run time, so local
@@ -234,7 +240,7 @@ void pk_space_crossover(const pk_space *sp, const pk_config *a, const pk_config 
                         pk_config *out) {
   *out = *a;
   for (int i = 0; i < sp->nknobs; i++)
-    if (pk_rng_below(rng, 2)) out->idx[i] = b->idx[i];
+    if (draws(&sp->knobs[i]) && pk_rng_below(rng, 2)) out->idx[i] = b->idx[i];
 }
 
 bool pk_space_preset(const pk_space *sp, pk_config *out) {

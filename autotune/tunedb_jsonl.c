@@ -64,19 +64,28 @@ static cJSON *record_line(sqlite3_stmt *st, const table_cols *t) {
 }
 
 pk_status pk_db_export_jsonl(pk_tunedb *db, FILE *out, int64_t *nrecords) {
+  return pk_db_export_jsonl_top(db, out, 0, nrecords);
+}
+
+pk_status pk_db_export_jsonl_top(pk_tunedb *db, FILE *out, int64_t top, int64_t *nrecords) {
   *nrecords = 0;
   table_cols t;
   pk_status s = load_columns(db, &t);
   sqlite3_stmt *st;
-  /* One statement reads one snapshot, even while a tuner writes. */
+  /* One statement reads one snapshot, even while a tuner writes. Ties rank by id, so the
+   * digest is as deterministic as the full export. */
   if (s != PK_OK || (s = pk_db_prepare(db,
                                        "SELECT r.*, w.*, t.*, u.* FROM records r "
                                        "JOIN workloads w ON w.key = r.workload "
                                        "JOIN targets t ON t.key = r.target_key "
                                        "LEFT JOIN runs u ON u.id = r.run_id "
+                                       "WHERE ?1 <= 0 OR r.id IN (SELECT id FROM (SELECT id, ROW_NUMBER() "
+                                       "OVER (PARTITION BY workload, target_key, kind ORDER BY median_ns, id) "
+                                       "AS pos FROM records WHERE status = 'ok') WHERE pos <= ?1) "
                                        "ORDER BY r.workload, r.target_key, r.trial, r.id",
                                        &st)) != PK_OK)
     return s;
+  sqlite3_bind_int64(st, 1, top);
   PK_ASSERT(sqlite3_column_count(st) ==
             t.records.n + t.workloads.n + t.targets.n + t.runs.n);
   int rc;

@@ -15,6 +15,7 @@ typedef struct db_options {
   const char *workload;  /* --workload HEX (a unique prefix will do) */
   const char *te;        /* --te FILE: the workload of a TE file */
   const char *target;    /* --target T: this device's fingerprint for T */
+  int64_t top;           /* export --top N: the N fastest OK records of each kind (0: all) */
 } db_options;
 
 static const char *const verbs[] = {"best", "history", "stats", "merge", "export", "import"};
@@ -34,6 +35,10 @@ static int parse_options(int argc, char **argv, db_options *o) {
       if (i + 1 >= argc) return pk_cli_usage("db: %s needs a value", a);
       const char **slot = !strcmp(a, "--workload") ? &o->workload : !strcmp(a, "--te") ? &o->te : &o->target;
       *slot = argv[++i];
+    } else if (!strcmp(a, "--top")) {
+      if (i + 1 >= argc || !pkrt_cli_parse_i64(argv[i + 1], &o->top) || o->top < 1)
+        return pk_cli_usage("db: --top needs a count >= 1");
+      i++;
     } else if (a[0] == '-' && a[1]) {
       return pk_cli_usage("db %s: unknown option '%s'", o->verb, a);
     } else if (!o->db) {
@@ -48,6 +53,7 @@ static int parse_options(int argc, char **argv, db_options *o) {
   bool lookup = !strcmp(o->verb, "best") || !strcmp(o->verb, "history");
   if (!lookup && (o->workload || o->te || o->target))
     return pk_cli_usage("db %s: --workload, --te and --target go with best and history", o->verb);
+  if (o->top && strcmp(o->verb, "export")) return pk_cli_usage("db %s: --top goes with export", o->verb);
   if (o->workload && o->te) return pk_cli_usage("db %s: give --workload or --te, not both", o->verb);
   if (!strcmp(o->verb, "history") && !o->workload && !o->te)
     return pk_cli_usage("db history: expected --workload HEX or --te FILE");
@@ -239,7 +245,7 @@ int pk_cmd_db(int argc, char **argv) {
   else if (!strcmp(o.verb, "import")) rc = db_import(ctx, db, o.files[0]);
   else {
     int64_t n;
-    s = pk_db_export_jsonl(db, stdout, &n);
+    s = pk_db_export_jsonl_top(db, stdout, o.top, &n);
     rc = s == PK_OK ? PK_EXIT_OK : pk_cli_fail(ctx, s);
   }
   pk_db_close(db);

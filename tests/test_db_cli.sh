@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_db_cli.sh — `pock db` end to end: outputs of best/history/stats, export → import →
-# identical export, merge twice → identical, and exit codes (0 ok, 1 error, 2 usage) with
+# identical export, export --top, merge twice → identical, and exit codes (0 ok, 1 error, 2 usage) with
 # clear messages. Usage: test_db_cli.sh POCK TUNEDB_FIXTURE SOURCE_DIR
 set -u
 pock=$1
@@ -73,6 +73,21 @@ expect merge 0 'tune.db: 8 new records \(of 8\)' -- db merge "$tmp/m.db" "$db"
 expect merge_again 0 'tune.db: 0 new records \(of 8\), 0 new runs' -- db merge "$tmp/m.db" "$db" "$tmp/b.db"
 "$pock" db export "$tmp/m.db" >"$tmp/m.jsonl"
 if cmp -s "$tmp/a.jsonl" "$tmp/m.jsonl"; then pass merge_export; else fail merge_export "exports differ"; fi
+
+# --top 1: per workload, target and kind the fastest OK record — a subset of the full export,
+# every line OK, and it holds what `db best` names
+"$pock" db export "$db" --top 1 >"$tmp/top.jsonl" || fail export_top "exit $?"
+top_lines=$(wc -l <"$tmp/top.jsonl")
+top_ok=$(grep -c '"status":"ok"' "$tmp/top.jsonl")
+best_id=$("$pock" db best "$db" --workload "$wl" | awk 'NR == 2 { print $NF }')
+if [ "$top_lines" -ge 2 ] && [ "$top_lines" -lt 8 ] && [ "$top_ok" -eq "$top_lines" ] &&
+  [ -z "$(grep -vxFf "$tmp/a.jsonl" "$tmp/top.jsonl")" ] && grep -q "\"id\":\"$best_id" "$tmp/top.jsonl"; then
+  pass export_top
+else
+  fail export_top "$top_lines lines, $top_ok ok, best $best_id"
+fi
+expect export_top_zero 2 '--top needs a count' -- db export "$db" --top 0
+expect export_top_other_verb 2 '--top goes with export' -- db stats "$db" --top 3
 
 { head -1 "$tmp/a.jsonl"; echo '{"jsonl_version":1,"id":'; } >"$tmp/bad.jsonl"
 expect import_malformed 1 'bad.jsonl:2: not valid JSON' -- db import "$tmp/c.db" "$tmp/bad.jsonl"
