@@ -60,14 +60,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s\n", pk_ctx_error(ctx));
     return 1;
   }
-  pk_te_ref *ref = pk_te_ref_new(ctx, p);
-  pk_te_ref_fill_random(p, ref, 3);
-  if (pk_te_interp_run(ctx, p, ref) != PK_OK || pk_host_buffers_new(ctx, p, &hb) != PK_OK) {
+  pk_te_ref *ref;
+  if (pk_bench_inputs(ctx, p, 3, &ref, &hb) != PK_OK) {
     fprintf(stderr, "%s\n", pk_ctx_error(ctx));
     return 1;
   }
-  for (int i = 0; i < p->ntensors; i++)
-    if (p->tensors[i]->kind == PK_TE_PLACEHOLDER) pk_te_ref_to_buffer(p->tensors[i], &ref->tensors[i], hb.data[i]);
 
   pk_bench_built built[MAX_CONFIGS] = {0};
   pk_bench_contestant con[MAX_CONFIGS + 1];

@@ -102,14 +102,12 @@ static int bench_case_run(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_tunedb *db,
   }
 
   pk_host_buffers hb;
-  pk_te_ref *ref = pk_te_ref_new(ctx, p);
-  pk_te_ref_fill_random(p, ref, 3);
+  pk_te_ref *ref;
   /* one interpreter run checks both kernels (a conv's takes minutes) */
-  if (pk_te_interp_run(ctx, p, ref) != PK_OK || pk_host_buffers_new(ctx, p, &hb) != PK_OK) {
+  if (pk_bench_inputs(ctx, p, 3, &ref, &hb) != PK_OK) {
     fprintf(stderr, "%s: %s\n", task.name, pk_ctx_error(ctx));
     return 1;
   }
-  for (int i = 0; i < 2; i++) pk_te_ref_to_buffer(p->tensors[i], &ref->tensors[i], hb.data[i]);
 
   /* Tuned, hand and OpenBLAS are timed round-robin (pk_bench_rounds), so that a ratio
    * compares timings taken moments apart, not minutes apart on a noisy machine. */

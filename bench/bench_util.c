@@ -20,6 +20,18 @@ int pk_bench_run_sgemm(void *arg) {
   return 0;
 }
 
+pk_status pk_bench_inputs(pk_ctx *ctx, pk_te_program *prog, uint64_t seed, pk_te_ref **ref,
+                          pk_host_buffers *hb) {
+  *ref = pk_te_ref_new(ctx, prog);
+  pk_te_ref_fill_random(prog, *ref, seed);
+  pk_status s = pk_te_interp_run(ctx, prog, *ref);
+  if (s == PK_OK) s = pk_host_buffers_new(ctx, prog, hb);
+  for (int i = 0; s == PK_OK && i < prog->ntensors; i++)
+    if (prog->tensors[i]->kind == PK_TE_PLACEHOLDER)
+      pk_te_ref_to_buffer(prog->tensors[i], &(*ref)->tensors[i], hb->data[i]);
+  return s;
+}
+
 pk_status pk_bench_build_checked(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *prog,
                                  pk_schedule *sched, const pk_te_ref *ref, pk_host_buffers *hb,
                                  pk_bench_built *out) {

@@ -32,6 +32,11 @@ int pk_bench_run_sgemm(void *arg);
 double pk_bench_time_scheduled(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *prog,
                                pk_schedule *sched, int64_t min_ns, pk_host_buffers *hb);
 
+/* Random inputs (seed) for prog, the interpreter's outputs for them (*ref), and host
+ * buffers holding the same inputs (hb): what a kernel is checked against and timed on. */
+pk_status pk_bench_inputs(pk_ctx *ctx, pk_te_program *prog, uint64_t seed, pk_te_ref **ref,
+                          pk_host_buffers *hb);
+
 /* A kernel built from a schedule and checked against the interpreter, ready to time on hb. */
 typedef struct pk_bench_built {
   pkrt_module *module;

@@ -71,15 +71,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   pk_host_buffers hb;
-  pk_te_ref *ref = pk_te_ref_new(ctx, p);
-  pk_te_ref_fill_random(p, ref, 3);
-  if (pk_te_interp_run(ctx, p, ref) != PK_OK || pk_host_buffers_new(ctx, p, &hb) != PK_OK) {
+  pk_te_ref *ref;
+  if (pk_bench_inputs(ctx, p, 3, &ref, &hb) != PK_OK) {
     fprintf(stderr, "%s\n", pk_ctx_error(ctx));
     return 1;
   }
-  for (int i = 0; i < p->ntensors; i++)
-    if (p->tensors[i]->kind == PK_TE_PLACEHOLDER)
-      pk_te_ref_to_buffer(p->tensors[i], &ref->tensors[i], hb.data[i]);
 
   /* Build and check every best first, then time them round-robin (pk_bench_rounds): load
    * that comes and goes during the run falls on every kernel alike. */
