@@ -298,7 +298,7 @@ static pk_status matmul_apply(const pk_space *sp, pk_schedule *s, const int64_t 
   }
   if (local) {
     if (V > 1) {
-      const char *vi = rows ? mi : ni;
+      const char *vi = N_(matmul_roles(p, v).vec, ".i");
       SPACE_TRY(pk_sched_split(s, T, vi, V));
       SPACE_TRY(pk_sched_vectorize(s, T, N_(vi, ".i")));
     }
