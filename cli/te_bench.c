@@ -106,6 +106,10 @@ pk_status pk_cli_te_bench(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
   pk_status s = pk_host_buffers_new(ctx, prog, &hb);
   if (s != PK_OK) return s;
   pk_te_ref *ref = pk_te_ref_new(ctx, prog);
+  if (!ref) {
+    pk_host_buffers_free(&hb);
+    return pk_ctx_status(ctx);
+  }
   pk_te_ref_fill_random(prog, ref, seed);
   for (int i = 0; i < prog->ntensors; i++)
     if (prog->tensors[i]->kind == PK_TE_PLACEHOLDER)

@@ -59,6 +59,9 @@ static pk_status check_partial_use(pk_graph *g, const pk_gtensor *w, int *layer_
  * just before the layer, and the view of the trained part of the weight. */
 static pk_status add_slices(train_build *tb) {
   pk_graph *g = tb->g;
+  int npartial = 0;
+  for (int w = 0; w < tb->n0; w++) npartial += pk_train_is_partial(g->tensors[w]);
+  tb->slice_before = pk_alloc(g->ctx, sizeof(int) * (size_t)(npartial + 1));
   for (int w = 0; w < tb->n0; w++) {
     pk_gtensor *wt = g->tensors[w];
     if (!pk_train_is_partial(wt)) continue;
@@ -79,7 +82,8 @@ static pk_status add_slices(train_build *tb) {
         g, name, PK_GNODE_OP, PK_OP_SLICE, &prm, -1, PK_PHASE_FORWARD, prog, 1, &x,
         pk_sprintf(g->ctx, "%s[:, :%lld]", g->tensors[x]->name, (long long)S),
         PK_ROLE_ACTIVATION, &xs);
-    tb->slice_before[node] = L;
+    PK_ASSERT(node == tb->nfwd + tb->nslices && tb->nslices < npartial);
+    tb->slice_before[tb->nslices++] = L;
     tb->slice[w] = xs;
     int64_t shape[PK_TE_MAX_DIMS];
     memcpy(shape, wt->shape, sizeof shape);
@@ -192,14 +196,13 @@ static void order_nodes(train_build *tb, int first_update) {
   pk_ctx *ctx = g->ctx;
   int n = g->nnodes;
   int *pre = pk_alloc(ctx, sizeof(int) * (size_t)(n + 1));
-  int npre = 0;
+  int npre = 0, slices_end = tb->nfwd + tb->nslices;
   for (int k = 0; k < tb->nfwd; k++) {
-    for (int j = tb->nfwd; j < first_update; j++)
-      if (tb->slice_before[j] == k) pre[npre++] = j;
+    for (int j = tb->nfwd; j < slices_end; j++)
+      if (tb->slice_before[j - tb->nfwd] == k) pre[npre++] = j;
     pre[npre++] = k;
   }
-  for (int j = tb->nfwd; j < first_update; j++)
-    if (tb->slice_before[j] < 0) pre[npre++] = j;
+  for (int j = slices_end; j < first_update; j++) pre[npre++] = j;
   int *pos = pk_alloc(ctx, sizeof(int) * (size_t)(n + 1));
   for (int p = 0; p < npre; p++) pos[pre[p]] = p;
   int *anchor = pk_alloc(ctx, sizeof(int) * (size_t)(n + 1));
@@ -278,10 +281,6 @@ pk_status pk_train_build(const pk_graph *fwd, const pk_train_spec *spec, pk_grap
   tb.slice = pk_alloc(ctx, sizeof(int) * nt);
   tb.view = pk_alloc(ctx, sizeof(int) * nt);
   for (size_t i = 0; i < nt; i++) tb.slice[i] = tb.view[i] = tb.grad[i] = -1;
-  /* slice_before is indexed by node id; at most one slice per param plus the nodes so far */
-  size_t nmax = (size_t)g->nnodes + nt + 1;
-  tb.slice_before = pk_alloc(ctx, sizeof(int) * nmax);
-  for (size_t i = 0; i < nmax; i++) tb.slice_before[i] = -1;
   if ((s = add_slices(&tb)) != PK_OK) return s;
   if ((s = add_loss(g, &sp, &tb.loss_node)) != PK_OK) return s;
   if ((s = pk_train_autodiff(&tb)) != PK_OK) return s;

@@ -8,7 +8,8 @@
 typedef struct train_build {
   pk_graph *g;
   const pk_train_spec *spec;
-  int nfwd;        /* forward nodes are ids [0, nfwd) (slices and the rest come after) */
+  int nfwd;        /* forward nodes are ids [0, nfwd); slice nodes [nfwd, nfwd + nslices) */
+  int nslices;
   int n0;          /* tensors of the forward graph are ids [0, n0) */
   int loss_node;
   /* per forward tensor id (< n0): */
@@ -16,7 +17,7 @@ typedef struct train_build {
   int *grad;       /* the gradient of the loss wrt it, -1 none yet */
   int *slice;      /* partial-channel weight: its layer input's saved slice, else -1 */
   int *view;       /* partial-channel weight: the view of its trained slice, else -1 */
-  /* per node id: for a slice node, the forward node it must run just before (else -1) */
+  /* per slice node (id - nfwd, < nslices): the forward node it must run just before */
   int *slice_before;
 } train_build;
 

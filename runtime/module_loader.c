@@ -2,8 +2,10 @@
  * memfd) and checks their descriptor table against the ABI in pock/pkrt_kernel.h. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +93,40 @@ pkrt_status pkrt_module_load_file(pkrt_ctx *rt, const char *path, pkrt_module **
   return open_object(rt, path, path, -1, out);
 }
 
+/* The loader maps what the program headers name; a part past the end of the bytes would
+ * fault (SIGBUS) when touched inside dlopen. So a kernel object from an artifact is
+ * checked first: a native ELF shared object whose header tables and segments all lie
+ * within `len`. (Whether its code is trustworthy is the signature's business.) */
+static pkrt_status check_elf(pkrt_ctx *rt, const unsigned char *b, size_t len, const char *what) {
+  ElfW(Ehdr) eh; /* copied: the bytes need not be aligned */
+  if (len < sizeof eh || memcmp(b, ELFMAG, SELFMAG) != 0)
+    return pkrt_ctx_fail(rt, PKRT_ERR_LOAD, "%s is not an ELF object", what);
+  memcpy(&eh, b, sizeof eh);
+  if (b[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) || eh.e_type != ET_DYN)
+    return pkrt_ctx_fail(rt, PKRT_ERR_LOAD, "%s is not a shared object of this word size",
+                         what);
+  if (eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phoff > len ||
+      eh.e_phnum > (len - eh.e_phoff) / sizeof(ElfW(Phdr)))
+    return pkrt_ctx_fail(rt, PKRT_ERR_LOAD,
+                         "%s is truncated: its program headers end past its %zu bytes", what,
+                         len);
+  if (eh.e_shoff != 0 && (eh.e_shentsize == 0 || eh.e_shoff > len ||
+                          eh.e_shnum > (len - eh.e_shoff) / eh.e_shentsize))
+    return pkrt_ctx_fail(rt, PKRT_ERR_LOAD,
+                         "%s is truncated: its section headers end past its %zu bytes", what,
+                         len);
+  for (int i = 0; i < eh.e_phnum; i++) {
+    ElfW(Phdr) ph;
+    memcpy(&ph, b + eh.e_phoff + (size_t)i * sizeof ph, sizeof ph);
+    if (ph.p_type != PT_NULL && (ph.p_offset > len || ph.p_filesz > len - ph.p_offset))
+      return pkrt_ctx_fail(rt, PKRT_ERR_LOAD,
+                           "%s is truncated: segment %d ends at byte %llu, past its %zu bytes",
+                           what, i, (unsigned long long)ph.p_offset +
+                           (unsigned long long)ph.p_filesz, len);
+  }
+  return PKRT_OK;
+}
+
 static int write_all(int fd, const unsigned char *p, size_t len) {
   while (len > 0) {
     ssize_t w = write(fd, p, len);
@@ -108,6 +144,10 @@ pkrt_status pkrt_module_load_memory(pkrt_ctx *rt, const void *bytes, size_t len,
   *out = NULL;
   if (!bytes || len == 0)
     return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "pkrt_module_load_memory: no bytes given");
+  char what[64];
+  snprintf(what, sizeof what, "<memory, %zu bytes>", len);
+  pkrt_status cst = check_elf(rt, bytes, len, what);
+  if (cst != PKRT_OK) return cst;
 #ifdef MFD_ALLOW_SEALING
   int fd = memfd_create("pock-kernels", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0)
@@ -128,9 +168,8 @@ pkrt_status pkrt_module_load_memory(pkrt_ctx *rt, const void *bytes, size_t len,
     return pkrt_ctx_fail(rt, PKRT_ERR_LOAD, "cannot load kernel object from memory: seal: %s",
                          strerror(e));
   }
-  char path[64], what[64];
+  char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  snprintf(what, sizeof what, "<memory, %zu bytes>", len);
   return open_object(rt, path, what, fd, out);
 #else
   (void)bytes;

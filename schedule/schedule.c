@@ -246,29 +246,23 @@ struct sched_snapshot {
 };
 
 /* malloc, not the arena: a snapshot lives for one step, and the tuner replays many. */
-static void *xcalloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size);
-  PK_ASSERT(p != NULL);
-  return p;
-}
-
 static sched_snapshot *snapshot_take(const pk_schedule *s) {
-  sched_snapshot *snap = xcalloc(1, sizeof *snap);
+  sched_snapshot *snap = pk_xcalloc(1, sizeof *snap);
   snap->prog = *s->prog;
   snap->nstages = s->nstages;
   snap->cap_stages = s->cap_stages;
   snap->stages = s->stages;
-  snap->order = xcalloc((size_t)s->nstages, sizeof *snap->order);
-  snap->state = xcalloc((size_t)s->nstages, sizeof *snap->state);
+  snap->order = pk_xcalloc((size_t)s->nstages, sizeof *snap->order);
+  snap->state = pk_xcalloc((size_t)s->nstages, sizeof *snap->state);
   size_t narray = 0;
   for (int i = 0; i < s->nstages; i++) {
     const pk_stage *st = s->stages[i];
     narray += (size_t)(st->nroot + st->nleaf + st->niters);
     snap->niters += st->niters;
   }
-  snap->saved_arrays = xcalloc(narray, sizeof *snap->saved_arrays);
-  snap->iter_ptr = xcalloc((size_t)snap->niters, sizeof *snap->iter_ptr);
-  snap->iter_state = xcalloc((size_t)snap->niters, sizeof *snap->iter_state);
+  snap->saved_arrays = pk_xcalloc(narray, sizeof *snap->saved_arrays);
+  snap->iter_ptr = pk_xcalloc((size_t)snap->niters, sizeof *snap->iter_ptr);
+  snap->iter_state = pk_xcalloc((size_t)snap->niters, sizeof *snap->iter_state);
   pk_iter **a = snap->saved_arrays;
   int k = 0;
   for (int i = 0; i < s->nstages; i++) {

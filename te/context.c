@@ -38,11 +38,34 @@ noreturn void pk_assert_fail(const char *file, int line, const char *cond) {
   abort();
 }
 
+noreturn void pk_out_of_memory(size_t bytes) {
+  /* No allocation here: stderr is unbuffered and fprintf of a number needs no heap. */
+  fprintf(stderr, "pock: out of memory (allocating %zu bytes)\n", bytes);
+  exit(1);
+}
+
+void *pk_xmalloc(size_t bytes) {
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p) pk_out_of_memory(bytes);
+  return p;
+}
+
+void *pk_xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p) pk_out_of_memory(size && n > SIZE_MAX / size ? SIZE_MAX : n * size);
+  return p;
+}
+
+void *pk_xrealloc(void *p, size_t bytes) {
+  void *q = realloc(p, bytes ? bytes : 1);
+  if (!q) pk_out_of_memory(bytes);
+  return q;
+}
+
 pk_ctx *pk_ctx_new(void) {
-  pk_ctx *ctx = calloc(1, sizeof *ctx);
-  PK_ASSERT(ctx != NULL);
+  pk_ctx *ctx = pk_xcalloc(1, sizeof *ctx);
   ctx->arena = pkrt_arena_new(0);
-  PK_ASSERT(ctx->arena != NULL);
+  if (!ctx->arena) pk_out_of_memory(sizeof(pkrt_arena *));
   return ctx;
 }
 
@@ -82,7 +105,7 @@ void pk_ctx_clear_error(pk_ctx *ctx) {
 
 void *pk_alloc(pk_ctx *ctx, size_t bytes) {
   void *p = pkrt_arena_alloc(ctx->arena, bytes, 0);
-  PK_ASSERT(p != NULL);
+  if (!p) pk_out_of_memory(bytes);
   return p;
 }
 
@@ -122,8 +145,7 @@ static void strbuf_reserve(pk_strbuf *b, size_t extra) {
   if (need <= b->cap) return;
   size_t cap = b->cap ? b->cap : 64;
   while (cap < need) cap *= 2;
-  char *p = realloc(b->data, cap);
-  PK_ASSERT(p != NULL);
+  char *p = pk_xrealloc(b->data, cap);
   b->data = p;
   b->cap = cap;
 }

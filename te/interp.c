@@ -387,7 +387,9 @@ pk_te_ref *pk_te_ref_new(pk_ctx *ctx, const pk_te_program *p) {
 }
 
 pk_status pk_te_interp_run(pk_ctx *ctx, const pk_te_program *p, pk_te_ref *ref) {
-  PK_ASSERT(ref != NULL && ref->ntensors == p->ntensors); /* buffers of another program */
+  if (!ref) /* pk_te_ref_new failed: its message is already in ctx (the first one wins) */
+    return pk_ctx_fail(ctx, PK_ERR_NOMEM, "interpreter: no reference storage");
+  PK_ASSERT(ref->ntensors == p->ntensors); /* buffers of another program */
   interp_state st = {.ctx = ctx, .p = p, .ref = ref, .status = PK_OK};
   st.reduce = pk_alloc(ctx, (size_t)p->nreduce * sizeof *st.reduce);
   for (int i = 0; i < p->ntensors; i++) {

@@ -48,12 +48,20 @@ const char *pk_ctx_error(const pk_ctx *ctx); /* "" when no failure */
 pk_status pk_ctx_status(const pk_ctx *ctx);
 void pk_ctx_clear_error(pk_ctx *ctx);
 
-/* Arena allocation tied to the context; zero-filled. Out of memory is a broken invariant
- * for the compiler (PK_ASSERT), so these never return NULL. */
+/* Arena allocation tied to the context; zero-filled. These never return NULL: out of
+ * memory ends the process through pk_out_of_memory. */
 void *pk_alloc(pk_ctx *ctx, size_t bytes);
 char *pk_strdup(pk_ctx *ctx, const char *s);
 char *pk_strndup(pk_ctx *ctx, const char *s, size_t n);
 char *pk_sprintf(pk_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Out of memory anywhere in the compiler: one message on stderr ("pock: out of memory
+ * (N bytes)") and exit status 1. No NULL checks are threaded through allocations: every
+ * compiler allocation goes through pk_alloc or the pk_x* wrappers, which end here. */
+noreturn void pk_out_of_memory(size_t bytes);
+void *pk_xmalloc(size_t bytes);
+void *pk_xcalloc(size_t n, size_t size);
+void *pk_xrealloc(void *p, size_t bytes);
 
 /* Broken invariants only, never user input. */
 noreturn void pk_assert_fail(const char *file, int line, const char *cond);

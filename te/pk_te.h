@@ -165,6 +165,9 @@ typedef struct pk_te_ref {
   pk_te_ref_tensor *tensors; /* indexed like program->tensors; storage in the ctx arena */
 } pk_te_ref;
 
+/* NULL (the failure in ctx) when the tensors need more than the interpreter's storage
+ * bound; pk_te_ref_fill_random and pk_te_interp_run take that NULL and report the failure,
+ * so the usual new → fill → run sequence needs one status check at its end. */
 pk_te_ref *pk_te_ref_new(pk_ctx *ctx, const pk_te_program *p);
 pk_status pk_te_interp_run(pk_ctx *ctx, const pk_te_program *p, pk_te_ref *ref);
 

@@ -38,7 +38,7 @@
  *            those reaching log/sqrt/rsqrt/pow as above.
  * Floats are rounded to the placeholder's dtype, so the reference sees exactly what the
  * kernel will; S of each value is |value|. */
-void pk_te_ref_fill_random(const pk_te_program *p, pk_te_ref *ref, uint64_t seed);
+void pk_te_ref_fill_random(const pk_te_program *p, pk_te_ref *ref, uint64_t seed); /* NULL: no-op */
 
 /* Writes the reference values of t (a placeholder, or any tensor) as a dense row-major
  * array of t->dtype (float, double, int32_t, int64_t) at data. */

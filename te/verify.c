@@ -105,9 +105,9 @@ static void fill_placeholder(const pk_te_tensor *t, pk_te_ref_tensor *rt, unsign
 }
 
 void pk_te_ref_fill_random(const pk_te_program *p, pk_te_ref *ref, uint64_t seed) {
-  PK_ASSERT(ref != NULL && ref->ntensors == p->ntensors);
-  unsigned *uses = calloc((size_t)p->ntensors + 1, sizeof *uses);
-  PK_ASSERT(uses != NULL);
+  if (!ref) return; /* pk_te_ref_new failed; pk_te_interp_run reports it */
+  PK_ASSERT(ref->ntensors == p->ntensors);
+  unsigned *uses = pk_xcalloc((size_t)p->ntensors + 1, sizeof *uses);
   /* Reads refer only to earlier tensors, so walking backwards sees every use of a compute
    * before its own body is walked with that use. */
   for (int i = p->ntensors - 1; i >= 0; i--) {

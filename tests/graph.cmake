@@ -4,3 +4,9 @@ pk_add_test(test_graph LIBS pk_graph LABELS graph sanitize TIMEOUT 60)
 pk_add_test(test_graph_sparse LIBS pk_graph LABELS graph sanitize TIMEOUT 60)
 pk_add_test(test_graph_train LIBS pk_graph LABELS graph sanitize TIMEOUT 60)
 pk_add_test(test_graph_numeric LIBS pk_graph LABELS graph sanitize TIMEOUT 60)
+# Random graphs through pk_compile and the runtime, each training step equal to the
+# interpreter's. Both stages (sanitizer and normal) share one kernel cache: the generated C
+# is the same, so the second stage builds nothing.
+pk_add_test(test_random_graph LIBS pk_driver pockrt_static LABELS graph driver sanitize TIMEOUT 600)
+set_tests_properties(test_random_graph PROPERTIES
+  ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")

@@ -4,85 +4,12 @@
  * the untrained channels of a partial weight do not move, momentum holds the gradient. */
 #include <math.h>
 
+#include "test_graph_exec.h"
 #include "test_graph_models.h"
 
 #define N 2
 #define LR 0.1
 #define H 1e-5
-
-typedef struct store {
-  const pk_graph *g;
-  double **val; /* per tensor with its own storage: numel values, row-major */
-} store;
-
-static int64_t numel(const pk_gtensor *t) {
-  int64_t n = 1;
-  for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
-  return n;
-}
-
-/* Element j (row-major over t's shape) of t lives at this index of its root's storage. */
-static int64_t elem(const pk_gtensor *t, int64_t j) {
-  if (t->base < 0) return j;
-  int64_t off = t->view_offset;
-  for (int d = t->ndim - 1; d >= 0; d--) {
-    off += (j % t->shape[d]) * t->view_strides[d];
-    j /= t->shape[d];
-  }
-  return off;
-}
-
-static double *root_of(store *s, const pk_gtensor *t) {
-  return s->val[t->base >= 0 ? t->base : t->id];
-}
-
-static store *store_new(pk_ctx *ctx, const pk_graph *g) {
-  store *s = pk_alloc(ctx, sizeof *s);
-  s->g = g;
-  s->val = pk_alloc(ctx, sizeof(double *) * (size_t)g->ntensors);
-  for (int t = 0; t < g->ntensors; t++) {
-    const pk_gtensor *x = g->tensors[t];
-    if (x->base >= 0) continue;
-    s->val[t] = pk_alloc(ctx, sizeof(double) * (size_t)numel(x));
-    if (x->init)
-      for (int64_t j = 0; j < numel(x); j++) s->val[t][j] = ((const float *)x->init)[j];
-  }
-  return s;
-}
-
-/* Runs nodes [0, upto) of g over s. */
-static bool run(store *s, int upto) {
-  const pk_graph *g = s->g;
-  for (int k = 0; k < upto; k++) {
-    const pk_gnode *n = g->nodes[k];
-    pk_ctx *scratch = pk_ctx_new();
-    pk_te_ref *ref = pk_te_ref_new(scratch, n->prog);
-    for (int i = 0; i < n->ninputs; i++) {
-      const pk_gtensor *t = g->tensors[n->inputs[i]];
-      pk_te_ref_tensor *rt = &ref->tensors[i];
-      double *src = root_of(s, t);
-      for (int64_t j = 0; j < rt->numel; j++) {
-        double v = src[elem(t, j)];
-        if (rt->val) rt->val[j] = v, rt->mag[j] = fabs(v);
-        else rt->ival[j] = (int64_t)v;
-      }
-    }
-    if (pk_te_interp_run(scratch, n->prog, ref) != PK_OK) {
-      printf("FAIL interp of %s: %s\n", n->name, pk_ctx_error(scratch));
-      pk_ctx_free(scratch);
-      return false;
-    }
-    for (int o = 0; o < n->noutputs; o++) {
-      const pk_gtensor *t = g->tensors[n->outputs[o]];
-      const pk_te_ref_tensor *rt = &ref->tensors[n->ninputs + o];
-      double *dst = root_of(s, t);
-      for (int64_t j = 0; j < rt->numel; j++)
-        dst[elem(t, j)] = rt->val ? rt->val[j] : (double)rt->ival[j];
-    }
-    pk_ctx_free(scratch);
-  }
-  return true;
-}
 
 static uint64_t rng = 88172645463325252u;
 static double urand(void) { /* [-1, 1) */
@@ -95,16 +22,16 @@ static void randomize_params(pk_ctx *ctx, pk_graph *g) {
   for (int t = 0; t < g->ntensors; t++) {
     pk_gtensor *x = g->tensors[t];
     if (x->role != PK_ROLE_PARAM) continue;
-    int64_t fan = x->ndim >= 2 ? numel(x) / x->shape[0] : 4;
-    float *v = pk_alloc(ctx, sizeof(float) * (size_t)numel(x));
-    for (int64_t j = 0; j < numel(x); j++) v[j] = (float)(urand() * 1.5 / sqrt((double)fan));
+    int64_t fan = x->ndim >= 2 ? tg_numel(x) / x->shape[0] : 4;
+    float *v = pk_alloc(ctx, sizeof(float) * (size_t)tg_numel(x));
+    for (int64_t j = 0; j < tg_numel(x); j++) v[j] = (float)(urand() * 1.5 / sqrt((double)fan));
     x->init = v;
   }
 }
 
 /* Inputs, one-hot targets and row weights 1/N, written into a store of g. */
-static void feed(store *s, const pk_graph *g, int x) {
-  for (int64_t j = 0; j < numel(g->tensors[x]); j++) s->val[x][j] = urand();
+static void feed(tg_store *s, const pk_graph *g, int x) {
+  for (int64_t j = 0; j < tg_numel(g->tensors[x]); j++) s->val[x][j] = urand();
   int64_t K = g->tensors[g->target]->shape[1];
   for (int n = 0; n < N; n++) {
     s->val[g->row_weight][n] = 1.0 / N;
@@ -114,15 +41,15 @@ static void feed(store *s, const pk_graph *g, int x) {
 
 static double eval_loss(pk_ctx *ctx, const pk_graph *e, const double *xin, int w, int64_t j,
                         double dw) {
-  store *s = store_new(ctx, e);
-  memcpy(s->val[0], xin, sizeof(double) * (size_t)numel(e->tensors[0]));
+  tg_store *s = tg_store_new(ctx, e);
+  memcpy(s->val[0], xin, sizeof(double) * (size_t)tg_numel(e->tensors[0]));
   int64_t K = e->tensors[e->target]->shape[1];
   for (int n = 0; n < N; n++) {
     s->val[e->row_weight][n] = 1.0 / N;
     s->val[e->target][n * K + (n * 7 + 3) % K] = 1.0;
   }
   if (w >= 0) s->val[w][j] += dw;
-  if (!run(s, e->nnodes)) return NAN;
+  if (!tg_run(s, e->nnodes)) return NAN;
   return s->val[e->loss][0];
 }
 
@@ -135,19 +62,19 @@ static void check_step(const char *what, pk_graph *fwd) {
   pk_graph *t, *e;
   TG_OK(ctx, pk_train_build(fwd, &sp, &t));
   TG_OK(ctx, pk_eval_build(fwd, &sp, true, &e));
-  store *s = store_new(ctx, t);
+  tg_store *s = tg_store_new(ctx, t);
   feed(s, t, 0);
   s->val[t->hyper][0] = LR, s->val[t->hyper][1] = 1, s->val[t->hyper][2] = 1;
-  double *xin = pk_alloc(ctx, sizeof(double) * (size_t)numel(t->tensors[0]));
-  memcpy(xin, s->val[0], sizeof(double) * (size_t)numel(t->tensors[0]));
+  double *xin = pk_alloc(ctx, sizeof(double) * (size_t)tg_numel(t->tensors[0]));
+  memcpy(xin, s->val[0], sizeof(double) * (size_t)tg_numel(t->tensors[0]));
   double **before = pk_alloc(ctx, sizeof(double *) * (size_t)t->ntensors);
   for (int w = 0; w < t->ntensors; w++)
     if (t->tensors[w]->role == PK_ROLE_PARAM && t->tensors[w]->base < 0) {
-      size_t b = sizeof(double) * (size_t)numel(t->tensors[w]);
+      size_t b = sizeof(double) * (size_t)tg_numel(t->tensors[w]);
       before[w] = pk_alloc(ctx, b);
       memcpy(before[w], s->val[w], b);
     }
-  if (!run(s, t->nnodes)) {
+  if (!tg_run(s, t->nnodes)) {
     tg_failures++;
     return;
   }
@@ -158,7 +85,7 @@ static void check_step(const char *what, pk_graph *fwd) {
   for (int w = 0; w < t->ntensors; w++) {
     const pk_gtensor *p = t->tensors[w];
     if (p->role != PK_ROLE_PARAM || p->base >= 0) continue;
-    int64_t n = numel(p), C = p->ndim >= 2 ? p->shape[1] : 1;
+    int64_t n = tg_numel(p), C = p->ndim >= 2 ? p->shape[1] : 1;
     int64_t inner = p->ndim >= 2 ? n / p->shape[0] / C : 1;
     bool partial = p->trainable && p->ndim >= 2 && p->train_channels < C;
     int nfd = 0;
@@ -193,8 +120,8 @@ static void check_step(const char *what, pk_graph *fwd) {
     if (u->phase != PK_PHASE_UPDATE) continue;
     const pk_gtensor *m = t->tensors[u->inputs[2]], *wv = t->tensors[u->inputs[0]];
     int w = wv->base >= 0 ? wv->base : wv->id;
-    for (int64_t j = 0; j < numel(m); j++) {
-      int64_t at = elem(wv, j);
+    for (int64_t j = 0; j < tg_numel(m); j++) {
+      int64_t at = tg_elem(wv, j);
       double g = (before[w][at] - s->val[w][at]) / LR;
       TG_CHECK(fabs(s->val[m->id][j] - g) <= 1e-9 * (1 + fabs(g)), "%s: momentum of %s", what,
                t->tensors[w]->name);
