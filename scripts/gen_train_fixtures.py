@@ -16,6 +16,10 @@ Output (all small; see cases.txt for the list the C test reads):
   cases.txt                      one line per case:
       case model spec optimizer lr momentum weight_decay tolerance after
   losses.txt                     per case: PyTorch's loss at each of the 10 steps
+  graphs/                        the same for hand-written graphs that are not
+                                 nn.Sequential (a residual net, an attention block), full
+                                 update over 5 steps, PyTorch running the graph itself
+                                 (scripts/graph_torch.py)
 """
 import argparse
 import collections
@@ -158,6 +162,164 @@ def train_torch(model_name, scheme, opt, dtype, x, y, pock_shapes):
     return tr.trained(pock_shapes), losses
 
 
+# ---- graphs that are not nn.Sequential: hand-written Pock graphs, run by graph_torch ----
+GRAPH_MODELS = ("resnet", "attn")
+
+
+def _node(name, op, inputs, output, **attrs):
+    n = {"name": name, "op": op, "inputs": inputs, "output": output}
+    if attrs:
+        n["attrs"] = attrs
+    return n
+
+
+def resnet_graph():
+    """(N, 64) as (N, 1, 8, 8): conv 1->8, two residual blocks (conv, relu, conv, + skip,
+    relu), global mean over H and W, fc 8->10. Conv biases (C, 1, 1)."""
+    params, nodes = [("conv0", (8, 1, 3, 3))], [
+        _node("in", "reshape", ["x"], "img", shape=["N", 1, 8, 8])]
+    h = "img"
+
+    def conv(name, x, relu):
+        nodes.append(_node(name, "conv2d", [x, name + ".weight"], name + ".c", pad=1))
+        nodes.append(_node(name + ".add", "add", [name + ".c", name + ".bias"], name + ".out"))
+        if not relu:
+            return name + ".out"
+        nodes.append(_node(name + ".relu", "relu", [name + ".out"], name + ".r"))
+        return name + ".r"
+    h = conv("conv0", h, True)
+    for b in (1, 2):
+        params += [("b%d.conv1" % b, (8, 8, 3, 3)), ("b%d.conv2" % b, (8, 8, 3, 3))]
+        y = conv("b%d.conv1" % b, h, True)
+        y = conv("b%d.conv2" % b, y, False)
+        nodes.append(_node("b%d.skip" % b, "add", [y, h], "b%d.sum" % b))
+        nodes.append(_node("b%d.relu" % b, "relu", ["b%d.sum" % b], "b%d.out" % b))
+        h = "b%d.out" % b
+    nodes.append(_node("gap", "mean", [h], "gap.out", axes=[2, 3]))
+    nodes.append(_node("fc", "matmul", ["gap.out", "fc.weight"], "fc.mm", trans_b=True))
+    nodes.append(_node("fc.add", "add", ["fc.mm", "fc.bias"], "fc.out"))
+    shapes = []
+    for name, w in params:
+        shapes += [(name + ".weight", w), (name + ".bias", (w[0], 1, 1))]
+    shapes += [("fc.weight", (10, 8)), ("fc.bias", (10,))]
+    return shapes, nodes, "fc.out"
+
+
+def attention_graph():
+    """A transformer block without normalization on (N, 64) as 8 tokens of width 8:
+    q, k, v projections, softmax(q k^T) v, output projection + residual, a GELU MLP
+    8->16->8 + residual, then fc 64->10 on the flattened tokens."""
+    nodes, shapes = [_node("tokens", "reshape", ["x"], "t", shape=[-1, 8])], []
+
+    def linear(name, x, i, o):
+        shapes.extend([(name + ".weight", (o, i)), (name + ".bias", (o,))])
+        nodes.append(_node(name, "matmul", [x, name + ".weight"], name + ".mm", trans_b=True))
+        nodes.append(_node(name + ".add", "add", [name + ".mm", name + ".bias"], name + ".out"))
+        return name + ".out"
+    for p in ("q", "k", "v"):
+        linear("attn." + p, "t", 8, 8)
+        nodes.append(_node(p + ".heads", "reshape", ["attn.%s.out" % p], p, shape=["N", 8, 8]))
+    nodes.append(_node("scores", "batch_matmul", ["q", "k"], "s", trans_b=True))
+    nodes.append(_node("softmax", "softmax", ["s"], "p", axis=-1))
+    nodes.append(_node("mix", "batch_matmul", ["p", "v"], "o"))
+    nodes.append(_node("mix.tokens", "reshape", ["o"], "o2", shape=[-1, 8]))
+    y = linear("attn.proj", "o2", 8, 8)
+    nodes.append(_node("res1", "add", ["t", y], "r1"))
+    h = linear("mlp.fc1", "r1", 8, 16)
+    nodes.append(_node("mlp.gelu", "gelu", [h], "g"))
+    y = linear("mlp.fc2", "g", 16, 8)
+    nodes.append(_node("res2", "add", ["r1", y], "r2"))
+    nodes.append(_node("flat", "reshape", ["r2"], "f", shape=["N", 64]))
+    linear("head", "f", 64, 10)
+    return shapes, nodes, "head.out"
+
+
+GRAPH_BUILDERS = {"resnet": resnet_graph, "attn": attention_graph}
+GRAPH_STEPS = 5  # PyTorch and Pock both take 5 steps on these (the first 5 batches)
+
+
+def save_graph_model(out_dir, mname, dtype):
+    """Writes MNAME[_f32].json + .pkw (random init, fan-in scaled, fixed seed); returns
+    (graph dict, {name: array})."""
+    shapes, nodes, output = GRAPH_BUILDERS[mname]()
+    rng = np.random.default_rng(11)
+    npdt = np.float64 if dtype == "f64" else np.float32
+    weights = collections.OrderedDict()
+    for name, shape in shapes:
+        fan = int(np.prod(shape[1:])) if len(shape) > 1 else 4
+        weights[name] = (rng.uniform(-1, 1, size=shape) * 1.5 / np.sqrt(fan)).astype(npdt)
+    fname = mname + ("" if dtype == "f64" else "_f32")
+    g = {"format": "pock-graph", "version": 1, "name": "fixture_" + fname, "dtype": dtype,
+         "weights_file": fname + ".pkw",
+         "inputs": [{"name": "x", "shape": ["N", 64]}],
+         "params": [{"name": n, "shape": list(s)} for n, s in shapes],
+         "nodes": nodes, "output": output}
+    import torch2pock
+    with open(os.path.join(out_dir, fname + ".json"), "w") as f:
+        json.dump(g, f, indent=1)
+        f.write("\n")
+    torch2pock.write_pkw(os.path.join(out_dir, fname + ".pkw"), weights)
+    return g, weights
+
+
+def train_graph_torch(g, weights, opt, dtype, x, y):
+    """PyTorch autograd on the graph's own ops: ({name: tensor} after GRAPH_STEPS steps,
+    [loss per step])."""
+    import torch
+    import torch.nn.functional as F
+    from graph_torch import PockGraph
+    tdt = torch.float64 if dtype == "f64" else torch.float32
+    m = PockGraph(g, weights, dtype=tdt)
+    params = [p for _, p in m.named_pock_params()]
+    if opt["kind"] == "sgd":
+        o = torch.optim.SGD(params, lr=opt["lr"], momentum=opt["momentum"],
+                            weight_decay=opt["weight_decay"])
+    else:
+        o = torch.optim.AdamW(params, lr=opt["lr"], weight_decay=opt["weight_decay"])
+    losses = []
+    for t in range(GRAPH_STEPS):
+        loss = F.cross_entropy(m(torch.from_numpy(x[t]).to(tdt)), torch.from_numpy(y[t]).long())
+        o.zero_grad()
+        loss.backward()
+        o.step()
+        losses.append(loss.item())
+    return collections.OrderedDict((n, p.detach()) for n, p in m.named_pock_params()), losses
+
+
+def generate_graphs(out_dir):
+    """Full update of the residual net and the attention block (SGD f64 and f32, AdamW
+    f64), in out_dir/graphs with its own 5 batches; returns the number of cases."""
+    gdir = os.path.join(out_dir, "graphs")
+    os.makedirs(gdir, exist_ok=True)
+    x, y = make_batches()
+    x, y = x[:GRAPH_STEPS], y[:GRAPH_STEPS]
+    np.save(os.path.join(gdir, "x.npy"), x)
+    np.save(os.path.join(gdir, "y.npy"), y)
+    import torch2pock
+    lines = ["# case model spec optimizer lr momentum weight_decay tolerance after"]
+    loss_lines = ["# case: the mean loss of each of the %d steps (before its update)"
+                  % GRAPH_STEPS]
+    for mname in GRAPH_MODELS:
+        with open(os.path.join(gdir, mname + "_full.json"), "w") as f:
+            json.dump({"version": 1, "train": [{"all": True}]}, f)
+            f.write("\n")
+        models = {d: save_graph_model(gdir, mname, d) for d in ("f64", "f32")}
+        for opt, dtype in ((SGD, "f64"), (ADAMW, "f64"), (SGD, "f32")):
+            case = "%s_full_%s%s" % (mname, opt["kind"], "" if dtype == "f64" else "_f32")
+            after, losses = train_graph_torch(*models[dtype], opt, dtype, x, y)
+            torch2pock.write_pkw(os.path.join(gdir, case + ".pkw"), after)
+            lines.append("%s %s %s %s %.17g %.17g %.17g %g %s" % (
+                case, mname + ("" if dtype == "f64" else "_f32") + ".json",
+                mname + "_full.json", opt["kind"], opt["lr"], opt["momentum"],
+                opt["weight_decay"], TOL[dtype], case + ".pkw"))
+            loss_lines.append(case + " " + " ".join("%.17g" % v for v in losses))
+    with open(os.path.join(gdir, "cases.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(gdir, "losses.txt"), "w") as f:
+        f.write("\n".join(loss_lines) + "\n")
+    return len(lines) - 1
+
+
 def generate(out_dir):
     import torch
     import models
@@ -199,7 +361,7 @@ def generate(out_dir):
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(out_dir, "losses.txt"), "w") as f:
         f.write("\n".join(loss_lines) + "\n")
-    return len(lines) - 1
+    return len(lines) - 1 + generate_graphs(out_dir)
 
 
 def main():

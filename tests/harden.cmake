@@ -51,3 +51,11 @@ add_test(NAME test_isolation COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_isolation.
   "$<$<TARGET_EXISTS:train_digits>:$<TARGET_FILE:train_digits>>")
 set_tests_properties(test_isolation PROPERTIES LABELS "runtime;cli" TIMEOUT 300 SKIP_RETURN_CODE 77
   ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")
+
+# Regression tests of the reliability findings in the compiler and the loader (a backward
+# graph reading a tensor twice, a truncated kernel object, a tensor too large for the
+# interpreter, the compiler out of memory).
+add_test(NAME test_reliability_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_reliability_cli.sh
+  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> $<TARGET_FILE:pk_artifact_tool>)
+set_tests_properties(test_reliability_cli PROPERTIES LABELS "cli;runtime" TIMEOUT 120
+  ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""graph_torch.py — runs a Pock JSON graph (docs/graph-format.md) in PyTorch: the reference
+for graphs that are not nn.Sequential (residual nets, attention blocks), trained by torch's
+autograd so Pock's compile-time backward is checked against it. Library only:
+
+  g = json.load(open("resnet.json")); w = torch2pock.read_pkw("resnet.pkw")
+  m = PockGraph(g, w, dtype=torch.float64)     # params are nn.Parameters, named as in g
+  logits = m(x)                                # x: (N, features...) as the graph's input
+
+Ops: matmul, batch_matmul, add, sub, mul, div, relu, sigmoid, tanh, gelu (erf form),
+softmax, sum, mean, max, conv2d, reshape, slice; broadcasting as numpy. A graph using any
+other op raises NotImplementedError (the fixtures do not use it).
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def _pair(v, default):
+    if v is None:
+        return (default, default)
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def _pad4(v):
+    """Pock's conv padding as [top, left, bottom, right]."""
+    if v is None:
+        return [0, 0, 0, 0]
+    if isinstance(v, int):
+        return [v] * 4
+    if len(v) == 2:
+        return [v[0], v[1], v[0], v[1]]
+    return list(v)
+
+
+class PockGraph(nn.Module):
+    def __init__(self, graph, weights, dtype=torch.float64):
+        super().__init__()
+        self.graph = graph
+        self.params = nn.ParameterDict()
+        self.names = {}  # Pock name -> ParameterDict key (which may not contain dots)
+        for p in graph["params"]:
+            value = p["init"] if "init" in p else weights[p["name"]]
+            t = torch.as_tensor(value, dtype=dtype).reshape(p["shape"]).clone()
+            key = p["name"].replace(".", "__")
+            self.params[key] = nn.Parameter(t)
+            self.names[p["name"]] = key
+
+    def named_pock_params(self):
+        return [(n, self.params[k]) for n, k in self.names.items()]
+
+    def forward(self, x):
+        env = {self.graph["inputs"][0]["name"]: x}
+        for n, k in self.names.items():
+            env[n] = self.params[k]
+        for node in self.graph["nodes"]:
+            ins = [env[i] for i in node["inputs"]]
+            env[node["output"]] = self._op(node["op"], ins, node.get("attrs", {}), x.shape[0])
+        return env[self.graph["output"]]
+
+    @staticmethod
+    def _op(op, ins, a, batch):
+        if op in ("matmul", "batch_matmul"):
+            x, y = ins
+            if a.get("trans_a"):
+                x = x.transpose(-1, -2)
+            if a.get("trans_b"):
+                y = y.transpose(-1, -2)
+            return torch.matmul(x, y)
+        binary = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}
+        if op in binary:
+            return binary[op](ins[0], ins[1])
+        unary = {"relu": torch.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
+                 "gelu": F.gelu}
+        if op in unary:
+            return unary[op](ins[0])
+        x = ins[0]
+        if op == "softmax":
+            return torch.softmax(x, dim=a.get("axis", 0))
+        if op in ("sum", "mean", "max"):
+            axes = a.get("axes", list(range(x.dim())))
+            axes = [axes] if isinstance(axes, int) else (axes or list(range(x.dim())))
+            keep = bool(a.get("keepdims", False))
+            if op == "sum":
+                return x.sum(dim=axes, keepdim=keep)
+            if op == "mean":
+                return x.mean(dim=axes, keepdim=keep)
+            return x.amax(dim=axes, keepdim=keep)
+        if op == "conv2d":
+            t, l, b, r = _pad4(a.get("pad"))
+            return F.conv2d(F.pad(x, (l, r, t, b)), ins[1], stride=_pair(a.get("stride"), 1),
+                            dilation=_pair(a.get("dilation"), 1), groups=a.get("groups", 1))
+        if op == "reshape":
+            shape = [batch if isinstance(d, str) else d for d in a["shape"]]
+            return x.reshape(shape)
+        if op == "slice":
+            return x.narrow(a.get("slice_axis", 0), a.get("slice_start", 0), a["slice_len"])
+        raise NotImplementedError("graph_torch: op %r" % op)
