@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 jobs=$(nproc)
+# test_random_graph's kernels, shared by the two stages (the generated C is the same).
+export POCK_TEST_KERNEL_CACHE="$PWD/build-kernel-cache"
 
 BUILD_DIR=build-asan scripts/build.sh -DPOCK_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \

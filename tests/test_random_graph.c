@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "pk_driver.h"
 #include "pock/pockrt.h"
@@ -295,20 +297,24 @@ static bool close_to(double got, double want, double scale) {
   return fabs(got - want) <= TOL * (1 + scale); /* NaN fails */
 }
 
-static bool run_graph(uint64_t seed, int *nodes_out) {
+static bool run_graph(uint64_t seed, int worker, int *nodes_out) {
   char what[64];
   snprintf(what, sizeof what, "graph seed %llu", (unsigned long long)seed);
   rng = seed * 0x9E3779B97F4A7C15ull + 1;
   for (int i = 0; i < 4; i++) rnext();
-  /* 1..40 nodes, small ones more often (mean ~14): each graph costs a C build */
+  /* 1..40 nodes, small ones more often (mean ~11): each graph costs a C build */
   double u = (runi() + 1) / 2;
-  int target = 1 + (int)(u * u * MAX_NODES);
+  int target = 1 + (int)(u * u * u * MAX_NODES);
   char *model = make_model(target);
   char *spec = make_spec(model);
   static const char *optims[] = {"sgd", "adamw", "adam"};
   const char *optim = optims[rint_below(3)];
-  const char *mpath = pk_test_path("model.json"), *spath = pk_test_path("spec.json");
-  const char *apath = pk_test_path("model.pock");
+  char mname[32], sname[32], aname[32]; /* one set per worker process */
+  snprintf(mname, sizeof mname, "model%d.json", worker);
+  snprintf(sname, sizeof sname, "spec%d.json", worker);
+  snprintf(aname, sizeof aname, "model%d.pock", worker);
+  const char *mpath = pk_test_path(mname), *spath = pk_test_path(sname);
+  const char *apath = pk_test_path(aname);
   bool ok = false;
   pk_ctx *ctx = pk_ctx_new();
   pkrt_model *m = NULL;
@@ -413,6 +419,18 @@ done:
   return ok;
 }
 
+/* Runs seeds first + k, first + k + workers, ... (k < workers) in this process; returns
+ * how many passed and adds to the node-count histogram. */
+static int run_share(long count, long first, int k, int workers, int *hist) {
+  int passed = 0;
+  for (long i = k; i < count; i += workers) {
+    int nodes = 0;
+    passed += run_graph((uint64_t)(first + i), k, &nodes);
+    hist[nodes > MAX_NODES ? MAX_NODES + 1 : nodes]++;
+  }
+  return passed;
+}
+
 int main(int argc, char **argv) {
   const char *scale = getenv("POCK_TEST_SCALE");
   long count = scale && strcmp(scale, "full") == 0 ? 2000 : 100, first = 1;
@@ -424,11 +442,36 @@ int main(int argc, char **argv) {
   const char *shared = getenv("POCK_TEST_KERNEL_CACHE");
   if (shared && *shared) setenv("POCK_CACHE_DIR", shared, 1);
   if (pk_test_tmpdir_make("pock_random_graph_") != 0) return 1;
-  int passed = 0, hist[MAX_NODES + 2] = {0};
-  for (long i = 0; i < count; i++) {
-    int nodes = 0;
-    passed += run_graph((uint64_t)(first + i), &nodes);
-    hist[nodes > MAX_NODES ? MAX_NODES + 1 : nodes]++;
+  /* Two worker processes (the C builds dominate and each is one compiler process); each
+   * reports its passes and histogram through a pipe. */
+  int workers = count > 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
+  int passed = 0, hist[MAX_NODES + 2] = {0}, fds[2][2];
+  pid_t pids[2];
+  fflush(stdout);
+  for (int k = 0; k < workers; k++) {
+    if (pipe(fds[k]) != 0 || (pids[k] = fork()) < 0) return printf("FAIL fork/pipe\n"), 1;
+    if (pids[k] == 0) {
+      close(fds[k][0]);
+      int h[MAX_NODES + 2] = {0}, p = run_share(count, first, k, workers, h);
+      fflush(stdout);
+      ssize_t w1 = write(fds[k][1], &p, sizeof p), w2 = write(fds[k][1], h, sizeof h);
+      _exit(w1 == (ssize_t)sizeof p && w2 == (ssize_t)sizeof h ? 0 : 1);
+    }
+    close(fds[k][1]);
+  }
+  for (int k = 0; k < workers; k++) {
+    int p = 0, h[MAX_NODES + 2] = {0}, status = 0;
+    bool got = read(fds[k][0], &p, sizeof p) == (ssize_t)sizeof p &&
+               read(fds[k][0], h, sizeof h) == (ssize_t)sizeof h;
+    close(fds[k][0]);
+    waitpid(pids[k], &status, 0);
+    if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      printf("FAIL worker %d died (status %#x): a graph crashed the compiler or runtime\n", k,
+             status);
+      continue;
+    }
+    passed += p;
+    for (int j = 0; j < MAX_NODES + 2; j++) hist[j] += h[j];
   }
   int small = 0, mid = 0, big = 0;
   for (int k = 0; k <= MAX_NODES + 1; k++) *(k <= 8 ? &small : k <= 24 ? &mid : &big) += hist[k];
