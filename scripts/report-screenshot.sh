@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # report-screenshot.sh — renders a Pock HTML report in headless Chromium (Debian's
 # chromium package) and checks what a user would see: a non-blank screenshot, and one
-# rendered chart (<svg>) per task row. Exits 0 with "SKIP ..." where chromium or python3
-# is absent. Usage: report-screenshot.sh REPORT.html [PNG]
+# rendered chart (<svg>) per task row. Exits 77 (ctest's skip code) with "SKIP ..." where
+# chromium or python3 is absent. Usage: report-screenshot.sh REPORT.html [PNG]
 set -u
 html=$1
 png=${2:-$(mktemp --suffix=.png)}
 browser=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$browser" ]; then echo "SKIP report screenshot: chromium is not installed"; exit 0; fi
-if ! command -v python3 >/dev/null; then echo "SKIP report screenshot: python3 is not installed"; exit 0; fi
+if [ -z "$browser" ]; then echo "SKIP report screenshot: chromium is not installed"; exit 77; fi
+if ! command -v python3 >/dev/null; then echo "SKIP report screenshot: python3 is not installed"; exit 77; fi
 flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=900,1400)
 timeout 120 "$browser" "${flags[@]}" --screenshot="$png" "file://$(realpath "$html")" >/dev/null 2>&1
 dom=$(timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$(realpath "$html")" 2>/dev/null)

@@ -31,7 +31,9 @@ flip() {
 }
 size() { wc -c <"$1" | tr -d ' '; }
 
-if [ -e /etc/pock/trusted.pub ]; then echo "SKIP: /etc/pock/trusted.pub exists on this machine"; exit 0; fi
+if [ -e /etc/pock/trusted.pub ] || [ -L /etc/pock/trusted.pub ]; then
+  echo "SKIP: /etc/pock/trusted.pub exists on this machine"; exit 77
+fi
 awk 'BEGIN { srand(5); print "a,b,c,d,label";
   for (i = 0; i < 32; i++) { a = int(rand() * 17); b = int(rand() * 17); c = int(rand() * 17);
     d = int(rand() * 17); print a "," b "," c "," d "," (a + b > c + d ? 1 : 0) } }' >"$tmp/train.csv"
