@@ -3,7 +3,7 @@
 MLP and CNN for 10 steps with SGD and AdamW under several sparse-update schemes and writes
 the models, batches, specs and resulting weights that tests/test_train_equiv.c replays.
 
-  /usr/bin/python3 scripts/gen_train_fixtures.py [--out tests/fixtures/train]
+  /usr/bin/python3 scripts/gen_train_fixtures.py [--out tests/fixtures/train] [--only MODEL]
 
 Output (all small; see cases.txt for the list the C test reads):
   {mlp,cnn}.json/.pkw            the f64 models (torch2pock), {mlp,cnn}_f32.* the f32 ones
@@ -286,7 +286,7 @@ def train_graph_torch(g, weights, opt, dtype, x, y):
     return collections.OrderedDict((n, p.detach()) for n, p in m.named_pock_params()), losses
 
 
-def generate_graphs(out_dir):
+def generate_graphs(out_dir, only=None):
     """Full update of the residual net and the attention block (SGD f64 and f32, AdamW
     f64), in out_dir/graphs with its own 5 batches; returns the number of cases."""
     gdir = os.path.join(out_dir, "graphs")
@@ -299,7 +299,7 @@ def generate_graphs(out_dir):
     lines = ["# case model spec optimizer lr momentum weight_decay tolerance after"]
     loss_lines = ["# case: the mean loss of each of the %d steps (before its update)"
                   % GRAPH_STEPS]
-    for mname in GRAPH_MODELS:
+    for mname in (m for m in GRAPH_MODELS if only in (None, m)):
         with open(os.path.join(gdir, mname + "_full.json"), "w") as f:
             json.dump({"version": 1, "train": [{"all": True}]}, f)
             f.write("\n")
@@ -320,7 +320,7 @@ def generate_graphs(out_dir):
     return len(lines) - 1
 
 
-def generate(out_dir):
+def generate(out_dir, only=None):
     import torch
     import models
     import torch2pock
@@ -332,7 +332,7 @@ def generate(out_dir):
     training = {"loss": "softmax_cross_entropy", "classes": 10, "optimizer": SGD}
     lines = ["# case model spec optimizer lr momentum weight_decay tolerance after"]
     loss_lines = ["# case: the mean loss of each of the %d steps (before its update)" % STEPS]
-    for mname in ("mlp", "cnn"):
+    for mname in (m for m in ("mlp", "cnn") if only in (None, m)):
         for dtype in ("f64", "f32"):
             tdt = torch.float64 if dtype == "f64" else torch.float32
             m = models.MODELS[mname](dtype=tdt)
@@ -361,14 +361,16 @@ def generate(out_dir):
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(out_dir, "losses.txt"), "w") as f:
         f.write("\n".join(loss_lines) + "\n")
-    return len(lines) - 1 + generate_graphs(out_dir)
+    return len(lines) - 1 + generate_graphs(out_dir, only)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "train"))
+    ap.add_argument("--only", choices=("mlp", "cnn") + GRAPH_MODELS,
+                    help="only this model's cases (the test's live check, one model a test)")
     a = ap.parse_args()
-    n = generate(a.out)
+    n = generate(a.out, a.only)
     print("gen_train_fixtures: %d cases in %s" % (n, a.out))
 
 

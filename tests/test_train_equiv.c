@@ -444,11 +444,14 @@ int main(int argc, char **argv) {
   } else if (system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
     printf("live PyTorch check: skipped (torch not installed)\n");
   } else {
-    char cmd[2048], live[1100];
+    char cmd[2048], live[1100], model[64] = "";
     pathf(live, sizeof live, "%s/live", tmp);
+    /* --only mlp_ regenerates the mlp cases alone */
+    if (only && strlen(only) < 40) pathf(model, sizeof model, " --only %.*s",
+                                         (int)strcspn(only, "_"), only);
     pathf(cmd, sizeof cmd,
-             "/usr/bin/python3 %s/scripts/gen_train_fixtures.py --out %s >/dev/null",
-             PK_SOURCE_DIR, live);
+             "/usr/bin/python3 %s/scripts/gen_train_fixtures.py --out %s%s >/dev/null",
+             PK_SOURCE_DIR, live, model);
     if (system(cmd) != 0) {
       printf("FAIL live: %s\n", cmd);
       failures++;
