@@ -71,8 +71,6 @@ typedef struct gen {
   char pool[MAX_POOL][32]; /* (N, F) tensors a node may read */
   int reads[MAX_POOL];
   int npool;
-  char weights[32][32]; /* weights a partial-channel rule may name (read once, by a layer) */
-  int nweights;
 } gen;
 
 static const char *fresh(gen *g) {
@@ -116,6 +114,12 @@ static const char *node(gen *g, const char *op, const char *in0, const char *in1
   return out;
 }
 
+/* A layer's weight param "<kind><L>.weight" (L: the next layer number) into out[32]. */
+static void layer_weight(gen *g, const char *kind, const char *shape, char *out) {
+  snprintf(out, 32, "%s%d.weight", kind, g->nlayer++);
+  param(g, out, shape);
+}
+
 static void push(gen *g, const char *name) {
   if (g->npool == MAX_POOL) return;
   snprintf(g->pool[g->npool], sizeof g->pool[0], "%s", name);
@@ -136,12 +140,9 @@ static void block(gen *g, int kind) {
   switch (kind) {
   case B_LINEAR: {
     char mm[32], w[32];
-    int L = g->nlayer++;
-    snprintf(w, sizeof w, "fc%d.weight", L);
-    param(g, w, "[8, 8]");
-    if (g->nweights < 32) snprintf(g->weights[g->nweights++], 32, "%s", w);
+    layer_weight(g, "fc", "[8, 8]", w);
     snprintf(mm, sizeof mm, "%s", node(g, "matmul", a, w, "{\"trans_b\": true}"));
-    snprintf(w, sizeof w, "fc%d.bias", L);
+    snprintf(w, sizeof w, "fc%d.bias", g->nlayer - 1);
     param(g, w, "[8]");
     push(g, node(g, "add", mm, w, NULL));
     return;
@@ -165,12 +166,9 @@ static void block(gen *g, int kind) {
     return;
   case B_CONV: {
     char w[32], bias[32];
-    int L = g->nlayer++;
-    snprintf(w, sizeof w, "conv%d.weight", L);
-    snprintf(bias, sizeof bias, "conv%d.bias", L);
-    param(g, w, "[2, 2, 3, 3]");
+    layer_weight(g, "conv", "[2, 2, 3, 3]", w);
+    snprintf(bias, sizeof bias, "conv%d.bias", g->nlayer - 1);
     param(g, bias, "[2, 1, 1]");
-    if (g->nweights < 32) snprintf(g->weights[g->nweights++], 32, "%s", w);
     snprintf(t, sizeof t, "%s", node(g, "reshape", a, NULL, "{\"shape\": [\"N\", 2, 2, 2]}"));
     snprintf(t, sizeof t, "%s", node(g, "conv2d", t, w, "{\"pad\": 1}"));
     snprintf(t, sizeof t, "%s", node(g, "add", t, bias, NULL));
@@ -189,9 +187,7 @@ static void block(gen *g, int kind) {
              rint_below(5));
     snprintf(t, sizeof t, "%s", node(g, "slice", a, NULL, attrs));
     char w[32];
-    snprintf(w, sizeof w, "fc%d.weight", g->nlayer++);
-    param(g, w, "[8, 4]");
-    if (g->nweights < 32) snprintf(g->weights[g->nweights++], 32, "%s", w);
+    layer_weight(g, "fc", "[8, 4]", w);
     push(g, node(g, "matmul", t, w, "{\"trans_b\": true}"));
     return;
   }
@@ -202,9 +198,7 @@ static void block(gen *g, int kind) {
     snprintf(t, sizeof t, "%s", node(g, "batch_matmul", a, b, "{\"trans_b\": true}"));
     snprintf(t, sizeof t, "%s", node(g, "reshape", t, NULL, "{\"shape\": [\"N\", 4]}"));
     char w[32];
-    snprintf(w, sizeof w, "fc%d.weight", g->nlayer++);
-    param(g, w, "[8, 4]");
-    if (g->nweights < 32) snprintf(g->weights[g->nweights++], 32, "%s", w);
+    layer_weight(g, "fc", "[8, 4]", w);
     push(g, node(g, "matmul", t, w, "{\"trans_b\": true}"));
     return;
   }
@@ -230,7 +224,6 @@ static char *make_model(int target) {
   for (int i = 0; i < g.npool - 1 && g.nnodes + 1 < target; i++)
     if (g.reads[i] == 0) snprintf(last, sizeof last, "%s", node(&g, "add", last, g.pool[i], NULL));
   param(&g, "head.weight", "[4, 8]");
-  if (g.nweights < 32) snprintf(g.weights[g.nweights++], 32, "head.weight");
   node(&g, "matmul", last, "head.weight", "{\"trans_b\": true}");
   sbuf m = {0};
   sb_printf(&m, "{\"format\": \"pock-graph\", \"version\": 1, \"dtype\": \"f64\",\n"
@@ -243,7 +236,7 @@ static char *make_model(int target) {
 }
 
 /* A random sparse-update spec over the model's params (NULL: full update, no spec file).
- * `weights` are the names a partial-channel rule may take. */
+ * A partial-channel rule may take any weight: each is read by exactly one layer. */
 static char *make_spec(const char *model) {
   int r = rint_below(10);
   if (r < 3) return NULL;
