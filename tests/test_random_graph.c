@@ -286,8 +286,11 @@ static int write_text(const char *path, const char *text) {
   return pk_test_write_file(path, text, strlen(text));
 }
 
+/* Within TOL of the interpreter; a value the interpreter has as inf or NaN (a diverging
+ * graph) must be the same there. */
 static bool close_to(double got, double want, double scale) {
-  return fabs(got - want) <= TOL * (1 + scale); /* NaN fails */
+  if (!isfinite(want) || !isfinite(got)) return isnan(want) ? isnan(got) : got == want;
+  return fabs(got - want) <= TOL * (1 + (isfinite(scale) ? scale : 0));
 }
 
 static bool run_graph(uint64_t seed, int worker, int *nodes_out) {
@@ -381,6 +384,11 @@ static bool run_graph(uint64_t seed, int worker, int *nodes_out) {
       goto done;
     }
     double want = s->val[g->loss][0];
+    if (!isfinite(want) && !isfinite(loss)) { /* chained divisions can diverge: both agree */
+      printf("note: graph seed %llu diverged at step %d in both (loss %g)\n",
+             (unsigned long long)seed, step, loss);
+      break;
+    }
     if (!close_to(loss, want, fabs(want))) {
       PK_TEST_FAIL(what, "step %d: loss %.17g, interpreter %.17g", step, loss, want);
       goto done;
