@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -73,13 +74,34 @@ static pkrt_status output_kind(pkrt_ctx *rt, const char *path, int flags, struct
                        "path", path, kind_of(st->st_mode));
 }
 
+/* Whether two paths that do not exist yet would name one file: the same name in the same
+ * directory (two outputs of one command, such as --save X --checkpoint X). */
+static bool same_new_path(const char *a, const char *b) {
+  const char *ba = strrchr(a, '/'), *bb = strrchr(b, '/');
+  ba = ba ? ba + 1 : a;
+  bb = bb ? bb + 1 : b;
+  if (strcmp(ba, bb) != 0) return false;
+  char da[PATH_MAX], db[PATH_MAX];
+  snprintf(da, sizeof da, "%.*s", ba == a ? 1 : (int)(ba - a), ba == a ? "." : a);
+  snprintf(db, sizeof db, "%.*s", bb == b ? 1 : (int)(bb - b), bb == b ? "." : b);
+  struct stat sa, sb;
+  return stat(da, &sa) == 0 && stat(db, &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 pkrt_status rt_file_check_output(pkrt_ctx *rt, const char *path, int flags,
                                  const char *const *inputs, int ninputs) {
   struct stat st;
   bool exists;
   pkrt_status s = output_kind(rt, path, flags, &st, &exists);
-  if (s != PKRT_OK || !exists) return s;
-  for (int i = 0; i < ninputs; i++) {
+  if (s != PKRT_OK) return s;
+  for (int i = 0; i < ninputs && !exists; i++) {
+    struct stat in;
+    if (inputs[i] && *inputs[i] && lstat(inputs[i], &in) != 0 && same_new_path(path, inputs[i]))
+      return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: is named twice (also as %s)", path,
+                           inputs[i]);
+  }
+  for (int i = 0; i < ninputs && exists; i++) {
     struct stat in;
     if (!inputs[i] || stat(inputs[i], &in) != 0) continue;
     /* A character device such as /dev/stdout may stand for both ends; only files clash. */

@@ -35,7 +35,8 @@ pkrt_status rt_file_read(pkrt_ctx *rt, const char *path, size_t max_bytes, void 
  * directory; the link stays). Refused, with a message naming the path: a dangling link, a
  * directory, a device, a FIFO, a socket. An output that is the same file (st_dev, st_ino,
  * links followed) as one of the command's inputs is refused too: writing it would destroy
- * what the command reads. A command that documents an in-place update (`pock sign` without
+ * what the command reads; so is a new path that one of `inputs` names too (two outputs of
+ * one command). A command that documents an in-place update (`pock sign` without
  * -o, --resume C --checkpoint C) leaves that input out of `inputs`. */
 enum {
   /* A stream (--metrics): a FIFO or character device is accepted too (a pipe,

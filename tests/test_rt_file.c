@@ -131,12 +131,18 @@ static void test_same_file(void) {
   CHECK(pk_test_write_file(in, "{}", 2) == 0 && link(in, hard) == 0 && symlink(in, soft) == 0,
         "setup");
   const char *inputs[] = {NULL, pk_test_path("absent.csv"), in};
-  const char *outs[] = {in, hard, soft};
+  const char *outputs[] = {in, hard, soft};
   for (int i = 0; i < 3; i++)
-    CHECK(rt_file_check_output(rt, outs[i], 0, inputs, 3) == PKRT_ERR_INPUT &&
+    CHECK(rt_file_check_output(rt, outputs[i], 0, inputs, 3) == PKRT_ERR_INPUT &&
               has(rt, "same file as the input") && has(rt, in),
-          "%s: %s", outs[i], pkrt_ctx_error(rt));
+          "%s: %s", outputs[i], pkrt_ctx_error(rt));
   CHECK(content_is(in, "{}"), "input changed");
+  /* Two outputs that do not exist yet, named differently but the same path. */
+  char twice[600];
+  snprintf(twice, sizeof twice, "%s/../%s/new.ckpt", pk_test_tmpdir(), strrchr(pk_test_tmpdir(), '/') + 1);
+  const char *outs[] = {twice};
+  CHECK(rt_file_check_output(rt, pk_test_path("new.ckpt"), 0, outs, 1) == PKRT_ERR_INPUT &&
+        has(rt, "named twice"), "a new path twice: %s", pkrt_ctx_error(rt));
   CHECK(rt_file_check_output(rt, pk_test_path("other.pock"), 0, inputs, 3) == PKRT_OK &&
         rt_file_check_output(rt, in, 0, NULL, 0) == PKRT_OK, "distinct files pass");
   pkrt_ctx_free(rt);
