@@ -20,8 +20,6 @@ int pk_cmd_db(int argc, char **argv);
 int pk_cmd_tune(int argc, char **argv);
 int pk_cmd_report(int argc, char **argv);
 int pk_cmd_compile(int argc, char **argv); /* cmd_compile.c */
-int pk_cmd_train(int argc, char **argv);   /* cmd_train.c: train and eval */
-int pk_cmd_eval(int argc, char **argv);
 int pk_cmd_keygen(int argc, char **argv);  /* cmd_sign.c: keygen, sign, verify */
 int pk_cmd_sign(int argc, char **argv);
 int pk_cmd_verify(int argc, char **argv);

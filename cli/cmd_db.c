@@ -3,9 +3,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "pk_tunedb.h"
+#include "rt_file.h"
 
 typedef struct db_options {
   const char *verb;
@@ -211,10 +213,19 @@ static int db_merge(pk_ctx *ctx, pk_tunedb *db, const db_options *o) {
 
 static int db_import(pk_ctx *ctx, pk_tunedb *db, const char *file) {
   bool use_stdin = !strcmp(file, "-");
-  FILE *in = use_stdin ? stdin : fopen(file, "r");
-  if (!in) {
-    pk_status s = pk_ctx_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", file, strerror(errno));
-    return pk_cli_fail(ctx, s);
+  FILE *in = stdin;
+  if (!use_stdin) {
+    /* libpockrt's input rules: a FIFO or device is refused, never waited on. */
+    pkrt_ctx *rt = pkrt_ctx_new(1);
+    struct stat st;
+    int fd = -1;
+    if (!rt || rt_file_open_input(rt, file, &fd, &st) != PKRT_OK || !(in = fdopen(fd, "r"))) {
+      pk_status s = pk_ctx_fail(ctx, PK_ERR_IO, "cannot open %s", rt && fd < 0 ? pkrt_ctx_error(rt) : file);
+      if (fd >= 0) close(fd);
+      pkrt_ctx_free(rt);
+      return pk_cli_fail(ctx, s);
+    }
+    pkrt_ctx_free(rt);
   }
   pk_db_counts c;
   pk_status s = pk_db_import_jsonl(db, in, use_stdin ? "(stdin)" : file, &c);

@@ -2,6 +2,7 @@
  * task, the default schedule, the best generated kernel and the extern kernel side by
  * side, the tuning curve and failures by status (autotune/report.c writes the formats). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -76,12 +77,20 @@ int pk_cmd_report(int argc, char **argv) {
   if (s == PK_OK) s = pk_db_stats(db, &rows, &n);
   pk_report_task *tasks = pk_alloc(ctx, sizeof *tasks * (size_t)(n ? n : 1));
   for (int64_t i = 0; i < n && s == PK_OK; i++) s = fill_task(ctx, db, &rows[i], &tasks[i]);
-  if (s == PK_OK && out_path && !(out = fopen(out_path, "w")))
-    s = pk_ctx_fail(ctx, PK_ERR_IO, "cannot write %s", out_path);
+  /* -o is written whole or not at all (libpockrt's atomic writer): the report goes to
+   * memory first. */
+  char *text = NULL;
+  size_t len = 0;
+  if (s == PK_OK && out_path && !(out = open_memstream(&text, &len)))
+    s = pk_ctx_fail(ctx, PK_ERR_NOMEM, "report: out of memory");
   if (s == PK_OK) s = pk_report_write(ctx, tasks, (int)n, fmt, out);
   if (out && out != stdout && fclose(out) != 0 && s == PK_OK)
-    s = pk_ctx_fail(ctx, PK_ERR_IO, "cannot write %s", out_path);
+    s = pk_ctx_fail(ctx, PK_ERR_NOMEM, "report: out of memory");
   int rc = s == PK_OK ? PK_EXIT_OK : pk_cli_fail(ctx, s);
+  const char *const inputs[] = {db_path};
+  if (rc == PK_EXIT_OK && out_path)
+    rc = pkrt_cli_write_file("pock", out_path, text, len, inputs, 1);
+  free(text);
   if (db) pk_db_close(db);
   pk_ctx_free(ctx);
   return rc;

@@ -22,9 +22,11 @@ static const char usage[] =
     "                           [--dump-after STAGE]\n"
     "  train OUT.pock --data FILE --epochs N   train on this device [--val FILE] [--lr X]\n"
     "                           [--seed S] [--threads T] [--save W.pkw] [--metrics M.jsonl]\n"
-    "                           [--scale X] [--label-column K]\n"
+    "                           [--scale X] [--label-column K] [--weights W.pkw]\n"
+    "                           [--checkpoint C.ckpt [--checkpoint-every N]] [--resume C.ckpt]\n"
+    "                           [--max-steps N] [--trusted-key KEY]   (as `pock-rt train`)\n"
     "  eval OUT.pock --data FILE   loss and accuracy [--weights W.pkw] [--scale X]\n"
-    "                           [--label-column K]\n"
+    "                           [--label-column K] [--threads T] [--trusted-key KEY]\n"
     "  tune INPUT --db DB       autotune on this device into a SQLite database; INPUT is a TE\n"
     "                           file or a model (every kernel of its training graph)\n"
     "                           [--tuner evo|random|grid] [--trials N] [--total-trials N]\n"
@@ -61,7 +63,7 @@ int pk_cli_usage(const char *fmt, ...) {
   return PK_EXIT_USAGE;
 }
 
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     fputs(usage, stderr);
     return PK_EXIT_USAGE;
@@ -80,11 +82,16 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "db")) return pk_cmd_db(argc - 2, argv + 2);
   if (!strcmp(cmd, "tune")) return pk_cmd_tune(argc - 2, argv + 2);
   if (!strcmp(cmd, "compile")) return pk_cmd_compile(argc - 2, argv + 2);
-  if (!strcmp(cmd, "train")) return pk_cmd_train(argc - 2, argv + 2);
-  if (!strcmp(cmd, "eval")) return pk_cmd_eval(argc - 2, argv + 2);
+  /* The same train and eval as pock-rt's (cli_train.c). */
+  if (!strcmp(cmd, "train")) return pkrt_cli_train("pock", PKRT_CLI_TRAIN, argc - 2, argv + 2);
+  if (!strcmp(cmd, "eval")) return pkrt_cli_train("pock", PKRT_CLI_EVAL, argc - 2, argv + 2);
   if (!strcmp(cmd, "report")) return pk_cmd_report(argc - 2, argv + 2);
   if (!strcmp(cmd, "keygen")) return pk_cmd_keygen(argc - 2, argv + 2);
   if (!strcmp(cmd, "sign")) return pk_cmd_sign(argc - 2, argv + 2);
   if (!strcmp(cmd, "verify")) return pk_cmd_verify(argc - 2, argv + 2);
   return pk_cli_usage("unknown command '%s'", cmd);
 }
+
+/* Every command's output is checked in one place: a write to stdout that failed (a full
+ * disk) turns success into exit 1 with a message. */
+int main(int argc, char **argv) { return pkrt_cli_finish("pock", dispatch(argc, argv)); }

@@ -48,7 +48,7 @@ int pkrt_cli_usage(const char *fmt, ...) {
   return PKRT_EXIT_USAGE;
 }
 
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     fputs(usage, stderr);
     return PKRT_EXIT_USAGE;
@@ -62,9 +62,14 @@ int main(int argc, char **argv) {
     fputs(usage, stdout);
     return PKRT_EXIT_OK;
   }
-  if (!strcmp(cmd, "train")) return pkrt_cmd_train(argc - 2, argv + 2);
-  if (!strcmp(cmd, "eval")) return pkrt_cmd_eval(argc - 2, argv + 2);
-  if (!strcmp(cmd, "run")) return pkrt_cmd_run(argc - 2, argv + 2);
+  /* The same train and eval as pock's (cli_train.c). */
+  if (!strcmp(cmd, "train")) return pkrt_cli_train("pock-rt", PKRT_CLI_TRAIN, argc - 2, argv + 2);
+  if (!strcmp(cmd, "eval")) return pkrt_cli_train("pock-rt", PKRT_CLI_EVAL, argc - 2, argv + 2);
+  if (!strcmp(cmd, "run")) return pkrt_cli_train("pock-rt", PKRT_CLI_RUN, argc - 2, argv + 2);
   if (!strcmp(cmd, "info")) return pkrt_cmd_info(argc - 2, argv + 2);
   return pkrt_cli_usage("unknown command '%s'", cmd);
 }
+
+/* Every command's output is checked in one place: a write to stdout that failed (a full
+ * disk) turns success into exit 1 with a message. */
+int main(int argc, char **argv) { return pkrt_cli_finish("pock-rt", dispatch(argc, argv)); }

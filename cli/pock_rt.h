@@ -15,9 +15,6 @@ int pkrt_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "pock-rt: <message>" (a usage problem) and returns PKRT_EXIT_USAGE. */
 int pkrt_cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-int pkrt_cmd_train(int argc, char **argv); /* pock_rt_train.c: train, eval and run */
-int pkrt_cmd_eval(int argc, char **argv);
-int pkrt_cmd_run(int argc, char **argv);
 int pkrt_cmd_info(int argc, char **argv);  /* pock_rt_info.c */
 
 #endif

@@ -1,11 +1,13 @@
 /* pock_rt_info.c — `pock-rt info`: what an artifact holds and whether this device may run
  * it, read from the verified container and its manifest without loading any of its code. */
 #include <cjson/cJSON.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pkrt.h"
+#include "rt_file.h"
 #include "pock_rt.h"
 
 static const char info_help[] =
@@ -130,12 +132,10 @@ static void print_signer(pkrt_ctx *rt, const char *path, const pkrt_artifact *a,
 /* Runs every check open makes before loading code, so "ok" means this device would load it
  * (the kernel object itself is only checked by loading it). */
 static void print_device(pkrt_ctx *rt, const char *path) {
-  FILE *f = fopen(path, "rb");
-  unsigned char *bytes = NULL;
-  long len = -1;
-  if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-      (bytes = malloc((size_t)len + 1)) && fread(bytes, 1, (size_t)len, f) == (size_t)len) {
-    if (pkrt_artifact_check_memory(rt, path, bytes, (size_t)len, NULL) == PKRT_OK)
+  void *bytes = NULL;
+  size_t len = 0;
+  if (rt_file_read(rt, path, SIZE_MAX / 2, &bytes, &len) == PKRT_OK) {
+    if (pkrt_artifact_check_memory(rt, path, bytes, len, NULL) == PKRT_OK)
       printf("%-14s ok: target and manifest checks pass\n", "this device");
     else
       printf("%-14s %s\n", "this device", pkrt_ctx_error(rt));
@@ -143,7 +143,6 @@ static void print_device(pkrt_ctx *rt, const char *path) {
     printf("%-14s cannot re-read the file\n", "this device");
   }
   free(bytes);
-  if (f) fclose(f);
 }
 
 static void print_manifest(const cJSON *mf) {
@@ -180,14 +179,12 @@ static void print_manifest(const cJSON *mf) {
   fputc('\n', stdout);
 }
 
-static int extract(const pkrt_artifact *a, const char *out) {
+static int extract(const pkrt_artifact *a, const char *path, const char *key, const char *out) {
   const pkrt_section *k = pkrt_artifact_find(a, "kernels");
   if (!k) return pkrt_cli_fail("info: the artifact has no 'kernels' section");
-  FILE *f = fopen(out, "wb");
-  if (!f) return pkrt_cli_fail("%s: cannot open for writing", out);
-  bool ok = fwrite(k->data, 1, k->size, f) == k->size;
-  if (fclose(f) != 0) ok = false;
-  if (!ok) return pkrt_cli_fail("%s: write failed", out);
+  const char *const inputs[] = {path, key};
+  if (pkrt_cli_write_file("pock-rt", out, k->data, k->size, inputs, 2) != 0)
+    return PKRT_EXIT_ERROR;
   printf("%-14s %zu bytes written to %s\n", "extracted", k->size, out);
   return PKRT_EXIT_OK;
 }
@@ -215,7 +212,7 @@ static int info(pkrt_ctx *rt, const char *path, const char *key, const char *ext
     print_signer(rt, path, a, key);
     print_device(rt, path);
     cJSON_Delete(mf);
-    if (extract_to) rc = extract(a, extract_to);
+    if (extract_to) rc = extract(a, path, key, extract_to);
   }
   pkrt_artifact_free(a);
   return rc;

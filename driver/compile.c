@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "driver_impl.h"
+#include "rt_file.h"
 
 pk_compile_options pk_compile_defaults(void) {
   return (pk_compile_options){.batch = 32, .target = "c", .lr = NAN, .momentum = NAN,
@@ -59,12 +60,27 @@ static pk_status check_options(pk_ctx *ctx, const pk_compile_options *o, int *la
   return PK_OK;
 }
 
+/* The artifact path follows libpockrt's output rules (runtime/rt_file.h), checked before
+ * any stage runs: a device, FIFO, directory or dangling link is refused, and so is any of
+ * the files the compile reads. */
+static pk_status check_output(pk_ctx *ctx, const pk_compile_options *o) {
+  pkrt_ctx *rt = pkrt_ctx_new(1);
+  if (!rt) return pk_ctx_fail(ctx, PK_ERR_NOMEM, "compile: out of memory");
+  const char *const inputs[] = {o->model, o->sparse, o->weights, o->db};
+  pk_status s = PK_OK;
+  if (rt_file_check_output(rt, o->out, 0, inputs, 4) != PKRT_OK)
+    s = pk_ctx_fail(ctx, PK_ERR_IO, "%s", pkrt_ctx_error(rt));
+  pkrt_ctx_free(rt);
+  return s;
+}
+
 pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *opts, pk_compile_result *out) {
   pk_compile_options o = *opts;
   if (!o.target) o.target = "c";
   if (!o.model) o.model = "(graph)";
   int last;
   pk_status s = check_options(ctx, &o, &last);
+  if (s == PK_OK && o.out && last == NSTAGES - 1) s = check_output(ctx, &o);
   if (s != PK_OK) return s;
   drv_state S = {.ctx = ctx, .o = &o, .log = o.log ? o.log : stderr};
   if (out) memset(out, 0, sizeof *out);

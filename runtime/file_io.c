@@ -1,5 +1,5 @@
 /* file_io.c — whole-file reads with a size cap and atomic file replacement, shared by
- * the artifact, weights and dataset code so each gets the same error messages. */
+ * every reader and writer (rt_file.h) so each gets the same rules and messages. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -16,14 +16,10 @@ pkrt_status rt_file_read(pkrt_ctx *rt, const char *path, size_t max_bytes, void 
                          size_t *len) {
   *bytes = NULL;
   *len = 0;
-  if (!path || !*path) return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "empty file name");
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return pkrt_ctx_fail(rt, PKRT_ERR_IO, "%s: %s", path, strerror(errno));
+  int fd;
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return pkrt_ctx_fail(rt, PKRT_ERR_IO, "%s: not a regular file", path);
-  }
+  pkrt_status s = rt_file_open_input(rt, path, &fd, &st);
+  if (s != PKRT_OK) return s;
   if ((unsigned long long)st.st_size > max_bytes) {
     close(fd);
     return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: file too large (%lld bytes, limit %zu)",
@@ -90,11 +86,12 @@ pkrt_status rt_wfile_open(pkrt_ctx *rt, rt_wfile *w, const char *path) {
   w->fd = -1;
   w->nbuf = 0;
   w->path = path;
-  if (!path || !*path) return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "empty output file name");
+  pkrt_status s = rt_file_output_target(rt, path, w->final, sizeof w->final);
+  if (s != PKRT_OK) return s;
   /* Our own O_EXCL loop rather than mkstemp: mkstemp makes 0600 files, and a weights file
    * or artifact should get the usual umask-derived permissions. */
   for (int i = 0; i < 100; i++) {
-    if (snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld.%d", path, (long)getpid(), i) >=
+    if (snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld.%d", w->final, (long)getpid(), i) >=
         (int)sizeof w->tmp)
       return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "output path too long: %s", path);
     w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
@@ -166,7 +163,7 @@ pkrt_status rt_wfile_commit(pkrt_ctx *rt, rt_wfile *w) {
     return st;
   }
   w->fd = -1;
-  if (rename(w->tmp, w->path) != 0) {
+  if (rename(w->tmp, w->final) != 0) {
     st = pkrt_ctx_fail(rt, PKRT_ERR_IO, "%s: rename from %s: %s", w->path, w->tmp,
                        strerror(errno));
     unlink(w->tmp);
@@ -175,7 +172,7 @@ pkrt_status rt_wfile_commit(pkrt_ctx *rt, rt_wfile *w) {
   /* The rename is durable only once the directory is synced; failure here is not fatal
    * (some file systems refuse fsync on a directory). */
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", w->path);
+  snprintf(dir, sizeof dir, "%s", w->final);
   int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     int r = fsync(dfd);

@@ -167,7 +167,8 @@ pkrt_status pkrt_public_key_load(pkrt_ctx *rt, const char *path_or_text, pkrt_pu
 pkrt_status pkrt_key_generate(pkrt_ctx *rt, const char *name, pkrt_public_key *out);
 /* Verifies the artifact at path (an existing signature must verify), then writes it to
  * out_path (NULL: path; atomically) with a trailer signed by the secret key file key_path,
- * replacing any earlier signature. signer (may be NULL) gets the signing key. */
+ * replacing any earlier signature. signer (may be NULL) gets the signing key. out_path
+ * follows the output rules (docs/runtime.md, "Files"); naming the key file is refused. */
 pkrt_status pkrt_artifact_sign(pkrt_ctx *rt, const char *path, const char *key_path,
                                const char *out_path, pkrt_public_key *signer);
 /* 1 and *out (may be NULL) = the signer's key when the verified artifact is signed, else 0. */

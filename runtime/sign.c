@@ -306,7 +306,10 @@ pkrt_status pkrt_artifact_sign(pkrt_ctx *rt, const char *path, const char *key_p
   if (!path || !*path || !key_path || !*key_path)
     return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "pkrt_artifact_sign: artifact and key required");
   if (!out_path || !*out_path) out_path = path;
-  pkrt_status st = need_sodium(rt);
+  /* Signing in place is the documented use; writing over the secret key is never meant. */
+  const char *const inputs[] = {key_path};
+  pkrt_status st = rt_file_check_output(rt, out_path, 0, inputs, 1);
+  if (st == PKRT_OK) st = need_sodium(rt);
   if (st != PKRT_OK) return st;
   uint8_t pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
   if ((st = secret_load(rt, key_path, pk, sk)) != PKRT_OK) return st;
@@ -377,9 +380,10 @@ pkrt_status rt_trust_resolve(pkrt_ctx *rt, const char *option, const char *env,
   if (env && *env) return trust_from(rt, PKRT_TRUSTED_KEY_ENV, "=", env, out);
   if (!sys_path || !*sys_path) return PKRT_OK;
   /* The system file is optional, but once it exists it must be good: failing open on an
-   * unreadable or garbled key would silently turn checking off. */
+   * unreadable or garbled key would silently turn checking off. "Exists" is lstat's answer:
+   * a dangling link is a configuration that cannot be read, not an absent one. */
   struct stat sb;
-  if (stat(sys_path, &sb) != 0 && errno == ENOENT) return PKRT_OK;
+  if (lstat(sys_path, &sb) != 0 && errno == ENOENT) return PKRT_OK;
   pkrt_status st = pkrt_public_key_load(rt, sys_path, &out->key);
   if (st != PKRT_OK) {
     char msg[512];

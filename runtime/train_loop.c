@@ -3,6 +3,7 @@
  * (terminal progress bar or plain lines, JSONL log), a stop flag for Ctrl-C, checkpoints
  * and bit-identical resume. All buffers are allocated before the first step. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,6 +174,7 @@ typedef struct loop {
   const pkrt_dataset *d;
   const pkrt_train_options *o;
   FILE *out, *metrics;
+  int metrics_errno;            /* the first failed metrics write; the log is closed then */
   bool bar;
   int64_t *perm;
   int32_t *labels;
@@ -259,12 +261,28 @@ static pkrt_status setup(loop *L, pkrt_train_result *r) {
     /* An explicit lr still wins over the one the checkpoint restored. */
     if (o->lr > 0 && (st = (pkrt_status)pkrt_model_set_lr(m, o->lr)) != PKRT_OK) return st;
   }
-  /* A resumed run appends to the log of the run it continues. */
-  if (o->metrics_path && !(L->metrics = fopen(o->metrics_path, o->resume_path ? "a" : "w")))
-    return pkrt_ctx_fail(m->rt, PKRT_ERR_IO, "%s: cannot open for writing", o->metrics_path);
+  /* Outputs are checked before the first step (rt_file.h), so a bad path costs no
+   * training; the checkpoint may be the file resumed from (in-place update). A resumed
+   * run appends to the log of the run it continues; the log may be a pipe. */
+  const char *const outs[] = {o->resume_path, o->save_path, o->checkpoint_path};
+  if ((o->save_path && (st = rt_file_check_output(m->rt, o->save_path, 0, outs, 1)) != PKRT_OK) ||
+      (o->checkpoint_path &&
+       (st = rt_file_check_output(m->rt, o->checkpoint_path, 0, outs + 1, 1)) != PKRT_OK) ||
+      (o->metrics_path && (st = rt_file_open_stream(m->rt, o->metrics_path, o->resume_path != NULL,
+                                                    outs, 3, &L->metrics)) != PKRT_OK))
+    return st;
   r->val_loss = r->val_acc = NAN;
   r->loss = r->acc = NAN;
   return PKRT_OK;
+}
+
+/* A metrics write that fails (a full disk) is remembered, not fatal: training goes on,
+ * weights and checkpoints are saved, and the run then reports the error. */
+static void metrics_check(loop *L, int rc) {
+  if (rc >= 0 && fflush(L->metrics) == 0 && !ferror(L->metrics)) return;
+  L->metrics_errno = errno ? errno : EIO;
+  fclose(L->metrics);
+  L->metrics = NULL;
 }
 
 static void print_epoch(loop *L, int epoch, const pkrt_train_result *r, double ms) {
@@ -277,14 +295,16 @@ static void print_epoch(loop *L, int epoch, const pkrt_train_result *r, double m
     fflush(L->out);
   }
   if (L->metrics) {
-    fprintf(L->metrics,
+    errno = 0;
+    int rc = fprintf(L->metrics,
             "{\"epoch\": %d, \"epochs\": %d, \"steps\": %lld, \"loss\": %.17g, \"acc\": %.17g",
             epoch, o->epochs, (long long)L->m->steps, r->loss, r->acc);
-    if (o->val)
-      fprintf(L->metrics, ", \"val_loss\": %.17g, \"val_acc\": %.17g", r->val_loss, r->val_acc);
-    fprintf(L->metrics, ", \"ms_per_step\": %.6f, \"lr\": %.17g}\n", ms,
-            rt_lr_at(&L->m->mf.opt, L->m->lr, L->m->steps));
-    fflush(L->metrics);
+    if (o->val && rc >= 0)
+      rc = fprintf(L->metrics, ", \"val_loss\": %.17g, \"val_acc\": %.17g", r->val_loss, r->val_acc);
+    if (rc >= 0)
+      rc = fprintf(L->metrics, ", \"ms_per_step\": %.6f, \"lr\": %.17g}\n", ms,
+                   rt_lr_at(&L->m->mf.opt, L->m->lr, L->m->steps));
+    metrics_check(L, rc);
   }
 }
 
@@ -356,8 +376,11 @@ int pkrt_train_run(pkrt_model *m, const pkrt_dataset *train, const pkrt_train_op
   if (st == PKRT_OK && opts->save_path)
     wst = (pkrt_status)pkrt_model_save_weights(m, opts->save_path);
   if (st == PKRT_OK) print_end(&L, r, wst, cst);
-  if (L.metrics) fclose(L.metrics);
+  if (L.metrics && fclose(L.metrics) != 0 && !L.metrics_errno) L.metrics_errno = errno;
   free(L.perm);
   free(L.labels);
+  if (st == PKRT_OK && cst == PKRT_OK && wst == PKRT_OK && L.metrics_errno)
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_IO, "%s: write: %s", opts->metrics_path,
+                         strerror(L.metrics_errno));
   return st != PKRT_OK ? st : cst != PKRT_OK ? cst : wst;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pk_ctx.h"
+#include "rt_file.h"
 
 #define PK_CTX_MSG_BYTES 1024 /* long enough for any "file:line:col: ..." we produce */
 
@@ -186,22 +187,22 @@ int pk_i64_mul(int64_t a, int64_t b, int64_t *out) { return __builtin_mul_overfl
 /* ---- files ---- */
 
 pk_status pk_read_file(pk_ctx *ctx, const char *path, char **text, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return pk_ctx_fail(ctx, PK_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-  pk_strbuf b;
-  pk_strbuf_init(&b);
-  char chunk[65536];
+  /* libpockrt's reader, so the compiler's inputs follow the same rules (a FIFO or device
+   * is refused, never waited on); the cap only bounds what a file may claim. */
+  pkrt_ctx *rt = pkrt_ctx_new(1);
+  if (!rt) return pk_ctx_fail(ctx, PK_ERR_NOMEM, "out of memory reading '%s'", path);
+  void *bytes;
   size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) pk_strbuf_appendn(&b, chunk, n);
-  int failed = ferror(f);
-  int err = errno;
-  fclose(f);
-  if (failed) {
-    pk_strbuf_free(&b);
-    return pk_ctx_fail(ctx, PK_ERR_IO, "cannot read '%s': %s", path, strerror(err));
+  pkrt_status st = rt_file_read(rt, path, PK_READ_FILE_MAX, &bytes, &n);
+  if (st != PKRT_OK) {
+    pk_status s = pk_ctx_fail(ctx, st == PKRT_ERR_NOMEM ? PK_ERR_NOMEM : PK_ERR_IO, "%s",
+                              pkrt_ctx_error(rt));
+    pkrt_ctx_free(rt);
+    return s;
   }
-  size_t got = b.len;
-  *text = pk_strbuf_finish(ctx, &b);
-  if (len) *len = got;
+  pkrt_ctx_free(rt);
+  *text = pk_strndup(ctx, bytes, n);
+  free(bytes);
+  if (len) *len = n;
   return PK_OK;
 }

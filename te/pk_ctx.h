@@ -84,7 +84,10 @@ char *pk_strbuf_finish(pk_ctx *ctx, pk_strbuf *b);
 int pk_i64_add(int64_t a, int64_t b, int64_t *out);
 int pk_i64_mul(int64_t a, int64_t b, int64_t *out);
 
-/* Reads a whole file into the arena (NUL-terminated); PK_ERR_IO with a message on failure. */
+/* Reads a whole file into the arena (NUL-terminated); PK_ERR_IO with a message on failure.
+ * libpockrt's input rules apply (runtime/rt_file.h): only a regular file of at most
+ * PK_READ_FILE_MAX bytes is read; a FIFO, device or directory is refused, never waited on. */
+#define PK_READ_FILE_MAX ((size_t)1 << 32)
 pk_status pk_read_file(pk_ctx *ctx, const char *path, char **text, size_t *len);
 
 #endif

@@ -14,3 +14,6 @@ target_compile_definitions(test_runtime PRIVATE
   PK_FIXTURE_SO="$<TARGET_FILE:pk_kernel_fixture>"
   PK_FIXTURE_BAD_ABI_SO="$<TARGET_FILE:pk_kernel_fixture_bad_abi>")
 add_dependencies(test_runtime pk_kernel_fixture pk_kernel_fixture_bad_abi)
+
+# The file rules every reader and writer goes through (FIFOs, devices, links, inputs).
+pk_add_test(test_rt_file LIBS pockrt_static LABELS runtime sanitize TIMEOUT 60)

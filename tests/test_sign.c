@@ -479,6 +479,21 @@ static void test_trust_sources(void) {
   CHECK(rt_trust_resolve(rt, NULL, NULL, sys, &t) != PKRT_OK &&
         strstr(pkrt_ctx_error(rt), "system file"), "broken system file: %s", pkrt_ctx_error(rt));
   unlink(sys);
+  /* Configured but unreadable is never "no key" (issue 14, finding 8): a dangling link
+   * (lstat sees it), a directory, and an environment path that does not exist. */
+  CHECK(symlink(pk_test_path("gone.pub"), sys) == 0, "symlink");
+  CHECK(rt_trust_resolve(rt, NULL, NULL, sys, &t) != PKRT_OK && !t.configured &&
+        strstr(pkrt_ctx_error(rt), "system file"), "dangling system link: %s",
+        pkrt_ctx_error(rt));
+  unlink(sys);
+  CHECK(mkdir(sys, 0700) == 0, "mkdir");
+  CHECK(rt_trust_resolve(rt, NULL, NULL, sys, &t) != PKRT_OK &&
+        strstr(pkrt_ctx_error(rt), "directory"), "system path a directory: %s",
+        pkrt_ctx_error(rt));
+  rmdir(sys);
+  CHECK(rt_trust_resolve(rt, NULL, pk_test_path("gone.pub"), sys, &t) != PKRT_OK &&
+        strstr(pkrt_ctx_error(rt), "POCK_TRUSTED_KEY"), "unreadable env key: %s",
+        pkrt_ctx_error(rt));
   /* The real resolver reads POCK_TRUSTED_KEY. */
   setenv(PKRT_TRUSTED_KEY_ENV, pk_test_path("b.pub"), 1);
   pkrt_status st = pkrt_trust_resolve(rt, NULL, &t);

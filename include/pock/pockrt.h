@@ -194,8 +194,13 @@ typedef struct pkrt_train_options {
   int no_shuffle;                  /* non-zero: rows in file order every epoch */
   double lr;                       /* > 0: overrides the manifest's base lr */
   const pkrt_dataset *val;         /* optional validation set (eval plan, in order) */
+  /* Outputs follow the file rules (docs/runtime.md, "Files") and are checked before the
+   * first step: a device, FIFO, directory or dangling link is refused, and so is a path
+   * two outputs share or that is resume_path (checkpoint_path excepted: in place). */
   const char *save_path;           /* optional .pkw written at the end (and on interrupt) */
-  const char *metrics_path;        /* optional JSONL file, one object per epoch */
+  const char *metrics_path;        /* optional JSONL file, one object per epoch; may be a
+                                      pipe; a failed write makes the run return an error
+                                      after training (weights and checkpoint still saved) */
   FILE *out;                       /* NULL: stdout */
   int progress;                    /* 0: auto (a bar when out is a terminal), 1: always a
                                       bar, -1: never */

@@ -1,26 +1,32 @@
-/* pock_rt_train.c — `pock-rt train`, `pock-rt eval` and `pock-rt run`: open an artifact
- * with libpockrt's public API, load the data, then train (with checkpoints and resume),
- * evaluate, or print predictions. Ctrl-C stops training after the current step; the
- * weights and the checkpoint are still saved. */
+/* cli_train.c — `train`, `eval` and `run`, one implementation for `pock` and `pock-rt`
+ * (options, help, loop): open an artifact with libpockrt's public API, load the data, then
+ * train (with checkpoints and resume), evaluate, or print predictions. Ctrl-C stops
+ * training after the current step; the weights and the checkpoint are still saved. */
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_common.h"
 #include "pock/pockrt.h"
-#include "pock_rt.h"
+#include "rt_file.h"
 
 /* A signal handler can only talk through a flag; the training loop polls it. */
 static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) { (void)sig; stop_requested = 1; }
 
-typedef enum mode { MODE_TRAIN, MODE_EVAL, MODE_RUN } mode;
+typedef pkrt_cli_mode mode;
+#define MODE_TRAIN PKRT_CLI_TRAIN
+#define MODE_EVAL PKRT_CLI_EVAL
+#define MODE_RUN PKRT_CLI_RUN
 static const char *const mode_names[] = {"train", "eval", "run"};
+enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2 };
 
 static const char train_help[] =
-    "usage: pock-rt train MODEL.pock --data FILE --epochs N [options]\n"
+    "usage: %1$s train MODEL.pock --data FILE --epochs N [options]\n"
     "\n"
     "Trains a compiled model on this device and prints one line per epoch:\n"
     "  epoch 3/30 loss 0.1234 acc 0.9512 val_loss 0.2 val_acc 0.93 ms/step 0.123\n"
@@ -53,23 +59,23 @@ static const char train_help[] =
     "Exit status: 0 success (also when interrupted), 1 error, 2 usage.\n";
 
 static const char eval_help[] =
-    "usage: pock-rt eval MODEL.pock --data FILE [options]\n"
+    "usage: %1$s eval MODEL.pock --data FILE [options]\n"
     "\n"
     "Evaluates a compiled model on a dataset and prints: loss 0.1234 accuracy 0.9512 rows 450\n"
     "(loss is nan for an inference-only artifact).\n"
     "\n"
     "options:\n"
-    "  --data FILE             CSV or X.npy:Y.npy, as `pock-rt train`\n"
+    "  --data FILE             CSV or X.npy:Y.npy, as `%1$s train`\n"
     "  --weights W.pkw         weights to evaluate (default: the artifact's)\n"
     "  --scale X               multiply every feature by X\n"
     "  --label-column K        0-based label column of a CSV; negative counts from the end\n"
     "  --threads T             kernel threads (default 1)\n"
-    "  --trusted-key KEY       as `pock-rt train`\n"
+    "  --trusted-key KEY       as `%1$s train`\n"
     "\n"
     "Exit status: 0 success, 1 error, 2 usage.\n";
 
 static const char run_help[] =
-    "usage: pock-rt run MODEL.pock --data FILE [options]\n"
+    "usage: %1$s run MODEL.pock --data FILE [options]\n"
     "\n"
     "Runs inference and prints one line per row: the predicted class (the output's first\n"
     "maximum), then with --scores the output values; for a regression model, the output\n"
@@ -83,17 +89,40 @@ static const char run_help[] =
     "  --scale X               multiply every feature by X\n"
     "  --label-column K        0-based label column of a CSV; negative counts from the end\n"
     "  --threads T             kernel threads (default 1)\n"
-    "  --trusted-key KEY       as `pock-rt train`\n"
+    "  --trusted-key KEY       as `%1$s train`\n"
     "\n"
     "Exit status: 0 success, 1 error, 2 usage.\n";
 
 typedef struct run_options {
+  const char *prog;         /* "pock" or "pock-rt", for messages and help */
   mode mode;
   const char *model, *data, *val, *save, *metrics, *weights, *checkpoint, *resume, *key;
   int64_t epochs, seed, threads, label_column, every, max_steps;
   double lr, scale;
   bool scores;
 } run_options;
+
+/* Prints "PROG: <message>" and the pointer to --help; returns the usage exit code. */
+static int usage(const run_options *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage(const run_options *o, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  pkrt_cli_vusage(o->prog, fmt, ap);
+  va_end(ap);
+  return EXIT_USAGE;
+}
+
+/* Prints "PROG: error: <message>"; returns the error exit code. */
+static int fail(const run_options *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(const run_options *o, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: error: ", o->prog);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return EXIT_ERROR;
+}
 
 /* Integer options: name, where it goes, its range, and the modes that take it. */
 typedef struct int_opt {
@@ -135,47 +164,48 @@ static int parse_valued(run_options *o, const char *cmd, int argc, char **argv, 
   for (size_t k = 0; k < sizeof str_opts / sizeof *str_opts; k++) {
     if (strcmp(a, str_opts[k].name) != 0) continue;
     if (str_opts[k].train_only && !train) return -1;
-    if (*i + 1 >= argc) return pkrt_cli_usage("%s: %s needs a value", cmd, a);
+    if (*i + 1 >= argc) return usage(o, "%s: %s needs a value", cmd, a);
     *(const char **)((char *)o + str_opts[k].field) = argv[++*i];
-    return PKRT_EXIT_OK;
+    return EXIT_OK;
   }
   for (size_t k = 0; k < sizeof int_opts / sizeof *int_opts; k++) {
     const int_opt *io = &int_opts[k];
     if (strcmp(a, io->name) != 0) continue;
     if (io->train_only && !train) return -1;
-    if (*i + 1 >= argc) return pkrt_cli_usage("%s: %s needs a value", cmd, a);
+    if (*i + 1 >= argc) return usage(o, "%s: %s needs a value", cmd, a);
     int64_t n;
     if (!pkrt_cli_parse_i64(argv[++*i], &n) || n < io->lo || n > io->hi)
-      return pkrt_cli_usage("%s: %s needs an integer in %lld..%lld", cmd, a, (long long)io->lo,
+      return usage(o, "%s: %s needs an integer in %lld..%lld", cmd, a, (long long)io->lo,
                             (long long)io->hi);
     *(int64_t *)((char *)o + io->field) = n;
-    return PKRT_EXIT_OK;
+    return EXIT_OK;
   }
   bool lr = !strcmp(a, "--lr");
   if (lr || !strcmp(a, "--scale")) {
     if (lr && !train) return -1;
-    if (*i + 1 >= argc) return pkrt_cli_usage("%s: %s needs a value", cmd, a);
+    if (*i + 1 >= argc) return usage(o, "%s: %s needs a value", cmd, a);
     double *d = lr ? &o->lr : &o->scale;
     if (!pkrt_cli_parse_double(argv[++*i], d) || !(*d > 0))
-      return pkrt_cli_usage("%s: %s needs a positive number", cmd, a);
-    return PKRT_EXIT_OK;
+      return usage(o, "%s: %s needs a positive number", cmd, a);
+    return EXIT_OK;
   }
   return -1;
 }
 
 /* Returns -1 after --help, else an exit code. */
-static int parse_options(int argc, char **argv, mode md, run_options *o) {
+static int parse_options(const char *prog, int argc, char **argv, mode md, run_options *o) {
   const char *cmd = mode_names[md];
-  *o = (run_options){.mode = md, .seed = 1, .threads = 1, .label_column = -1, .scale = 1};
+  *o = (run_options){.prog = prog, .mode = md, .seed = 1, .threads = 1, .label_column = -1,
+                     .scale = 1};
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      fputs(md == MODE_TRAIN ? train_help : md == MODE_EVAL ? eval_help : run_help, stdout);
+      printf(md == MODE_TRAIN ? train_help : md == MODE_EVAL ? eval_help : run_help, prog);
       return -1;
     }
     if (a[0] != '-' || !a[1]) {
       if (o->model)
-        return pkrt_cli_usage("%s: one artifact expected, got '%s' and '%s'", cmd, o->model, a);
+        return usage(o, "%s: one artifact expected, got '%s' and '%s'", cmd, o->model, a);
       o->model = a;
       continue;
     }
@@ -184,31 +214,31 @@ static int parse_options(int argc, char **argv, mode md, run_options *o) {
       continue;
     }
     int rc = parse_valued(o, cmd, argc, argv, &i);
-    if (rc < 0) return pkrt_cli_usage("%s: unknown option '%s'", cmd, a);
-    if (rc != PKRT_EXIT_OK) return rc;
+    if (rc < 0) return usage(o, "%s: unknown option '%s'", cmd, a);
+    if (rc != EXIT_OK) return rc;
   }
-  if (!o->model) return pkrt_cli_usage("%s: expected an artifact (MODEL.pock from `pock compile`)", cmd);
-  if (!o->data) return pkrt_cli_usage("%s: --data FILE is required", cmd);
-  if (md == MODE_TRAIN && !o->epochs) return pkrt_cli_usage("train: --epochs N is required");
+  if (!o->model) return usage(o, "%s: expected an artifact (MODEL.pock from `pock compile`)", cmd);
+  if (!o->data) return usage(o, "%s: --data FILE is required", cmd);
+  if (md == MODE_TRAIN && !o->epochs) return usage(o, "train: --epochs N is required");
   if (o->every && !o->checkpoint)
-    return pkrt_cli_usage("train: --checkpoint-every needs --checkpoint C.ckpt");
+    return usage(o, "train: --checkpoint-every needs --checkpoint C.ckpt");
   if (o->weights && o->resume)
-    return pkrt_cli_usage("train: --weights and --resume both set the weights; give one");
-  return PKRT_EXIT_OK;
+    return usage(o, "train: --weights and --resume both set the weights; give one");
+  return EXIT_OK;
 }
 
 static int load_data(const run_options *o, const pkrt_model *m, const char *path,
                      pkrt_dataset **d) {
   pkrt_data_options dopt = {.scale = o->scale, .label_column = (int)o->label_column, .model = m};
   char err[512];
-  if (pkrt_dataset_load(path, &dopt, d, err, sizeof err) != 0) return pkrt_cli_fail("%s", err);
-  return PKRT_EXIT_OK;
+  if (pkrt_dataset_load(path, &dopt, d, err, sizeof err) != 0) return fail(o, "%s", err);
+  return EXIT_OK;
 }
 
 static int train(const run_options *o, pkrt_model *m, const pkrt_dataset *data,
                  const pkrt_dataset *val) {
   if (!pkrt_model_can_train(m))
-    return pkrt_cli_fail("train: %s was compiled with --inference; it cannot train", o->model);
+    return fail(o, "train: %s was compiled with --inference; it cannot train", o->model);
   struct sigaction sa = {0};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);
@@ -220,8 +250,8 @@ static int train(const run_options *o, pkrt_model *m, const pkrt_dataset *data,
                           .max_steps = o->max_steps};
   pkrt_train_result r;
   fflush(stdout);
-  if (pkrt_train_run(m, data, &t, &r) != 0) return pkrt_cli_fail("%s", pkrt_model_error(m));
-  return PKRT_EXIT_OK;
+  if (pkrt_train_run(m, data, &t, &r) != 0) return fail(o, "%s", pkrt_model_error(m));
+  return EXIT_OK;
 }
 
 /* Feeds the rows batch by batch through the infer plan and prints each row's prediction. */
@@ -238,7 +268,7 @@ static int predict(const run_options *o, pkrt_model *m, const pkrt_dataset *d) {
     int64_t valid = rows - first < b ? rows - first : b;
     memcpy(in, x + (size_t)first * row_bytes, (size_t)valid * row_bytes);
     memset(in + (size_t)valid * row_bytes, 0, (size_t)(b - valid) * row_bytes);
-    if (pkrt_model_infer(m) != 0) return pkrt_cli_fail("%s", pkrt_model_error(m));
+    if (pkrt_model_infer(m) != 0) return fail(o, "%s", pkrt_model_error(m));
     const void *out = pkrt_model_output(m);
     for (int64_t r = 0; r < valid; r++) {
       int64_t best = 0;
@@ -257,23 +287,23 @@ static int predict(const run_options *o, pkrt_model *m, const pkrt_dataset *d) {
       putchar('\n');
     }
   }
-  return fflush(stdout) == 0 ? PKRT_EXIT_OK : pkrt_cli_fail("run: writing the predictions failed");
+  return fflush(stdout) == 0 ? EXIT_OK : fail(o, "run: writing the predictions failed");
 }
 
 static int run(const run_options *o, pkrt_model *m) {
   pkrt_dataset *data = NULL, *val = NULL;
   int rc = load_data(o, m, o->data, &data);
-  if (rc == PKRT_EXIT_OK && o->val) rc = load_data(o, m, o->val, &val);
-  if (rc == PKRT_EXIT_OK && o->weights && pkrt_model_load_weights(m, o->weights) != 0)
-    rc = pkrt_cli_fail("%s", pkrt_model_error(m));
-  if (rc == PKRT_EXIT_OK) {
+  if (rc == EXIT_OK && o->val) rc = load_data(o, m, o->val, &val);
+  if (rc == EXIT_OK && o->weights && pkrt_model_load_weights(m, o->weights) != 0)
+    rc = fail(o, "%s", pkrt_model_error(m));
+  if (rc == EXIT_OK) {
     if (o->mode == MODE_TRAIN) {
       rc = train(o, m, data, val);
     } else if (o->mode == MODE_RUN) {
       rc = predict(o, m, data);
     } else {
       double loss, acc;
-      if (pkrt_eval_run(m, data, &loss, &acc) != 0) rc = pkrt_cli_fail("%s", pkrt_model_error(m));
+      if (pkrt_eval_run(m, data, &loss, &acc) != 0) rc = fail(o, "%s", pkrt_model_error(m));
       else printf("loss %.4f accuracy %.4f rows %lld\n", loss, acc, (long long)pkrt_dataset_rows(data));
     }
   }
@@ -282,20 +312,51 @@ static int run(const run_options *o, pkrt_model *m) {
   return rc;
 }
 
-static int command(int argc, char **argv, mode md) {
+/* "X.npy:Y.npy" names two files; each is an input the outputs must not overwrite. */
+static void npy_halves(const char *data, char *x, char *y, size_t cap) {
+  const char *colon = data ? strchr(data, ':') : NULL;
+  x[0] = y[0] = '\0';
+  if (!colon || (size_t)(colon - data) >= cap || strlen(colon + 1) >= cap) return;
+  memcpy(x, data, (size_t)(colon - data));
+  x[colon - data] = '\0';
+  strcpy(y, colon + 1);
+}
+
+/* The outputs, checked before the model is opened or a step is taken (the rules:
+ * runtime/rt_file.h): none may be an input (the artifact, the data, the weights, the
+ * trusted key) or another output. The checkpoint may be the one resumed from, the
+ * documented in-place update; --metrics may be a pipe. */
+static int check_outputs(const run_options *o) {
+  char dx[4096], dy[4096], vx[4096], vy[4096];
+  npy_halves(o->data, dx, dy, sizeof dx);
+  npy_halves(o->val, vx, vy, sizeof vx);
+  /* Inputs, then the outputs; each output is checked against the others but itself. */
+  const char *files[] = {o->model, o->data, dx, dy, o->val, vx, vy, o->weights, o->key,
+                         o->resume, o->save, o->checkpoint, o->metrics};
+  enum { RESUME = 9, SAVE, CKPT, METRICS, NFILES };
+  for (int out = SAVE; out < NFILES; out++) {
+    if (!files[out]) continue;
+    const char *against[NFILES];
+    int n = 0;
+    for (int i = 0; i < NFILES; i++)
+      if (i != out && !(out == CKPT && i == RESUME)) against[n++] = files[i];
+    if (pkrt_cli_check_output(o->prog, files[out], out == METRICS ? RT_OUT_STREAM : 0,
+                              against, n) != 0)
+      return EXIT_ERROR;
+  }
+  return EXIT_OK;
+}
+
+int pkrt_cli_train(const char *prog, pkrt_cli_mode md, int argc, char **argv) {
   run_options o;
-  int rc = parse_options(argc, argv, md, &o);
-  if (rc < 0) return PKRT_EXIT_OK; /* --help */
-  if (rc != PKRT_EXIT_OK) return rc;
+  int rc = parse_options(prog, argc, argv, md, &o);
+  if (rc < 0) return EXIT_OK; /* --help */
+  if (rc != EXIT_OK || (rc = check_outputs(&o)) != EXIT_OK) return rc;
   pkrt_open_options oo = {.nthreads = (int)o.threads, .trusted_key = o.key};
   pkrt_model *m;
   char err[512];
-  if (pkrt_model_open(o.model, &oo, &m, err, sizeof err) != 0) return pkrt_cli_fail("%s", err);
+  if (pkrt_model_open(o.model, &oo, &m, err, sizeof err) != 0) return fail(&o, "%s", err);
   rc = run(&o, m);
   pkrt_model_close(m);
   return rc;
 }
-
-int pkrt_cmd_train(int argc, char **argv) { return command(argc, argv, MODE_TRAIN); }
-int pkrt_cmd_eval(int argc, char **argv) { return command(argc, argv, MODE_EVAL); }
-int pkrt_cmd_run(int argc, char **argv) { return command(argc, argv, MODE_RUN); }
