@@ -2,8 +2,8 @@
  * is not in it); 'c -march=x86-64', 'c -march=haswell' and 'c -march=skylake-avx512' give
  * 16-, 32- and 64-byte vectors on any x86-64 host, whatever it has; every sampled config of
  * the matmul and conv spaces lowers and emits at each width, and each width's code builds;
- * the backend table refuses kinds without a backend; a build past its time limit is an
- * error naming the kernel. */
+ * a cross compiler (clang for AArch64) describes NEON; the backend table refuses kinds
+ * without a backend; a build past its time limit is an error naming the kernel. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +163,50 @@ static void test_widths(pk_ctx *ctx) {
   }
 }
 
+/* A cross compiler describes its own machine: clang for AArch64 behind a one-line wrapper
+ * (what `--cc aarch64-linux-gnu-gcc` would be) gives NEON's 16-byte vectors on this host,
+ * whatever vectors this host has. Emitted only: linking needs the AArch64 sysroot. */
+static void test_cross(pk_ctx *ctx) {
+  char *out;
+  char *probe[] = {(char *)"clang", (char *)"--version", NULL};
+  if (pk_run_capture(ctx, probe, &out) != 0) {
+    printf("SKIP cross: no clang\n");
+    return;
+  }
+  const char *dir = PK_TEST_CACHE_DIR "/targets-cross";
+  const char *cc = PK_TEST_CACHE_DIR "/targets-cross/aarch64-cc";
+  char *mk[] = {(char *)"mkdir", (char *)"-p", (char *)dir, NULL};
+  FILE *f = pk_run_capture(ctx, mk, &out) == 0 ? fopen(cc, "w") : NULL;
+  if (!f) {
+    check(false, "cross_wrapper", cc);
+    return;
+  }
+  fputs("#!/bin/sh\nexec clang --target=aarch64-linux-gnu \"$@\"\n", f);
+  fclose(f);
+  char *ch[] = {(char *)"chmod", (char *)"+x", (char *)cc, NULL};
+  pk_run_capture(ctx, ch, &out);
+  pk_target *t;
+  if (pk_target_parse(ctx, "c -mcpu=cortex-a76", cc, &t) != PK_OK) {
+    check(false, "cross_aarch64_parses", pk_ctx_error(ctx));
+    pk_ctx_clear_error(ctx);
+    return;
+  }
+  check(!strcmp(t->arch, "aarch64") && !t->native && t->vector_bytes == 16 && t->vector_regs == 32 &&
+            pk_target_has(t, "asimd") && pk_target_has(t, "asimddp") && !pk_target_has(t, "avx") &&
+            !strcmp(pk_target_cpu_option(ctx, t), "-mcpu=cortex-a76") && t->l1d_bytes == 0,
+        "cross_aarch64_description", pk_target_describe(ctx, t));
+  pk_cgen_c_options co = {.target = t};
+  pk_cgen_unit *u = NULL;
+  const pk_op_params mm = {2, {{2, {48, 40}, PKRT_DTYPE_F32}, {2, {40, 72}, PKRT_DTYPE_F32}}, {.groups = 0}};
+  PK_ASSERT(pk_cgen_unit_new(ctx, &co, &u) == PK_OK);
+  sample_space(ctx, t, op(ctx, PK_OP_MATMUL, &mm), "matmul 48x72x40 for aarch64 cortex-a76", u);
+  char *src;
+  check(pk_cgen_unit_source(u, &src) == PK_OK && strstr(src, "16-byte vectors") &&
+            strstr(src, "PK_VEC_TYPE(f32, float, 4)") && !strstr(src, "PK_VEC_TYPE(f32, float, 8)"),
+        "cross_aarch64_emits_neon_width", pk_ctx_error(ctx));
+  pk_cgen_unit_free(u);
+}
+
 /* A build past its limit is killed, and the error names the kernel with the most code. */
 static void test_time_limit(pk_ctx *ctx) {
   pk_target *t;
@@ -204,6 +248,7 @@ int main(void) {
   /* the -march names are x86's; elsewhere the compiler refuses them, as it should */
   if (uname(&un) == 0 && !strcmp(un.machine, "x86_64")) test_widths(ctx);
   else printf("SKIP widths: not an x86-64 host\n");
+  test_cross(ctx);
   test_time_limit(ctx);
   pk_ctx_free(ctx);
   if (failures) printf("%d failure%s\n", failures, failures == 1 ? "" : "s");
