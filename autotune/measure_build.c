@@ -31,6 +31,7 @@ static pk_meas_status failure_status(pk_status s) {
 /* Replays, lowers, emits and compiles one job, then writes "STATUS\nMASK\nSO\nERROR". */
 static noreturn void builder_main(pk_measurer *m, pk_ctx *run, const pk_te_program *prog,
                                   const meas_job *job, int fd) {
+  int64_t start = pkrt_now_ns();
   pk_ctx_clear_error(run);
   pk_ctx_clear_error(m->own);
   pk_meas_status st = PK_MEAS_OK;
@@ -41,22 +42,27 @@ static noreturn void builder_main(pk_measurer *m, pk_ctx *run, const pk_te_progr
     st = PK_MEAS_ILLEGAL; /* a trace that does not replay here is not a config of this task */
     error = pk_ctx_error(run);
   }
+  pk_lfunc *f = NULL;
   if (st == PK_MEAS_OK && !source) {
-    pk_lfunc *f;
     pk_status s = pk_sched_lower(run, prog, sched, "k0", &f);
-    if (s == PK_OK) s = pk_cgen_c(run, &f, 1, &source);
     if (s != PK_OK) {
       st = failure_status(s);
       error = pk_ctx_error(run);
     }
   }
-  pk_cc_result built;
   if (st == PK_MEAS_OK) {
-    if (pk_cc_build(m->cc, source, &built) == PK_OK) {
-      so = built.so_path;
+    /* The compiler's own limit ends first (the caller's kill below is for lowering that
+     * hangs), and it takes the compiler's children with it. */
+    double left = m->settings.build_timeout_s - (double)(pkrt_now_ns() - start) * 1e-9 - 0.5;
+    pk_cc_set_timeout(m->cc, left > 0.1 ? left : 0.1);
+    pk_build_result built;
+    pk_status s = source ? pk_backend_build_source(m->backend, source, &built)
+                         : pk_backend_build_funcs(m->backend, &f, 1, &built);
+    if (s == PK_OK) {
+      so = built.path;
     } else {
       st = PK_MEAS_COMPILE_ERROR;
-      error = pk_ctx_error(m->own); /* the compiler driver reports into its own ctx */
+      error = pk_ctx_error(m->own); /* the backend reports into the compiler's ctx */
     }
   }
   /* Outputs a schedule inlined are never written, so they are not compared. */

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include "pk_backend.h"
 #include "pk_measurer.h"
 #include "pk_search.h" /* pk_sgemm_shape: one matcher for the space and the measurer */
 
@@ -33,6 +34,7 @@ struct pk_measurer {
   pk_ctx *own;            /* the compiler driver */
   pk_measure_settings settings;
   pk_cc *cc;
+  pk_backend *backend;    /* cc's target's backend: every candidate is built through it */
   int jobs;
   int pinned_cpu;         /* the CPU children pin to (-1: none) */
   const char *settings_json, *compiler, *flags; /* in ctx, for records */

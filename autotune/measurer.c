@@ -104,7 +104,8 @@ pk_status pk_measurer_new(pk_ctx *ctx, const pk_measure_settings *settings, pk_m
       m->pinned_cpu, (unsigned long long)settings->seed);
   /* Finding the compiler spawns `cc --version` and waits: no thread, so the order does not
    * matter for the worker; first, so a missing compiler leaves no process behind. */
-  s = pk_cc_new(m->own, &settings->cc, &m->cc);
+  s = pk_cc_new_target(m->own, &settings->cc, settings->target, settings->build_timeout_s, &m->cc);
+  if (s == PK_OK) s = pk_backend_of_cc(m->cc, &m->backend);
   if (s != PK_OK) s = pk_ctx_fail(ctx, s, "%s", pk_ctx_error(m->own));
   if (s == PK_OK) { /* in ctx: records may outlive the measurer */
     m->compiler = pk_strdup(ctx, pk_cc_version(m->cc));

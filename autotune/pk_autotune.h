@@ -36,6 +36,7 @@ typedef struct pk_task {
   const char *workload;    /* hex SHA-256 of canonical: the database key */
   const char *name;        /* readable: "matmul_512x128x256_f32" */
   const char *target;      /* target string: "c", "c -march=znver3", later "cuda -arch=sm_90" */
+  const pk_target *desc;   /* its description (pk_task_for_target); NULL: parsed when needed */
   pk_task_class cls;
   double flops;            /* per call (pk_te_flops) */
   double weight;           /* calls per training step (1 for a lone TE): budget share */
@@ -43,6 +44,12 @@ typedef struct pk_task {
 
 pk_status pk_task_from_program(pk_ctx *ctx, const pk_te_program *prog, const char *target,
                                pk_task *out);
+/* The same for a parsed target (which must outlive the task): spaces and presets size
+ * their vectors by it. */
+pk_status pk_task_for_target(pk_ctx *ctx, const pk_te_program *prog, const pk_target *t,
+                             pk_task *out);
+/* The task's target description: desc, else its target string parsed (with $CC). */
+pk_status pk_task_target(pk_ctx *ctx, const pk_task *task, const pk_target **out);
 
 /* ---- target fingerprints ----
  * must-match: what the generated code relies on (ISA features for C; GPU arch later);
@@ -54,7 +61,9 @@ typedef struct pk_target_fp {
   const char *key;           /* hex SHA-256 of target + must_match: records' target key */
 } pk_target_fp;
 
+/* The fingerprint of a target string (pk_target_parse with $CC), or of a description. */
 pk_status pk_target_fp_detect(pk_ctx *ctx, const char *target, pk_target_fp *out);
+pk_status pk_target_fp_of(pk_ctx *ctx, const pk_target *t, pk_target_fp *out);
 
 /* ---- candidates ---- */
 typedef enum pk_cand_kind { PK_CAND_SCHEDULE, PK_CAND_EXTERN } pk_cand_kind;

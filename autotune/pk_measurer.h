@@ -37,6 +37,7 @@ typedef struct pk_measure_settings {
   int jobs;               /* parallel builds; 0 (default): the CPUs this process may use */
   uint64_t seed;          /* random inputs; the reference is computed once per task + seed */
   pk_cc_options cc;       /* compiler, flags, kernel cache (NULL fields: the defaults) */
+  const pk_target *target; /* what candidates are built for; NULL: this machine ("c") */
   /* Called after each candidate's result is final, in index order, while the batch goes
    * on: commit the record and print progress here. NULL: no call. */
   void (*on_measured)(void *arg, int index, const pk_measurement *meas);

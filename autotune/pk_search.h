@@ -62,8 +62,8 @@ typedef struct pk_config {
 typedef struct pk_space_options {
   bool allow_parallel; /* offer parallel loops (default false: the tuner measures on one
                           thread, where a parallel loop only costs) */
-  int vector_bytes;    /* widest hardware vector the code is built for; 0: the host's
-                          (pk_cgen_host_vector_bytes) */
+  int vector_bytes;    /* widest hardware vector the code is built for; 0: the task's
+                          target's (pk_task_target) */
 } pk_space_options;
 
 void pk_space_options_default(pk_space_options *o);

@@ -124,7 +124,16 @@ pk_status pk_space_new_opts(pk_ctx *ctx, const pk_task *task, const pk_space_opt
   for (int i = 0; i < task->prog->ntensors; i++)
     if (task->prog->tensors[i]->kind == PK_TE_COMPUTE) last = task->prog->tensors[i];
   if (!last) return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "space: the task has no compute");
-  int vector_bytes = sp->opts.vector_bytes > 0 ? sp->opts.vector_bytes : pk_cgen_host_vector_bytes();
+  int vector_bytes = sp->opts.vector_bytes;
+  /* a width given by the caller: the registers of the x86 ISA that has it */
+  sp->vector_regs = vector_bytes >= 64 ? 32 : 16;
+  if (vector_bytes <= 0) { /* the target's widest vector and registers, never the host's */
+    const pk_target *t;
+    pk_status s = pk_task_target(ctx, task, &t);
+    if (s != PK_OK) return s;
+    vector_bytes = t->vector_bytes > 0 ? t->vector_bytes : 16;
+    sp->vector_regs = t->vector_regs > 0 ? t->vector_regs : 16;
+  }
   size_t elem = pkrt_dtype_size(last->dtype);
   sp->lanes = elem ? (int)(vector_bytes / (int)elem) : 1;
   if (sp->lanes < 1) sp->lanes = 1;

@@ -50,9 +50,9 @@ static const pk_expr *operand_read(const pk_expr *e) {
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* Accumulators of a register tile: two vector registers stay free for the loads and the
- * broadcast (16 registers with AVX2 and NEON, 32 with AVX-512). */
-static int64_t tile_accumulators(const pk_space *sp) { return sp->lanes >= 16 ? 24 : 12; }
+/* Accumulators of a register tile, by the target's vector registers (16 with AVX2, 32
+ * with AVX-512 and AArch64): the rest stay free for the loads and the broadcast. */
+static int64_t tile_accumulators(const pk_space *sp) { return sp->vector_regs >= 32 ? 24 : 12; }
 
 /* Picks V, R and the packed operand: V is read bare by one operand and by nothing else (so
  * lanes differ only in that load), R is read by the other operand only (one broadcast per

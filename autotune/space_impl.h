@@ -12,6 +12,7 @@ struct pk_space {
   const pk_task *task;
   pk_space_options opts;
   int lanes;                    /* hardware vector lanes for the task's dtype */
+  int vector_regs;              /* the target's vector registers (register tiles fit them) */
   int nknobs;
   pk_knob knobs[PK_SPACE_MAX_KNOBS];
   int by_name[PK_SPACE_MAX_KNOBS]; /* knob indices in name order: knobs JSON key order */

@@ -69,6 +69,24 @@ pk_status pk_task_from_program(pk_ctx *ctx, const pk_te_program *prog, const cha
   return PK_OK;
 }
 
+pk_status pk_task_for_target(pk_ctx *ctx, const pk_te_program *prog, const pk_target *t,
+                             pk_task *out) {
+  pk_status s = pk_task_from_program(ctx, prog, t->text, out);
+  if (s == PK_OK) out->desc = t;
+  return s;
+}
+
+pk_status pk_task_target(pk_ctx *ctx, const pk_task *task, const pk_target **out) {
+  if (task->desc) {
+    *out = task->desc;
+    return PK_OK;
+  }
+  pk_target *t;
+  pk_status s = pk_target_parse(ctx, task->target, NULL, &t);
+  if (s == PK_OK) *out = t;
+  return s;
+}
+
 void pk_record_make_id(pk_ctx *ctx, pk_record *r) {
   /* What makes two measurements "the same experiment": re-measuring needs a different
    * compiler or code generator, so both are part of the identity. */

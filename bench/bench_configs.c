@@ -67,7 +67,7 @@ int main(int argc, char **argv) {
   }
 
   pk_bench_built built[MAX_CONFIGS] = {0};
-  pk_bench_contestant con[MAX_CONFIGS + 1];
+  pk_measure_contestant con[MAX_CONFIGS + 1];
   double round_ns[MAX_CONFIGS + 1][1000];
   int bad = 0;
   for (int i = 0; i < n && !bad; i++) {
@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "config %d: %s\n", i + 1, pk_ctx_error(ctx));
       bad = 1;
     }
-    con[i] = (pk_bench_contestant){pk_bench_run_kernel, &built[i].run, .round_ns = round_ns[i]};
+    con[i] = (pk_measure_contestant){pk_bench_run_kernel, &built[i].run, .round_ns = round_ns[i]};
   }
   int ncon = n;
   pk_sgemm_shape sh;
@@ -87,13 +87,13 @@ int main(int argc, char **argv) {
     if (pkrt_extern_open(rt, "libopenblas.so.0", "cblas_sgemm", PK_BENCH_SGEMM_SIGNATURE, &sgemm) == PKRT_OK) {
       sa = (pk_bench_sgemm_run){sgemm, sh.trans_a ? 112 : 111, sh.trans_b ? 112 : 111, sh.m, sh.n, sh.k,
                                 sh.lda, sh.ldb, hb.data[sh.a], hb.data[sh.b], hb.data[sh.c]};
-      con[ncon++] = (pk_bench_contestant){pk_bench_run_sgemm, &sa, .round_ns = round_ns[n]};
+      con[ncon++] = (pk_measure_contestant){pk_bench_run_sgemm, &sa, .round_ns = round_ns[n]};
     } else {
       printf("OpenBLAS unavailable: %s\n", pkrt_ctx_error(rt));
     }
   }
   if (!bad) {
-    pk_bench_rounds(con, ncon, rounds, PK_MEASURE_MIN_NS);
+    pk_measure_rounds(con, ncon, rounds, PK_MEASURE_MIN_NS);
     printf("bench_configs %s: 1 thread pinned to CPU %d, %d interleaved rounds\n", task.name, cpu, rounds);
     for (int i = 0; i < ncon; i++) {
       printf("%-10s median %6.1f GFLOP/s  fastest %6.1f", i < n ? pk_sprintf(ctx, "config %d", i + 1) : "OpenBLAS",

@@ -33,7 +33,7 @@ static const bench_case cases[] = {
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 
-enum { ROUNDS = 7 }; /* interleaved timing rounds per kernel (pk_bench_rounds) */
+enum { ROUNDS = 7 }; /* interleaved timing rounds per kernel (pk_measure_rounds) */
 
 static pk_status case_params(const bench_case *c, pk_op_params *prm) {
   *prm = (pk_op_params){.ninputs = 2};
@@ -109,7 +109,7 @@ static int bench_case_run(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_tunedb *db,
     return 1;
   }
 
-  /* Tuned, hand and OpenBLAS are timed round-robin (pk_bench_rounds), so that a ratio
+  /* Tuned, hand and OpenBLAS are timed round-robin (pk_measure_rounds), so that a ratio
    * compares timings taken moments apart, not minutes apart on a noisy machine. */
   pk_bench_built tb, hbuilt = {0};
   if (pk_bench_build_checked(ctx, cc, rt, p, tuned, ref, &hb, &tb) != PK_OK ||
@@ -123,18 +123,18 @@ static int bench_case_run(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_tunedb *db,
                            (int32_t)c->n, (int32_t)c->k, (int32_t)p->tensors[0]->shape[1],
                            (int32_t)p->tensors[1]->shape[1], hb.data[0], hb.data[1], hb.data[2]};
   double round_ns[3][ROUNDS];
-  pk_bench_contestant con[3];
+  pk_measure_contestant con[3];
   int ncon = 0, hand_i = -1, blas_i = -1;
-  con[ncon++] = (pk_bench_contestant){pk_bench_run_kernel, &tb.run, .round_ns = round_ns[0]};
+  con[ncon++] = (pk_measure_contestant){pk_bench_run_kernel, &tb.run, .round_ns = round_ns[0]};
   if (hand) {
     hand_i = ncon;
-    con[ncon++] = (pk_bench_contestant){pk_bench_run_kernel, &hbuilt.run, .round_ns = round_ns[hand_i]};
+    con[ncon++] = (pk_measure_contestant){pk_bench_run_kernel, &hbuilt.run, .round_ns = round_ns[hand_i]};
   }
   if (sgemm && c->op == PK_OP_MATMUL) {
     blas_i = ncon;
-    con[ncon++] = (pk_bench_contestant){pk_bench_run_sgemm, &sa, .round_ns = round_ns[blas_i]};
+    con[ncon++] = (pk_measure_contestant){pk_bench_run_sgemm, &sa, .round_ns = round_ns[blas_i]};
   }
-  pk_bench_rounds(con, ncon, ROUNDS, min_ns);
+  pk_measure_rounds(con, ncon, ROUNDS, min_ns);
   double tuned_ns = con[0].median_ns;
   double hand_ns = hand_i >= 0 ? con[hand_i].median_ns : 0;
   double blas_ns = blas_i >= 0 ? con[blas_i].median_ns : 0;

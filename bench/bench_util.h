@@ -50,19 +50,7 @@ pk_status pk_bench_build_checked(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_pro
                                  pk_bench_built *out);
 void pk_bench_built_free(pk_bench_built *b);
 
-/* Contestants timed side by side: pk_bench_rounds measures them round-robin, `rounds` times
- * each, so that load which comes and goes during a run (a shared VM, two cores) falls on all
- * of them alike instead of on whichever was timed at the wrong moment. */
-typedef struct pk_bench_contestant {
-  int (*fn)(void *arg);
-  void *arg;
-  double median_ns;      /* out: median over rounds of each round's median; 0 if fn failed */
-  double min_ns, max_ns; /* out: the fastest and slowest round */
-  double *round_ns;      /* out: each round's median (rounds entries; the caller's array) */
-} pk_bench_contestant;
-void pk_bench_rounds(pk_bench_contestant *c, int n, int rounds, int64_t min_ns);
-
-/* The median of v[0..n) (sorts v). */
-double pk_bench_median(double *v, int n);
+/* Contestants are re-timed side by side with pk_measure_rounds (codegen/pk_measure.h),
+ * the re-timer the tuner's reports share. */
 
 #endif

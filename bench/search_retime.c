@@ -77,12 +77,12 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  /* Build and check every best first, then time them round-robin (pk_bench_rounds): load
+  /* Build and check every best first, then time them round-robin (pk_measure_rounds): load
    * that comes and goes during the run falls on every kernel alike. */
   int n = argc - 2, bad = 0;
   const pk_record **best = pk_alloc(ctx, sizeof(pk_record *) * (size_t)n);
   pk_bench_built *built = pk_alloc(ctx, sizeof(pk_bench_built) * (size_t)n);
-  pk_bench_contestant *con = pk_alloc(ctx, sizeof(pk_bench_contestant) * (size_t)n);
+  pk_measure_contestant *con = pk_alloc(ctx, sizeof(pk_measure_contestant) * (size_t)n);
   int64_t *max_trial = pk_alloc(ctx, sizeof(int64_t) * (size_t)n);
   const char **paths = pk_alloc(ctx, sizeof(char *) * (size_t)n);
   int ncon = 0, *con_of = pk_alloc(ctx, sizeof(int) * (size_t)n);
@@ -111,10 +111,10 @@ int main(int argc, char **argv) {
       continue;
     }
     con_of[a] = ncon;
-    con[ncon++] = (pk_bench_contestant){pk_bench_run_kernel, &built[a].run,
+    con[ncon++] = (pk_measure_contestant){pk_bench_run_kernel, &built[a].run,
                                         .round_ns = pk_alloc(ctx, sizeof(double) * rounds)};
   }
-  pk_bench_rounds(con, ncon, rounds, PK_MEASURE_MIN_NS);
+  pk_measure_rounds(con, ncon, rounds, PK_MEASURE_MIN_NS);
   for (int r = 0; per_round && r < rounds; r++) {
     fprintf(stderr, "round %d:", r + 1);
     for (int c = 0; c < ncon; c++)
@@ -122,7 +122,7 @@ int main(int argc, char **argv) {
     fputc('\n', stderr);
   }
   for (int a = 0; a < n; a++) {
-    const pk_bench_contestant *c = con_of[a] >= 0 ? &con[con_of[a]] : NULL;
+    const pk_measure_contestant *c = con_of[a] >= 0 ? &con[con_of[a]] : NULL;
     double g = c && c->median_ns > 0 ? task.flops / c->median_ns : 0;
     double lo = c && c->max_ns > 0 ? task.flops / c->max_ns : 0;
     double hi = c && c->min_ns > 0 ? task.flops / c->min_ns : 0;

@@ -26,7 +26,10 @@ static const char compile_help[] =
     "  --print-memory        print the planned memory (peak beside the naive sum)\n"
     "  --dump-after STAGE    print the IR after STAGE and stop; stages:\n"
     "                        " PK_DRIVER_STAGES "\n"
-    "  --target T            target string (default c)\n"
+    "  --target T            what to build for (docs/targets.md): c, 'c -march=CPU',\n"
+    "                        'c -mcpu=CPU' (default c: this machine)\n"
+    "  --cc CC               the C compiler (a cross compiler builds for its machine)\n"
+    "  --build-timeout S     limit on building the kernels, seconds (default 300)\n"
     "\n"
     "Exit status: 0 success, 1 error (bad model, spec, weights or build), 2 usage.\n";
 
@@ -55,6 +58,7 @@ static int parse_options(int argc, char **argv, pk_compile_options *o) {
     else if (!strcmp(a, "--reinit")) o->reinit = v;
     else if (!strcmp(a, "--db")) o->db = v;
     else if (!strcmp(a, "--target")) o->target = v;
+    else if (!strcmp(a, "--cc")) o->cc = v;
     else if (!strcmp(a, "--dump-after")) o->dump_after = v;
     else if (!strcmp(a, "--optimizer")) {
       if (strcmp(v, "sgd") && strcmp(v, "adam") && strcmp(v, "adamw"))
@@ -63,6 +67,10 @@ static int parse_options(int argc, char **argv, pk_compile_options *o) {
     } else if (!strcmp(a, "--batch")) {
       if (!pkrt_cli_parse_i64(v, &o->batch) || o->batch < 1 || o->batch > 1000000)
         return pk_cli_usage("compile: --batch needs an integer in 1..1000000");
+    } else if (!strcmp(a, "--build-timeout")) {
+      if (!pkrt_cli_parse_double(v, &d) || !(d > 0) || d > 1e6)
+        return pk_cli_usage("compile: --build-timeout needs seconds in (0, 1e6]");
+      o->build_timeout_s = d;
     } else if (!strcmp(a, "--lr") || !strcmp(a, "--momentum") || !strcmp(a, "--weight-decay")) {
       if (!pkrt_cli_parse_double(v, &d) || d < 0 || (!strcmp(a, "--lr") && d == 0) ||
           (!strcmp(a, "--momentum") && d >= 1))

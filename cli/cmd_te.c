@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "pk_backend.h"
 #include "pk_schedule.h"
 
 typedef struct te_options {
@@ -10,6 +11,7 @@ typedef struct te_options {
   const char *file;
   const char *cc;
   const char *cflags;
+  const char *target;     /* target string (docs/targets.md); NULL: c */
   const char *dump_after; /* "parse" or "lower" (te c) */
   const char *schedule;   /* a JSON schedule trace (docs/schedule.md) */
   int64_t seed;
@@ -37,11 +39,12 @@ static int parse_options(int argc, char **argv, te_options *o) {
       if (!has_value || !pkrt_cli_parse_i64(argv[++i], &o->threads) || o->threads < 1 || o->threads > 512)
         return pk_cli_usage("te: --threads needs an integer in 1..512");
     } else if (!strcmp(a, "--cc") || !strcmp(a, "--cflags") || !strcmp(a, "--dump-after") ||
-               !strcmp(a, "--schedule")) {
+               !strcmp(a, "--schedule") || !strcmp(a, "--target")) {
       if (!has_value) return pk_cli_usage("te: %s needs a value", a);
       const char **slot = !strcmp(a, "--cc")       ? &o->cc
                           : !strcmp(a, "--cflags") ? &o->cflags
                           : !strcmp(a, "--schedule") ? &o->schedule
+                          : !strcmp(a, "--target") ? &o->target
                                                    : &o->dump_after;
       *slot = argv[++i];
     } else if (a[0] == '-' && a[1]) {
@@ -61,6 +64,15 @@ static int parse_options(int argc, char **argv, te_options *o) {
   return PK_EXIT_OK;
 }
 
+/* The target's backend (its compiler found, flags for its CPU unless --cflags). */
+static pk_status open_backend(pk_ctx *ctx, const te_options *o, pk_backend **out) {
+  pk_target *t;
+  pk_status s = pk_target_parse(ctx, o->target, o->cc, &t);
+  pk_backend_options bo = {.cc = o->cc, .flags = o->cflags};
+  if (s == PK_OK) s = pk_backend_new(ctx, t, &bo, out);
+  return s;
+}
+
 static int te_c(pk_ctx *ctx, const te_options *o, pk_te_program *prog, pk_schedule *sched) {
   if (o->dump_after && !strcmp(o->dump_after, "parse")) {
     fputs(pk_te_print(ctx, prog), stdout);
@@ -73,22 +85,32 @@ static int te_c(pk_ctx *ctx, const te_options *o, pk_te_program *prog, pk_schedu
     fputs(pk_lfunc_print(ctx, f), stdout);
     return PK_EXIT_OK;
   }
+  /* the target's source, through its backend's emitter; printed, not built (so no
+   * compiler needs to run) */
+  pk_target *t;
+  pk_cgen_unit *u = NULL;
   char *src;
-  s = pk_cgen_c(ctx, &f, 1, &src);
+  s = pk_target_parse(ctx, o->target, o->cc, &t);
+  const pk_backend_kind *kind = s == PK_OK ? pk_backend_kind_of(t->kind) : NULL;
+  if (kind && !kind->emit_new)
+    s = pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "target '%s': %s", t->text, kind->missing);
+  if (s == PK_OK) s = kind->emit_new(ctx, t, &u);
+  if (s == PK_OK) s = pk_cgen_unit_add(u, f, NULL);
+  if (s == PK_OK) s = pk_cgen_unit_source(u, &src);
+  pk_cgen_unit_free(u);
   if (s != PK_OK) return pk_cli_fail(ctx, s);
   fputs(src, stdout);
   return PK_EXIT_OK;
 }
 
 static int te_run(pk_ctx *ctx, const te_options *o, pk_te_program *prog, pk_schedule *sched) {
-  pk_cc *cc;
-  pk_cc_options copts = {o->cc, o->cflags, NULL};
-  pk_status s = pk_cc_new(ctx, &copts, &cc);
+  pk_backend *be;
+  pk_status s = open_backend(ctx, o, &be);
   if (s != PK_OK) return pk_cli_fail(ctx, s);
   pkrt_ctx *rt = pkrt_ctx_new((int)o->threads);
   pkrt_module *m = NULL;
   int rc = PK_EXIT_OK;
-  s = pk_build_scheduled(ctx, cc, rt, &prog, &sched, 1, &m);
+  s = pk_build_scheduled(ctx, pk_backend_cc(be), rt, &prog, &sched, 1, &m);
   if (s == PK_OK) {
     pk_kernel_check_result res;
     const pkrt_kernel_desc *k = pkrt_module_find(m, "k0");

@@ -1,6 +1,7 @@
 /* build_scheduled.c — builds TE programs, each lowered with its own schedule, into one
- * loaded kernel module: what tests of schedules and the tuner's candidates go through. */
-#include "pk_codegen.h"
+ * loaded kernel module through the backend of the compiler's target: what tests of
+ * schedules and `pock te run` go through. */
+#include "pk_backend.h"
 
 pk_status pk_build_scheduled(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *const *progs,
                              pk_schedule *const *scheds, int n, pkrt_module **out) {
@@ -10,13 +11,12 @@ pk_status pk_build_scheduled(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program
                                  &funcs[i]);
     if (s != PK_OK) return s;
   }
-  char *source;
-  pk_status s = pk_cgen_c(ctx, funcs, n, &source);
-  if (s != PK_OK) return s;
-  pk_cc_result built;
-  s = pk_cc_build(cc, source, &built);
-  if (s != PK_OK) return s;
-  if (pkrt_module_load_file(rt, built.so_path, out) != PKRT_OK)
-    return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "%s", pkrt_ctx_error(rt));
-  return PK_OK;
+  pk_backend *be;
+  pk_build_result built;
+  pk_status s = pk_backend_of_cc(cc, &be);
+  if (s == PK_OK) s = pk_backend_build_funcs(be, funcs, n, &built);
+  if (s == PK_OK) s = pk_backend_load(be, rt, &built, out);
+  /* the backend reports where the compiler does; callers read ctx */
+  if (s != PK_OK && pk_cc_ctx(cc) != ctx) return pk_ctx_fail(ctx, s, "%s", pk_ctx_error(pk_cc_ctx(cc)));
+  return s;
 }

@@ -1,11 +1,14 @@
-/* cc_build.c — drives the host C compiler: runs it without a shell (argv only, so nothing
- * in a flag or path is interpreted), caches shared objects by a content hash of source,
- * compiler identity and flags, and publishes results with an atomic rename. */
+/* cc_build.c — drives the host or cross C compiler: runs it without a shell (argv only, so
+ * nothing in a flag or path is interpreted) within a time limit, caches shared objects by
+ * a content hash of source, compiler identity, flags and target description, and
+ * publishes results with an atomic rename. */
 #define _GNU_SOURCE
 #include "pk_codegen.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,16 +27,46 @@ struct pk_cc {
   const char *version;
   const char *flags;
   const char *cache_dir;
+  const pk_target *target;
+  const char *target_key; /* pk_target_describe: part of every cache key */
+  double timeout_s;
   int nflags;
   char *flagv[MAX_ARGS];
 };
 
 const char *pk_cc_version(const pk_cc *cc) { return cc->version; }
 const char *pk_cc_flags(const pk_cc *cc) { return cc->flags; }
+const pk_target *pk_cc_target(const pk_cc *cc) { return cc->target; }
+pk_ctx *pk_cc_ctx(const pk_cc *cc) { return cc->ctx; }
+double pk_cc_timeout(const pk_cc *cc) { return cc->timeout_s; }
+void pk_cc_set_timeout(pk_cc *cc, double timeout_s) { cc->timeout_s = timeout_s > 0 ? timeout_s : 0; }
+
+/* Reads fd to its end into out; with a deadline (> 0), stops there and returns false. */
+static bool read_until(int fd, pk_strbuf *out, int64_t deadline) {
+  char buf[4096];
+  for (;;) {
+    if (deadline > 0) {
+      int64_t left_ms = (deadline - pkrt_now_ns()) / 1000000;
+      if (left_ms <= 0) return false;
+      struct pollfd p = {.fd = fd, .events = POLLIN};
+      int r = poll(&p, 1, left_ms > 60000 ? 60000 : (int)left_ms + 1);
+      if (r < 0 && errno != EINTR) return true;
+      if (r <= 0) continue;
+    }
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) pk_strbuf_appendn(out, buf, (size_t)n);
+    else if (n == 0 || errno != EINTR) return true;
+  }
+}
+
+int pk_run_capture(pk_ctx *ctx, char *const *argv, char **output) {
+  return pk_run_capture_timeout(ctx, argv, 0, output);
+}
 
 /* Runs argv, returns its exit status (or -1 if it could not start) and its combined
- * stdout+stderr in *output. */
-int pk_run_capture(pk_ctx *ctx, char *const *argv, char **output) {
+ * stdout+stderr in *output. With a limit, the process leads its own group, so that
+ * killing the group at the deadline ends the compiler's own children (cc1, as) too. */
+int pk_run_capture_timeout(pk_ctx *ctx, char *const *argv, double timeout_s, char **output) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return -1;
   posix_spawn_file_actions_t fa;
@@ -41,18 +74,21 @@ int pk_run_capture(pk_ctx *ctx, char *const *argv, char **output) {
   posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
   posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  if (timeout_s > 0) {
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+  }
   pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  int64_t deadline = timeout_s > 0 ? pkrt_now_ns() + (int64_t)(timeout_s * 1e9) : 0;
+  int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   close(fds[1]);
   pk_strbuf out;
   pk_strbuf_init(&out);
-  if (rc == 0) {
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-      if (n > 0) pk_strbuf_appendn(&out, buf, (size_t)n);
-  }
+  bool finished = rc != 0 || read_until(fds[0], &out, deadline);
   close(fds[0]);
   pk_strbuf_append(&out, "");
   *output = pk_strbuf_finish(ctx, &out);
@@ -60,9 +96,11 @@ int pk_run_capture(pk_ctx *ctx, char *const *argv, char **output) {
     *output = pk_sprintf(ctx, "%s", strerror(rc));
     return -1;
   }
+  if (!finished) kill(-pid, SIGKILL);
   int status;
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) return -1;
+  if (!finished) return PK_RUN_TIMED_OUT;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -90,12 +128,41 @@ static const char *default_cache_dir(pk_ctx *ctx) {
   return pk_sprintf(ctx, "/tmp/pock-kernels-%d", (int)getuid());
 }
 
+/* PK_CC_DEFAULT_FLAGS for the target: its CPU option where -march=native stands (for this
+ * machine the string is unchanged, so records stay comparable with earlier builds). */
+static const char *default_flags(pk_ctx *ctx, const pk_target *t) {
+  const char *cpu = pk_target_cpu_option(ctx, t);
+  const char *flags = PK_CC_DEFAULT_FLAGS, *at = strstr(flags, "-march=native");
+  PK_ASSERT(at);
+  const char *after = at + strlen("-march=native");
+  if (!cpu) return pk_sprintf(ctx, "%.*s%s", (int)(at - flags), flags, after + (*after == ' '));
+  return pk_sprintf(ctx, "%.*s%s%s", (int)(at - flags), flags, cpu, after);
+}
+
 pk_status pk_cc_new(pk_ctx *ctx, const pk_cc_options *opts, pk_cc **out) {
+  return pk_cc_new_target(ctx, opts, NULL, 0, out);
+}
+
+pk_status pk_cc_new_target(pk_ctx *ctx, const pk_cc_options *opts, const pk_target *target,
+                           double timeout_s, pk_cc **out) {
   pk_cc *cc = pk_alloc(ctx, sizeof *cc);
+  memset(cc, 0, sizeof *cc);
   cc->ctx = ctx;
-  const char *env_cc = getenv("CC");
-  cc->cc = pk_strdup(ctx, opts && opts->cc ? opts->cc : env_cc && *env_cc ? env_cc : "cc");
-  cc->flags = pk_strdup(ctx, opts && opts->flags ? opts->flags : PK_CC_DEFAULT_FLAGS);
+  if (target) {
+    cc->target = target;
+  } else {
+    pk_target *native;
+    pk_status s = pk_target_parse(ctx, "c", opts ? opts->cc : NULL, &native);
+    if (s != PK_OK) return s;
+    cc->target = native;
+  }
+  if (cc->target->kind != PK_TARGET_C)
+    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "target '%s' is not built by a C compiler",
+                       cc->target->text);
+  cc->cc = pk_strdup(ctx, opts && opts->cc ? opts->cc : cc->target->cc);
+  cc->flags = pk_strdup(ctx, opts && opts->flags ? opts->flags : default_flags(ctx, cc->target));
+  cc->timeout_s = timeout_s > 0 ? timeout_s : 0;
+  cc->target_key = pk_target_describe(ctx, cc->target);
   cc->cache_dir = opts && opts->cache_dir ? pk_strdup(ctx, opts->cache_dir) : default_cache_dir(ctx);
 
   char *words = pk_strdup(ctx, cc->flags);
@@ -140,8 +207,8 @@ pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out) {
   pk_ctx *ctx = cc->ctx;
   pk_strbuf key;
   pk_strbuf_init(&key);
-  pk_strbuf_printf(&key, "%s\n--pock-cc--\n%s\n%s\n%s\nc-codegen-v%d\n", source, cc->cc,
-                   cc->version, cc->flags, PK_CGEN_C_VERSION);
+  pk_strbuf_printf(&key, "%s\n--pock-cc--\n%s\n%s\n%s\nc-codegen-v%d\n%s\n", source, cc->cc,
+                   cc->version, cc->flags, PK_CGEN_C_VERSION, cc->target_key);
   char hex[2 * PKRT_SHA256_BYTES + 1];
   pkrt_sha256_hex(key.data, key.len, hex);
   pk_strbuf_free(&key);
@@ -176,8 +243,15 @@ pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out) {
 
   int64_t t0 = pkrt_now_ns();
   char *log;
-  int rc = pk_run_capture(ctx, argv, &log);
+  int rc = pk_run_capture_timeout(ctx, argv, cc->timeout_s, &log);
   out->build_seconds = (double)(pkrt_now_ns() - t0) * 1e-9;
+  if (rc == PK_RUN_TIMED_OUT) {
+    unlink(tmp_so);
+    unlink(src);
+    out->timed_out = true;
+    return pk_ctx_fail(ctx, PK_ERR_BUILD, "the C compiler '%s' passed the build time limit of %g s "
+                       "and was killed", cc->cc, cc->timeout_s);
+  }
   if (rc != 0) {
     unlink(tmp_so);
     /* Keep the failing source where the message points, under a name the next build of
@@ -193,8 +267,8 @@ pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out) {
   const char *meta = pk_sprintf(ctx, "%s.txt", tag);
   if (write_file(ctx, meta,
                  pk_sprintf(ctx, "compiler: %s\nversion: %s\nflags: %s -shared -lm\ncodegen: c v%d\n"
-                            "build_seconds: %.3f\n", cc->cc, cc->version, cc->flags,
-                            PK_CGEN_C_VERSION, out->build_seconds)) == PK_OK)
+                            "target: %s\nbuild_seconds: %.3f\n", cc->cc, cc->version, cc->flags,
+                            PK_CGEN_C_VERSION, cc->target_key, out->build_seconds)) == PK_OK)
     rename(meta, pk_sprintf(ctx, "%s/%s.txt", cc->cache_dir, hex));
   else
     pk_ctx_clear_error(ctx); /* the record is a convenience; the build itself succeeded */

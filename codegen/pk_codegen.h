@@ -14,6 +14,7 @@
 #define PK_CODEGEN_H
 
 #include "pk_loopir.h"
+#include "pk_target.h"
 #include "pk_verify.h"
 
 #define PK_CGEN_C_VERSION 3 /* bump when emitted C changes for the same trace (IR or emitter) */
@@ -24,8 +25,9 @@ pk_status pk_cgen_c(pk_ctx *ctx, pk_lfunc *const *funcs, int n, char **source);
 
 /* ---- host compiler driver ---- */
 typedef struct pk_cc_options {
-  const char *cc;        /* compiler; NULL: $CC, else "cc" */
-  const char *flags;     /* space-separated; NULL: PK_CC_DEFAULT_FLAGS */
+  const char *cc;        /* compiler; NULL: the target's (its --cc, $CC, else "cc") */
+  const char *flags;     /* space-separated; NULL: PK_CC_DEFAULT_FLAGS, its -march=native
+                            replaced by the target's CPU option */
   const char *cache_dir; /* NULL: $POCK_CACHE_DIR, $XDG_CACHE_HOME/pock, ~/.cache/pock, /tmp */
 } pk_cc_options;
 
@@ -39,6 +41,7 @@ typedef struct pk_cc_result {
   const char *so_path;   /* in the cache; valid while the ctx lives */
   const char *hash;      /* hex SHA-256 of source + compiler identity + flags */
   bool cache_hit;
+  bool timed_out;        /* the build passed the time limit and was killed */
   double build_seconds;  /* 0 on a cache hit */
 } pk_cc_result;
 
@@ -46,16 +49,31 @@ typedef struct pk_cc_result {
  * exit status (128 + signal when killed; -1 when it could not start) and its stdout and
  * stderr together in *output (in ctx). Nothing in argv is interpreted by a shell. */
 int pk_run_capture(pk_ctx *ctx, char *const *argv, char **output);
+/* The same with a time limit (timeout_s > 0): past it the process and its group are
+ * killed and PK_RUN_TIMED_OUT is returned. */
+#define PK_RUN_TIMED_OUT (-2)
+int pk_run_capture_timeout(pk_ctx *ctx, char *const *argv, double timeout_s, char **output);
 
-/* Finds the compiler and records its version (first line of `cc --version`). */
+/* Finds the compiler and records its version (first line of `cc --version`); it builds for
+ * this machine ("c") with no time limit. */
 pk_status pk_cc_new(pk_ctx *ctx, const pk_cc_options *opts, pk_cc **out);
+/* The same for target t (NULL: "c" for opts->cc) with a limit on each build (timeout_s
+ * > 0; past it the compiler is killed). The backend (pk_backend.h) makes its own. */
+pk_status pk_cc_new_target(pk_ctx *ctx, const pk_cc_options *opts, const pk_target *t,
+                           double timeout_s, pk_cc **out);
 const char *pk_cc_version(const pk_cc *cc);
 const char *pk_cc_flags(const pk_cc *cc);
-/* Builds (or finds in the cache) a shared object from source. PK_ERR_BUILD carries the
- * compiler's first error lines. Safe for concurrent builders: results appear atomically. */
+const pk_target *pk_cc_target(const pk_cc *cc);
+pk_ctx *pk_cc_ctx(const pk_cc *cc); /* where its results and messages go */
+double pk_cc_timeout(const pk_cc *cc);
+void pk_cc_set_timeout(pk_cc *cc, double timeout_s); /* <= 0: no limit */
+/* Builds (or finds in the cache) a shared object from source; the cache key holds the
+ * source, compiler identity, flags, codegen version and target description. PK_ERR_BUILD
+ * carries the compiler's first error lines; past the time limit, PK_ERR_BUILD says so and
+ * out->timed_out is set. Safe for concurrent builders: results appear atomically. */
 pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out);
 
-/* ---- programs to a loaded module ----
+/* ---- programs to a loaded module (through the backend of cc's target, pk_backend.h) ----
  * Lowers each program with the default schedule as kernel "k<i>", emits one source, builds
  * and loads it through the runtime's loader. */
 pk_status pk_build_programs(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_te_program *const *progs,
@@ -106,11 +124,24 @@ void pk_host_buffers_free(pk_host_buffers *hb);
  * hardware vector: GCC splits wider vector types badly (through memory), so the width
  * must match what the source is compiled for. */
 typedef struct pk_cgen_c_options {
-  int vector_bytes; /* 16 (SSE, NEON), 32 (AVX2), 64 (AVX-512); 0: the host's widest */
+  int vector_bytes; /* 16 (SSE, NEON), 32 (AVX2), 64 (AVX-512); 0: the target's */
+  const pk_target *target; /* NULL: this machine ("c") */
 } pk_cgen_c_options;
 
 pk_status pk_cgen_c_opts(pk_ctx *ctx, pk_lfunc *const *funcs, int n,
                          const pk_cgen_c_options *opts, char **source);
-int pk_cgen_host_vector_bytes(void); /* 64 with AVX-512F, 32 with AVX, else 16 */
+
+/* A source assembled kernel by kernel: pk_cgen_c is new + add each + source. A kernel the
+ * emitter refuses leaves the unit as it was (status and message in ctx), so a caller can
+ * try another schedule and every kernel is emitted once. label (may be NULL) names the
+ * kernel in messages, e.g. a build that passed its time limit. */
+typedef struct pk_cgen_unit pk_cgen_unit;
+pk_status pk_cgen_unit_new(pk_ctx *ctx, const pk_cgen_c_options *opts, pk_cgen_unit **out);
+pk_status pk_cgen_unit_add(pk_cgen_unit *u, const pk_lfunc *f, const char *label);
+int pk_cgen_unit_count(const pk_cgen_unit *u);
+/* The kernel that made the most C ("k3 conv2d_grad1(conv3)"), its bytes; NULL if none. */
+const char *pk_cgen_unit_largest(const pk_cgen_unit *u, size_t *bytes);
+pk_status pk_cgen_unit_source(pk_cgen_unit *u, char **source);
+void pk_cgen_unit_free(pk_cgen_unit *u); /* NULL is ok */
 
 #endif

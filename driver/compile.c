@@ -55,8 +55,23 @@ static pk_status check_options(pk_ctx *ctx, const pk_compile_options *o, int *la
                        INT32_MAX);
   if (o->reinit && !o->weights)
     return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: --reinit needs --weights");
-  if (o->target && strcmp(o->target, "c") && strncmp(o->target, "c ", 2))
-    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "compile: target '%s' is not supported (only c)", o->target);
+  if (o->build_timeout_s < 0 || o->build_timeout_s > 1e6)
+    return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: the build timeout %g s is not in 0..1e6",
+                       o->build_timeout_s);
+  return PK_OK;
+}
+
+/* The target, parsed once, and its backend: a kind without one is refused before any work. */
+static pk_status open_target(drv_state *S) {
+  const pk_compile_options *o = S->o;
+  pk_status s = pk_target_parse(S->ctx, o->target, o->cc, &S->target);
+  pk_backend_options bo = {.cc = o->cc, .build_timeout_s = o->build_timeout_s};
+  if (s == PK_OK) s = pk_backend_new(S->ctx, S->target, &bo, &S->backend);
+  if (s != PK_OK) {
+    const char *why = pk_strdup(S->ctx, pk_ctx_error(S->ctx));
+    pk_ctx_clear_error(S->ctx); /* the first failure wins: restate it */
+    return pk_ctx_fail(S->ctx, s, "compile: %s", why);
+  }
   return PK_OK;
 }
 
@@ -84,12 +99,18 @@ pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *opts, pk_compile_res
   if (s != PK_OK) return s;
   drv_state S = {.ctx = ctx, .o = &o, .log = o.log ? o.log : stderr};
   if (out) memset(out, 0, sizeof *out);
+  if ((s = open_target(&S)) != PK_OK) return s;
   for (int i = 0; i <= last; i++) {
-    if ((s = stages[i].run(&S)) != PK_OK) return s;
+    if ((s = stages[i].run(&S)) != PK_OK) {
+      pk_cgen_unit_free(S.unit); /* a stage that failed between schedule and codegen */
+      return s;
+    }
     if (!strcmp(stages[i].name, "train") && out) pk_train_stats_of(S.g, &out->stats);
     if (!strcmp(stages[i].name, "memplan") && o.print_memory)
       fputs(pk_memplan_print(ctx, S.g, S.mp), S.log);
   }
+  pk_cgen_unit_free(S.unit); /* stopped after the schedule stage: never built */
+  S.unit = NULL;
   if (o.dump_after) {
     const char *text = stages[last].dump(&S);
     fputs(text ? text : "", stdout);

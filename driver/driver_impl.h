@@ -4,6 +4,7 @@
 #define PK_DRIVER_IMPL_H
 
 #include "pk_autotune.h"
+#include "pk_backend.h"
 #include "pk_driver.h"
 #include "pk_schedule.h"
 
@@ -61,6 +62,9 @@ typedef struct drv_state {
   char *source;               /* codegen: the C of every kernel */
   const char *so_path;
   void *so;                   /* codegen: the built kernel object's bytes */
+  pk_target *target;          /* o->target parsed once (for o->cc): every stage reads it */
+  pk_backend *backend;        /* its backend: emits, builds (with the time limit) */
+  pk_cgen_unit *unit;         /* schedule: each kernel emitted once, as it is chosen */
   size_t so_len;
   char *manifest;             /* artifact */
   int64_t artifact_bytes;

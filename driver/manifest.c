@@ -87,7 +87,7 @@ pk_status drv_manifest(drv_state *S) {
   pk_graph *g = S->g;
   const pk_memplan *mp = S->mp;
   pk_target_fp fp;
-  pk_status s = pk_target_fp_detect(ctx, S->o->target, &fp);
+  pk_status s = pk_target_fp_of(ctx, S->target, &fp); /* the target's, not this host's */
   if (s != PK_OK) return s;
   int input = -1;
   for (int i = 0; i < g->ntensors && input < 0; i++)

@@ -30,7 +30,10 @@ typedef struct pk_compile_options {
   const char *reinit;       /* glob of params that keep the model's initial values */
   int64_t batch;            /* >= 1 (default 32); ignored with `graph` (its own batch) */
   const char *db;           /* tuning database; NULL: hand presets or default schedules */
-  const char *target;       /* "c" (NULL: "c"; only C targets so far) */
+  const char *target;       /* target string (docs/targets.md; NULL: "c"); C targets build */
+  const char *cc;           /* the compiler for it (NULL: $CC, else cc): a cross compiler
+                               makes a cross build */
+  double build_timeout_s;   /* limit on building the kernel object; 0: PK_BUILD_TIMEOUT_S */
   bool inference;           /* forward only, no loss, no backward */
   const char *out;          /* artifact path (may be NULL with dump_after: nothing written) */
   bool print_memory;        /* print the memory table to `log` */

@@ -1,7 +1,8 @@
 /* stage_schedule.c — a schedule for every kernel: the best tuning record for (workload,
- * this device) from --db when there is one, else the task space's hand-schedule preset,
- * else the default. Each choice is lowered (with the kernel's strides) and emitted once
- * here, so a schedule that cannot serve this kernel falls back instead of failing late. */
+ * the target) from --db when there is one, else the task space's hand-schedule preset,
+ * else the default. Each choice is lowered (with the kernel's strides) and emitted here,
+ * into the source the codegen stage builds (each kernel emitted once), so a schedule that
+ * cannot serve this kernel falls back instead of failing late. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,9 +47,8 @@ static bool usable(drv_state *S, int i, pk_schedule *sched, const char **why) {
     }
   }
   pk_lfunc *f;
-  char *src;
   pk_status s = drv_lower(S, i, sched, &f);
-  if (s == PK_OK) s = pk_cgen_c(ctx, &f, 1, &src);
+  if (s == PK_OK) s = pk_cgen_unit_add(S->unit, f, K->name); /* unchanged when refused */
   if (s != PK_OK) {
     *why = pk_strdup(ctx, pk_ctx_error(ctx));
     pk_ctx_clear_error(ctx);
@@ -153,15 +153,14 @@ pk_status drv_schedule(drv_state *S) {
   const pk_compile_options *o = S->o;
   pk_tunedb *db = NULL;
   pk_target_fp fp;
-  pk_status s = PK_OK;
+  pk_status s = pk_backend_unit_new(S->backend, &S->unit);
+  if (s != PK_OK) return s;
   if (o->db) {
-    s = pk_target_fp_detect(S->ctx, o->target, &fp);
+    s = pk_target_fp_of(S->ctx, S->target, &fp);
     if (s == PK_OK) s = pk_db_open(S->ctx, o->db, PK_DB_OPEN_EXISTING, &db);
     if (s != PK_OK) return s;
     /* records timed with the compiler and flags that will build the artifact rank first */
-    pk_cc *cc;
-    if (pk_cc_new(S->ctx, NULL, &cc) == PK_OK) pk_db_prefer_cc(db, cc);
-    else pk_ctx_clear_error(S->ctx); /* codegen reports a missing compiler */
+    pk_db_prefer_cc(db, pk_backend_cc(S->backend));
   }
   for (int i = 0; i < S->nkernels && s == PK_OK; i++) {
     drv_kernel *K = &S->kernels[i];

@@ -100,7 +100,7 @@ pk_status drv_tasks(drv_state *S) {
     pk_gnode *n = g->nodes[ni];
     if ((s = check_node(S, n)) != PK_OK) return s;
     pk_task task;
-    if ((s = pk_task_from_program(ctx, n->prog, S->o->target, &task)) != PK_OK) return s;
+    if ((s = pk_task_for_target(ctx, n->prog, S->target, &task)) != PK_OK) return s;
     const int64_t **strides = pk_alloc(ctx, sizeof(int64_t *) * (size_t)(n->prog->ntensors + 1));
     pk_strbuf key;
     pk_strbuf_init(&key);
@@ -159,7 +159,8 @@ char *drv_tasks_print(drv_state *S) {
  * change what tuning measures: a schedule is for the computation, not the layout). */
 pk_status pk_model_tasks_of(pk_ctx *ctx, const pk_compile_options *o, pk_model_tasks *out) {
   drv_state S = {.ctx = ctx, .o = o, .log = o->log ? o->log : stderr};
-  pk_status s = drv_load(&S);
+  pk_status s = pk_target_parse(ctx, o->target, o->cc, &S.target);
+  if (s == PK_OK) s = drv_load(&S);
   if (s == PK_OK && !o->inference) s = drv_sparse(&S);
   if (s == PK_OK) s = drv_train(&S);
   if (s == PK_OK) s = drv_tasks(&S);

@@ -158,7 +158,7 @@ static fenced fenced_new(size_t bytes) {
 }
 
 static bool build(harness *H, pk_lfunc *f, int vector_bytes, char **src, pkrt_module **m) {
-  pk_cgen_c_options o = {vector_bytes};
+  pk_cgen_c_options o = {.vector_bytes = vector_bytes};
   pk_cc_result r;
   if (pk_cgen_c_opts(H->ctx, &f, 1, &o, src) != PK_OK || pk_cc_build(H->cc, *src, &r) != PK_OK)
     return false;

@@ -63,9 +63,18 @@ static pk_space *make_space(pk_ctx *ctx, const pk_task *t) {
   return sp;
 }
 
+/* The widest vector of "c" (this machine): what the spaces size their lanes by. */
+static int native_vector_bytes(void) {
+  pk_ctx *c = pk_ctx_new();
+  pk_target *t;
+  int bytes = pk_target_native(c, &t) == PK_OK ? t->vector_bytes : 16;
+  pk_ctx_free(c);
+  return bytes;
+}
+
 /* 1 + the widths 4, 8, ... up to two hardware vectors that fit max_lanes */
 static uint64_t vector_choices(int64_t max_lanes) {
-  int lanes = pk_cgen_host_vector_bytes() / 4;
+  int lanes = native_vector_bytes() / 4;
   uint64_t n = 1;
   for (int64_t v = 4; v <= 2 * lanes && v <= 64 && v <= max_lanes; v *= 2) n++;
   return n;

@@ -1,0 +1,86 @@
+/* pk_tune.h — the tuning loop as one call: tasks on a target, measured on this device into
+ * a tuning database. Each task's default schedule is measured first (the report's
+ * baseline), then the tuner's batches, the next batch going to the task expected to
+ * shorten the step most (pk_budget); --trials per task or a total split by calls x FLOPs;
+ * --resume counts the records already there; patience and a time budget stop early. Every
+ * record, good or failed, is committed in its own transaction as soon as it is measured,
+ * so a killed run keeps what it measured. `pock tune FILE`, `pock tune MODEL` (and a remote
+ * tuner) call this; they only parse options and print.
+ *
+ * Usage:
+ *   pk_tune_options o; pk_tune_options_default(&o);
+ *   o.db = "tune.db"; o.trials = 64;
+ *   pk_tune_input in = {.n = 1, .progs = &prog};
+ *   pk_tune_report rep;
+ *   pk_status s = pk_tune(ctx, &o, &in, &rep);   // forks the measurer first: call it before
+ *                                                // any thread or database is opened
+ *   rep.tasks[0].best.meas.gflops ...
+ */
+#ifndef PK_TUNE_H
+#define PK_TUNE_H
+
+#include <signal.h>
+
+#include "pk_measurer.h"
+#include "pk_search.h"
+#include "pk_tunedb.h"
+
+/* What one task did (filled as the run goes; best at the end). */
+typedef struct pk_tune_task_report {
+  pk_task task;
+  const char *label;       /* "matmul(fc)" for a model's kernel, else the task name */
+  uint64_t space_size;     /* configs in its space; 0: nothing to tune beyond the default */
+  int64_t cap, done;       /* trials allowed and counted (old ones too with resume) */
+  int64_t committed, failed;
+  double best_gflops;      /* the best so far, old records included */
+  bool has_best;           /* at the end: best holds the database's best for the target */
+  pk_record best;
+} pk_tune_task_report;
+
+typedef struct pk_tune_report {
+  pk_target_fp fp;         /* the records' target */
+  int ntasks;
+  pk_tune_task_report *tasks;
+  int64_t existing;        /* the most records any task had before the run */
+  int64_t committed, failed;
+  bool interrupted;        /* *stop was set */
+} pk_tune_report;
+
+typedef struct pk_tune_options {
+  const char *db;          /* the database (created when missing) */
+  const pk_target *target; /* NULL: "c" (this machine) */
+  const char *tuner;       /* "evo" (default), "random", "grid" */
+  int64_t trials;          /* per task (default 64); with resume, the total per task */
+  int64_t total_trials;    /* > 0: for all tasks together, split by calls x FLOPs */
+  int64_t batch;           /* candidates built and measured per batch (default 16) */
+  int64_t patience;        /* stop a task after this many batches without a better result */
+  int64_t seed;
+  double time_budget_s;    /* > 0: stop after this long */
+  bool resume;
+  bool allow_untunable;    /* a task with no space gets only its default measured (models);
+                              otherwise it is an error, as for a lone TE file */
+  pk_measure_settings measure; /* timeouts, min time, seed, compiler; callbacks are the loop's */
+  volatile sig_atomic_t *stop; /* set (e.g. by a signal handler): stop after the batch at hand */
+  /* Output, all optional: the plan once the tasks are prepared (before any measuring),
+   * and a line after each batch that measured something (final: the run is over). */
+  void (*on_plan)(void *arg, const pk_tune_report *r);
+  void (*on_progress)(void *arg, const pk_tune_report *r, int task, double elapsed_s, bool final);
+  void *arg;
+} pk_tune_options;
+
+void pk_tune_options_default(pk_tune_options *o);
+
+/* The programs to tune, with their calls per step (NULL: 1 each) and labels (NULL: the
+ * task names). */
+typedef struct pk_tune_input {
+  int n;
+  pk_te_program *const *progs;
+  const double *calls;
+  const char *const *labels;
+} pk_tune_input;
+
+/* Runs the loop; *out (in ctx) says what happened, also after an error or a stop. */
+pk_status pk_tune(pk_ctx *ctx, const pk_tune_options *o, const pk_tune_input *in,
+                  pk_tune_report *out);
+
+#endif

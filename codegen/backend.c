@@ -1,0 +1,136 @@
+/* backend.c — the backend table (C now; CUDA and OpenCL slots for the GPU backend) and the
+ * one emit-then-build sequence: a unit of kernels emitted once, built within the time
+ * limit, loaded through the runtime's loader. */
+#include <string.h>
+
+#include "pk_backend.h"
+
+struct pk_backend {
+  pk_ctx *ctx;
+  const pk_target *target;
+  const pk_backend_kind *kind;
+  pk_cc *cc;
+};
+
+static pk_status c_emit_new(pk_ctx *ctx, const pk_target *t, pk_cgen_unit **out) {
+  pk_cgen_c_options o = {.target = t};
+  return pk_cgen_unit_new(ctx, &o, out);
+}
+
+static int c_call(pkrt_ctx *rt, const pkrt_kernel_desc *k, const pkrt_buffer *bufs,
+                  const int64_t *scalars, void *workspace) {
+  return k->fn(bufs, k->nbufs, scalars, k->nscalars, workspace, pkrt_ctx_exec(rt));
+}
+
+static const pk_backend_kind kinds[] = {
+    {PK_TARGET_C, "c", "host", NULL, c_emit_new, pk_cc_build, pkrt_module_load_file, c_call},
+    {PK_TARGET_CUDA, "cuda", "global shared local",
+     "the CUDA backend (CUDA C through NVRTC) is not built yet", NULL, NULL, NULL, NULL},
+    {PK_TARGET_OPENCL, "opencl", "global local private",
+     "the OpenCL backend is not built yet", NULL, NULL, NULL, NULL},
+};
+
+const pk_backend_kind *pk_backend_kind_of(pk_target_kind kind) {
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (kinds[i].kind == kind) return &kinds[i];
+  return NULL;
+}
+
+pk_status pk_backend_new(pk_ctx *ctx, const pk_target *t, const pk_backend_options *opts,
+                         pk_backend **out) {
+  const pk_backend_kind *k = pk_backend_kind_of(t->kind);
+  PK_ASSERT(k);
+  if (k->missing)
+    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "target '%s': %s", t->text, k->missing);
+  pk_backend *be = pk_alloc(ctx, sizeof *be);
+  *be = (pk_backend){.ctx = ctx, .target = t, .kind = k};
+  double limit = opts && opts->build_timeout_s > 0 ? opts->build_timeout_s : PK_BUILD_TIMEOUT_S;
+  pk_cc_options co = {.cc = opts ? opts->cc : NULL, .flags = opts ? opts->flags : NULL,
+                      .cache_dir = opts ? opts->cache_dir : NULL};
+  pk_status s = pk_cc_new_target(ctx, &co, t, limit, &be->cc);
+  if (s != PK_OK) return s;
+  *out = be;
+  return PK_OK;
+}
+
+/* For callers that made their own pk_cc (tests, `pock te --cc --cflags`, the measurer):
+ * its target's backend around it, reporting where the compiler does. */
+pk_status pk_backend_of_cc(pk_cc *cc, pk_backend **out) {
+  pk_ctx *ctx = pk_cc_ctx(cc);
+  const pk_target *t = pk_cc_target(cc);
+  pk_backend *be = pk_alloc(ctx, sizeof *be);
+  *be = (pk_backend){.ctx = ctx, .target = t, .kind = pk_backend_kind_of(t->kind), .cc = cc};
+  *out = be;
+  return PK_OK;
+}
+
+const pk_target *pk_backend_target(const pk_backend *be) { return be->target; }
+const pk_backend_kind *pk_backend_table(const pk_backend *be) { return be->kind; }
+pk_cc *pk_backend_cc(const pk_backend *be) { return be->cc; }
+double pk_backend_build_timeout(const pk_backend *be) { return pk_cc_timeout(be->cc); }
+
+pk_status pk_backend_unit_new(pk_backend *be, pk_cgen_unit **out) {
+  return be->kind->emit_new(be->ctx, be->target, out);
+}
+
+static pk_status build_text(pk_backend *be, const char *source, pk_cgen_unit *u,
+                            pk_build_result *out) {
+  memset(out, 0, sizeof *out);
+  out->source = source;
+  pk_cc_result r;
+  pk_status s = be->kind->build(be->cc, source, &r);
+  out->timed_out = s != PK_OK && r.timed_out;
+  if (out->timed_out) {
+    /* One source holds many kernels; the one with the most code is the likely culprit. */
+    size_t bytes = 0;
+    const char *big = u ? pk_cgen_unit_largest(u, &bytes) : NULL;
+    const char *why = pk_strdup(be->ctx, pk_ctx_error(be->ctx));
+    if (big) pk_ctx_clear_error(be->ctx); /* the first failure wins: restate it */
+    if (big && pk_cgen_unit_count(u) == 1)
+      return pk_ctx_fail(be->ctx, PK_ERR_BUILD, "building kernel %s (%zu bytes of C): %s", big,
+                         bytes, why);
+    if (big)
+      return pk_ctx_fail(be->ctx, PK_ERR_BUILD,
+                         "building %d kernels: %s; the largest is kernel %s (%zu bytes of C)",
+                         pk_cgen_unit_count(u), why, big, bytes);
+  }
+  if (s != PK_OK) return s;
+  out->path = r.so_path;
+  out->hash = r.hash;
+  out->cache_hit = r.cache_hit;
+  out->build_seconds = r.build_seconds;
+  return PK_OK;
+}
+
+pk_status pk_backend_build(pk_backend *be, pk_cgen_unit *u, pk_build_result *out) {
+  char *source;
+  pk_status s = pk_cgen_unit_source(u, &source);
+  if (s != PK_OK) return s;
+  return build_text(be, source, u, out);
+}
+
+pk_status pk_backend_build_source(pk_backend *be, const char *source, pk_build_result *out) {
+  return build_text(be, source, NULL, out);
+}
+
+pk_status pk_backend_build_funcs(pk_backend *be, pk_lfunc *const *funcs, int n,
+                                 pk_build_result *out) {
+  pk_cgen_unit *u = NULL;
+  pk_status s = pk_backend_unit_new(be, &u);
+  for (int i = 0; i < n && s == PK_OK; i++) s = pk_cgen_unit_add(u, funcs[i], NULL);
+  if (s == PK_OK) s = pk_backend_build(be, u, out);
+  pk_cgen_unit_free(u);
+  return s;
+}
+
+pk_status pk_backend_load(pk_backend *be, pkrt_ctx *rt, const pk_build_result *built,
+                          pkrt_module **out) {
+  if (be->kind->load(rt, built->path, out) != PKRT_OK)
+    return pk_ctx_fail(be->ctx, PK_ERR_RUNTIME, "%s", pkrt_ctx_error(rt));
+  return PK_OK;
+}
+
+int pk_backend_call(const pk_backend *be, pkrt_ctx *rt, const pkrt_kernel_desc *k,
+                    const pkrt_buffer *bufs, const int64_t *scalars, void *workspace) {
+  return be->kind->call(rt, k, bufs, scalars, workspace);
+}

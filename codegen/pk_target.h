@@ -1,0 +1,69 @@
+/* pk_target.h — what Pock compiles for: one target grammar, parsed once into a target
+ * description that every consumer (code generator, config spaces, presets, fingerprints,
+ * the backend's compiler flags) reads instead of the host it happens to run on.
+ *
+ * Usage:
+ *   pk_target *t;
+ *   pk_target_parse(ctx, "c -march=haswell", NULL, &t);   // NULL: $CC, else cc
+ *   t->vector_bytes;            // 32: what the emitter and the spaces use
+ *   t->isa[0..nisa);            // "avx", "avx2", "fma", ...: must-match
+ *   pk_target_native(ctx, &t);  // "c" for this machine (reads /proc/cpuinfo, runs nothing)
+ *
+ * Grammar (docs/targets.md):
+ *   target := "c" [" -march=" CPU | " -mcpu=" CPU] | "cuda -arch=sm_" DIGITS | "opencl"
+ * CPU "native" (or none) is this machine; any other CPU is asked of the compiler
+ * (`CC -dumpmachine` for the architecture, `CC -march=CPU -dM -E` for the ISA), so a
+ * cross compiler given with --cc describes the device it builds for. */
+#ifndef PK_TARGET_H
+#define PK_TARGET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pk_ctx.h"
+
+typedef enum pk_target_kind { PK_TARGET_C, PK_TARGET_CUDA, PK_TARGET_OPENCL } pk_target_kind;
+
+#define PK_TARGET_MAX_ISA 24
+
+typedef struct pk_target {
+  pk_target_kind kind;
+  const char *text;      /* the target string as given ("c", "c -march=haswell") */
+  const char *cc;        /* C targets: the compiler that builds for it */
+  const char *cpu_flag;  /* "-march" or "-mcpu"; NULL for this machine */
+  const char *cpu;       /* its value; NULL for this machine */
+  bool native;           /* this machine: ISA from /proc/cpuinfo, -march=native to build */
+  /* must-match: generated code relies on these (an artifact is refused where they differ) */
+  const char *arch;      /* "x86_64", "aarch64" (CC -dumpmachine, or uname when native);
+                            GPU: "sm_87", "opencl" */
+  int nisa;
+  const char *isa[PK_TARGET_MAX_ISA]; /* /proc/cpuinfo flag names the code may use, sorted */
+  /* informative: what the code generator and the config spaces size things by */
+  int vector_bytes;      /* widest vector register: 64 AVX-512F, 32 AVX, 16 SSE/NEON; 0 GPU */
+  int vector_regs;       /* architectural vector registers: 32 (AVX-512, AArch64), 16 (x86) */
+  int64_t l1d_bytes, l2_bytes, l3_bytes; /* per core (L3: shared); 0 where not known */
+} pk_target;
+
+/* Parses text (NULL: "c") for compiler cc (NULL: $CC, else "cc"; C targets only). Runs the
+ * compiler when the target is not this machine. PK_ERR_USAGE for a malformed string,
+ * PK_ERR_BUILD when the compiler rejects the CPU. */
+pk_status pk_target_parse(pk_ctx *ctx, const char *text, const char *cc, pk_target **out);
+
+/* "c" for this machine without running anything. */
+pk_status pk_target_native(pk_ctx *ctx, pk_target **out);
+
+/* Whether the description has the ISA feature (a /proc/cpuinfo flag name). */
+bool pk_target_has(const pk_target *t, const char *feature);
+
+/* The compiler flag that selects the target's CPU: "-march=native", "-march=haswell",
+ * "-mcpu=cortex-a78ae"; NULL for a cross compiler's own default CPU (no flag). */
+const char *pk_target_cpu_option(pk_ctx *ctx, const pk_target *t);
+
+/* A small /proc or /sys file of this machine, or NULL (ctx left clear) when unreadable:
+ * what informative fields are read from. */
+char *pk_target_read_sysfile(pk_ctx *ctx, const char *path);
+
+/* One line naming every field (what `--dump-after tasks` and build caches key on). */
+const char *pk_target_describe(pk_ctx *ctx, const pk_target *t);
+
+#endif

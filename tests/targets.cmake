@@ -1,0 +1,9 @@
+# Targets as data: the target grammar and descriptions, vector code for each x86 width
+# (every sampled matmul and conv config lowers and emits; each width builds), the backend
+# table's slots and the build time limit (test_targets); `pock compile --target` and a
+# foreign target's artifact refused at load (test_targets_cli).
+pk_add_test(test_targets LIBS pk_autotune LABELS codegen autotune sanitize TIMEOUT 300)
+add_test(NAME test_targets_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_targets_cli.sh
+  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_targets_cli PROPERTIES LABELS "driver;cli" TIMEOUT 300
+  ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")

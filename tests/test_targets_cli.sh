@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# test_targets_cli.sh — `pock compile --target` for every C form of the grammar: 'c
+# -march=haswell' builds 32-byte vector kernels and records haswell's fingerprint, not the
+# host's; an artifact for a target this host lacks is refused at load naming the missing
+# feature; `pock te c --target` prints each width's code; a build past --build-timeout is
+# an error naming the kernel. Usage: test_targets_cli.sh POCK POCK_RT SOURCE_DIR
+set -u
+pock=$1
+pockrt=$2
+src=$3
+model=$src/tests/data/graphs/mlp_small.json
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+passes=0
+pass() { echo "PASS $1"; passes=$((passes + 1)); }
+fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
+# expect NAME CODE PATTERN CMD...: exit status CODE and stderr+stdout matching PATTERN.
+expect() {
+  local name=$1 code=$2 pattern=$3
+  shift 3
+  "$@" >"$tmp/out" 2>&1
+  local rc=$?
+  if [ "$rc" -eq "$code" ] && grep -Eq -- "$pattern" "$tmp/out" && ! grep -q 'Sanitizer' "$tmp/out"; then pass "$name"
+  else fail "$name" "exit $rc (want $code): $(head -c 400 "$tmp/out")"; fi
+}
+
+if [ "$(uname -m)" != x86_64 ]; then
+  echo "SKIP: the -march names here are x86-64's"
+  exit 0
+fi
+
+# ---- pock te c: each width's vector code
+te=$src/examples/te/matmul_512.te
+sched=$src/examples/schedules/matmul_512.json
+for pair in "x86-64 16" "haswell 32" "skylake-avx512 64"; do
+  set -- $pair
+  expect "te_c_$1" 0 "C codegen v[0-9]+, $2-byte vectors" "$pock" te c "$te" --schedule "$sched" --target "c -march=$1"
+done
+expect te_cuda_slot 1 'CUDA backend .* not built yet' "$pock" te c "$te" --target 'cuda -arch=sm_90'
+expect te_bad_target 2 "unknown option '-O3'" "$pock" te c "$te" --target 'c -O3'
+
+# ---- compile for haswell: AVX2 kernels, haswell's fingerprint
+expect compile_haswell 0 'wrote' "$pock" compile "$model" --batch 8 --target 'c -march=haswell' -o "$tmp/h.pock"
+"$pock" compile "$model" --batch 8 --target 'c -march=haswell' --dump-after codegen >"$tmp/h.c" 2>/dev/null
+grep -q '32-byte vectors' "$tmp/h.c" && pass haswell_source_32_bytes || fail haswell_source_32_bytes "$(head -1 "$tmp/h.c")"
+"$pock" compile "$model" --batch 8 --target 'c -march=haswell' --dump-after artifact >"$tmp/h.json" 2>/dev/null
+if grep -Eq '"target":[[:space:]]*"c -march=haswell"' "$tmp/h.json" && grep -q '"avx2"' "$tmp/h.json" &&
+   ! grep -q '"avx512f"' "$tmp/h.json"; then pass haswell_fingerprint
+else fail haswell_fingerprint "$(grep -A3 must_match "$tmp/h.json" | head -5)"; fi
+if grep -q avx2 /proc/cpuinfo && grep -q fma /proc/cpuinfo; then
+  expect haswell_artifact_loads 0 'c -march=haswell' "$pockrt" info "$tmp/h.pock"
+fi
+
+# ---- a target this host lacks: built anywhere, refused at load naming the feature
+if grep -qw avx512f /proc/cpuinfo; then
+  # the host has AVX-512: a made-up feature plays the missing one
+  missing=pock_test_feature
+  fake="{\"isa\":[\"avx2\",\"$missing\"]}"
+else
+  missing='avx512[a-z_]*' # the first of the target's AVX-512 features
+  fake=
+fi
+expect compile_skylake 0 'wrote' env POCK_FAKE_FINGERPRINT="$fake" "$pock" compile "$model" --batch 8 \
+  --target 'c -march=skylake-avx512' -o "$tmp/s.pock"
+expect foreign_fingerprint_recorded 0 "isa .*avx512f" "$pockrt" info "$tmp/s.pock"
+expect foreign_artifact_refused 1 "target mismatch: .*CPU feature '$missing', which this device lacks" \
+  "$pockrt" run "$tmp/s.pock" --data /dev/null
+expect foreign_artifact_refused_eval 1 "CPU feature '$missing'" "$pock" eval "$tmp/s.pock" --data /dev/null
+
+# ---- the build time limit
+expect build_timeout 1 'time limit of 0.01 s.*kernel k[0-9]+ ' env POCK_CACHE_DIR="$tmp/cache" \
+  "$pock" compile "$model" --batch 8 --build-timeout 0.01 -o "$tmp/t.pock"
+expect build_timeout_usage 2 'build-timeout' "$pock" compile "$model" --build-timeout -1 -o "$tmp/t.pock"
+
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]
