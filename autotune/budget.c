@@ -25,13 +25,11 @@ struct pk_budget {
 };
 
 pk_budget *pk_budget_new(const pk_task *tasks, int ntasks, int64_t trials_per_task, int batch) {
-  pk_budget *b = calloc(1, sizeof *b);
-  PK_ASSERT(b);
+  pk_budget *b = pk_xcalloc(1, sizeof *b);
   b->ntasks = ntasks;
   b->batch = batch > 0 ? batch : 1;
   b->cap = trials_per_task;
-  b->t = calloc((size_t)(ntasks > 0 ? ntasks : 1), sizeof *b->t);
-  PK_ASSERT(b->t);
+  b->t = pk_xcalloc((size_t)(ntasks > 0 ? ntasks : 1), sizeof *b->t);
   for (int i = 0; i < ntasks; i++) b->t[i].cost_weight = (tasks[i].weight > 0 ? tasks[i].weight : 1) * (tasks[i].flops > 0 ? tasks[i].flops : 1);
   return b;
 }

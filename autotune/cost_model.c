@@ -26,8 +26,8 @@ void pk_cost_model_options_default(pk_cost_model_options *o) {
 }
 
 pk_cost_model *pk_cost_model_new(int nfeatures, const pk_cost_model_options *opts) {
-  pk_cost_model *m = calloc(1, sizeof *m);
-  PK_ASSERT(m && nfeatures > 0);
+  pk_cost_model *m = pk_xcalloc(1, sizeof *m);
+  PK_ASSERT(nfeatures > 0);
   m->d = nfeatures;
   if (opts) m->o = *opts;
   else pk_cost_model_options_default(&m->o);
@@ -126,9 +126,8 @@ static void grow_tree(pk_cost_model *m, int tree, const double *x, const int *or
     }
   }
   /* leaves: the mean residual of their rows, shrunk */
-  double *sum = calloc((size_t)m->nodes, sizeof *sum);
-  int *count = calloc((size_t)m->nodes, sizeof *count);
-  PK_ASSERT(sum && count);
+  double *sum = pk_xcalloc((size_t)m->nodes, sizeof *sum);
+  int *count = pk_xcalloc((size_t)m->nodes, sizeof *count);
   for (int r = 0; r < n; r++) {
     sum[node_of[r]] += resid[r];
     count[node_of[r]]++;
@@ -150,15 +149,14 @@ void pk_cost_model_fit(pk_cost_model *m, const double *x, const double *y, int n
   free(m->threshold);
   free(m->value);
   size_t cells = (size_t)m->o.trees * m->nodes;
-  m->feature = malloc(cells * sizeof *m->feature);
-  m->threshold = calloc(cells, sizeof *m->threshold);
-  m->value = calloc(cells, sizeof *m->value);
-  int *order = malloc((size_t)d * n * sizeof *order);
-  sort_item *items = malloc((size_t)n * sizeof *items);
-  double *resid = malloc((size_t)n * sizeof *resid);
-  int *node_of = malloc((size_t)n * sizeof *node_of);
-  node_split *ns = malloc(((size_t)1 << m->o.depth) * sizeof *ns);
-  PK_ASSERT(m->feature && m->threshold && m->value && order && items && resid && node_of && ns);
+  m->feature = pk_xmalloc(cells * sizeof *m->feature);
+  m->threshold = pk_xcalloc(cells, sizeof *m->threshold);
+  m->value = pk_xcalloc(cells, sizeof *m->value);
+  int *order = pk_xmalloc((size_t)d * n * sizeof *order);
+  sort_item *items = pk_xmalloc((size_t)n * sizeof *items);
+  double *resid = pk_xmalloc((size_t)n * sizeof *resid);
+  int *node_of = pk_xmalloc((size_t)n * sizeof *node_of);
+  node_split *ns = pk_xmalloc(((size_t)1 << m->o.depth) * sizeof *ns);
   for (int f = 0; f < d; f++) {
     for (int r = 0; r < n; r++) items[r] = (sort_item){x[(size_t)r * d + f], r};
     qsort(items, (size_t)n, sizeof *items, cmp_item);

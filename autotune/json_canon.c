@@ -18,8 +18,7 @@ void pk_json_sort_keys(cJSON *item) {
     n++;
   }
   if (!cJSON_IsObject(item) || n < 2) return;
-  cJSON **kids = malloc((size_t)n * sizeof *kids);
-  PK_ASSERT(kids);
+  cJSON **kids = pk_xmalloc((size_t)n * sizeof *kids);
   int i = 0;
   for (cJSON *c = item->child; c; c = c->next) kids[i++] = c;
   qsort(kids, (size_t)n, sizeof *kids, by_key);
@@ -35,7 +34,7 @@ void pk_json_sort_keys(cJSON *item) {
 char *pk_json_canonical(pk_ctx *ctx, cJSON *item) {
   pk_json_sort_keys(item);
   char *text = cJSON_PrintUnformatted(item);
-  PK_ASSERT(text); /* only out of memory */
+  if (!text) pk_out_of_memory(0); /* cJSON fails only for want of memory */
   char *copy = pk_strdup(ctx, text);
   cJSON_free(text);
   return copy;

@@ -46,8 +46,7 @@ bool key_set_has(const key_set *s, uint64_t key) {
 void key_set_add(key_set *s, uint64_t key) {
   if (key_set_has(s, key)) return;
   if (2 * (s->n + 1) > s->cap) { /* grow, keeping the load under one half */
-    key_set bigger = {calloc(s->cap ? 2 * s->cap : 1024, sizeof(uint64_t)), s->cap ? 2 * s->cap : 1024, 0};
-    PK_ASSERT(bigger.slots);
+    key_set bigger = {pk_xcalloc(s->cap ? 2 * s->cap : 1024, sizeof(uint64_t)), s->cap ? 2 * s->cap : 1024, 0};
     for (size_t i = 0; i < s->cap; i++)
       if (s->slots[i]) key_set_add(&bigger, s->slots[i]);
     free(s->slots);
@@ -67,11 +66,10 @@ void key_set_free(key_set *s) {
 void tuner_rows_add(tuner_rows *r, const double *x, double y, const pk_config *cfg) {
   if (r->n == r->cap) {
     r->cap = r->cap ? 2 * r->cap : 64;
-    r->x = realloc(r->x, (size_t)r->cap * PK_FEATURE_COUNT * sizeof *r->x);
-    r->y = realloc(r->y, (size_t)r->cap * sizeof *r->y);
-    r->cfg = realloc(r->cfg, (size_t)r->cap * sizeof *r->cfg);
-    r->has_cfg = realloc(r->has_cfg, (size_t)r->cap * sizeof *r->has_cfg);
-    PK_ASSERT(r->x && r->y && r->cfg && r->has_cfg);
+    r->x = pk_xrealloc(r->x, (size_t)r->cap * PK_FEATURE_COUNT * sizeof *r->x);
+    r->y = pk_xrealloc(r->y, (size_t)r->cap * sizeof *r->y);
+    r->cfg = pk_xrealloc(r->cfg, (size_t)r->cap * sizeof *r->cfg);
+    r->has_cfg = pk_xrealloc(r->has_cfg, (size_t)r->cap * sizeof *r->has_cfg);
   }
   memcpy(r->x + (size_t)r->n * PK_FEATURE_COUNT, x, PK_FEATURE_COUNT * sizeof *x);
   r->y[r->n] = y;
@@ -126,8 +124,7 @@ pk_tuner *pk_tuner_new_opts(pk_ctx *ctx, pk_tuner_kind kind, const pk_task *task
   static const tuner_strategy *const strategies[] = {
       &pk_tuner_random_strategy, &pk_tuner_grid_strategy, &pk_tuner_evo_strategy};
   PK_ASSERT((unsigned)kind < 3 && task && space);
-  pk_tuner *t = calloc(1, sizeof *t);
-  PK_ASSERT(t);
+  pk_tuner *t = pk_xcalloc(1, sizeof *t);
   t->ctx = ctx;
   t->kind = kind;
   t->task = task;
@@ -159,8 +156,7 @@ bool tuner_config_is_new(pk_tuner *t, const pk_config *c, bool *legal, double *f
 static void add_pending(pk_tuner *t, uint64_t key, const pk_config *c, const double *x) {
   if (t->npending == t->cap_pending) {
     t->cap_pending = t->cap_pending ? 2 * t->cap_pending : 32;
-    t->pending = realloc(t->pending, (size_t)t->cap_pending * sizeof *t->pending);
-    PK_ASSERT(t->pending);
+    t->pending = pk_xrealloc(t->pending, (size_t)t->cap_pending * sizeof *t->pending);
   }
   tuner_pending *p = &t->pending[t->npending++];
   p->key = key;
@@ -294,8 +290,7 @@ static void sort_by_workload(int *idx, int *tmp, int n, const pk_record *r) {
 void pk_tuner_add_transfer(pk_tuner *t, const pk_record *records, int n) {
   /* Each other task's log GFLOP/s is centred on its own mean: the model learns what is
    * faster, not how fast another shape runs. */
-  int *idx = malloc((size_t)(n > 0 ? n : 1) * sizeof *idx), *tmp = malloc((size_t)(n > 0 ? n : 1) * sizeof *tmp);
-  PK_ASSERT(idx && tmp);
+  int *idx = pk_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *idx), *tmp = pk_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *tmp);
   int m = 0;
   for (int i = 0; i < n; i++) {
     const pk_record *r = &records[i];

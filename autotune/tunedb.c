@@ -104,8 +104,7 @@ pk_status pk_db_open(pk_ctx *ctx, const char *path, pk_db_open_mode mode, pk_tun
   if (exists && S_ISDIR(sb.st_mode))
     return pk_ctx_fail(ctx, PK_ERR_IO, "%s: is a directory, not a tuning database", path);
 
-  pk_tunedb *db = calloc(1, sizeof *db);
-  PK_ASSERT(db);
+  pk_tunedb *db = pk_xcalloc(1, sizeof *db);
   db->ctx = ctx;
   db->path = strdup(path);
   PK_ASSERT(db->path);

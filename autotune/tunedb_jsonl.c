@@ -93,7 +93,7 @@ pk_status pk_db_export_jsonl_top(pk_tunedb *db, FILE *out, int64_t top, int64_t 
     cJSON *line = record_line(st, &t);
     pk_json_sort_keys(line);
     char *text = cJSON_PrintUnformatted(line);
-    PK_ASSERT(text);
+    if (!text) pk_out_of_memory(0); /* cJSON fails only for want of memory */
     fputs(text, out);
     fputc('\n', out);
     cJSON_free(text);

@@ -30,8 +30,7 @@ typedef struct evo_state {
 static void list_add(member_list *l, const pk_config *c, double score) {
   if (l->n == l->cap) {
     l->cap = l->cap ? 2 * l->cap : 256;
-    l->m = realloc(l->m, (size_t)l->cap * sizeof *l->m);
-    PK_ASSERT(l->m);
+    l->m = pk_xrealloc(l->m, (size_t)l->cap * sizeof *l->m);
   }
   l->m[l->n++] = (member){*c, score};
 }
@@ -43,8 +42,7 @@ static int cmp_member(const void *a, const void *b) {
 
 static evo_state *state_of(pk_tuner *t) {
   if (!t->state) {
-    evo_state *s = calloc(1, sizeof *s);
-    PK_ASSERT(s);
+    evo_state *s = pk_xcalloc(1, sizeof *s);
     s->model = pk_cost_model_new(PK_FEATURE_COUNT, NULL);
     t->state = s;
   }
@@ -67,8 +65,7 @@ static bool train(pk_tuner *t, evo_state *s) {
   if (ok < t->opt.warmup || ok == 0) return false;
   s->own_mean = sum / ok;
   int n = own->n + other->n;
-  double *x = malloc((size_t)n * PK_FEATURE_COUNT * sizeof *x), *y = malloc((size_t)n * sizeof *y);
-  PK_ASSERT(x && y);
+  double *x = pk_xmalloc((size_t)n * PK_FEATURE_COUNT * sizeof *x), *y = pk_xmalloc((size_t)n * sizeof *y);
   memcpy(x, own->x, (size_t)own->n * PK_FEATURE_COUNT * sizeof *x);
   if (other->n) memcpy(x + (size_t)own->n * PK_FEATURE_COUNT, other->x, (size_t)other->n * PK_FEATURE_COUNT * sizeof *x);
   for (int i = 0; i < own->n; i++) y[i] = (isnan(own->y[i]) ? worst - 1 : own->y[i]) - s->own_mean;

@@ -10,8 +10,7 @@ typedef struct grid_state {
 
 static bool grid_next(pk_tuner *t, pk_config *out) {
   if (!t->state) {
-    t->state = calloc(1, sizeof(grid_state));
-    PK_ASSERT(t->state);
+    t->state = pk_xcalloc(1, sizeof(grid_state));
   }
   grid_state *g = t->state;
   if (g->next >= pk_space_size(t->space)) return false;

@@ -96,7 +96,7 @@ char *pk_sched_to_json(const pk_schedule *s) {
     cJSON_AddItemToArray(steps, o);
   }
   char *text = cJSON_PrintUnformatted(doc);
-  PK_ASSERT(text != NULL);
+  if (!text) pk_out_of_memory(0); /* cJSON fails only for want of memory */
   char *out = pk_strdup(s->ctx, text);
   cJSON_free(text);
   cJSON_Delete(doc);
