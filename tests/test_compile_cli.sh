@@ -5,25 +5,10 @@
 # feeds compile, Ctrl-C saves and exits 0; bad inputs exit 1 with a message naming the
 # problem, usage errors exit 2. Usage: test_compile_cli.sh POCK SOURCE_DIR
 set -u
+. "$(dirname "$0")/cli_test_lib.sh"
 pock=$1
 src=$2
 model=$src/tests/data/graphs/mlp_small.json
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-passes=0
-pass() { echo "PASS $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
-# expect NAME CODE PATTERN CMD...: exit status CODE and stderr+stdout matching PATTERN.
-expect() {
-  local name=$1 code=$2 pattern=$3
-  shift 3
-  "$@" >"$tmp/out" 2>&1
-  local rc=$?
-  # (a sanitizer report fails the check even when the exit status happens to match)
-  if [ "$rc" -eq "$code" ] && grep -Eq -- "$pattern" "$tmp/out" && ! grep -q 'Sanitizer' "$tmp/out"; then pass "$name"
-  else fail "$name" "exit $rc (want $code): $(head -c 400 "$tmp/out")"; fi
-}
 
 # Two classes, separable: label 1 when x0 + x1 > x2 + x3. Integer features 0..16 (scaled).
 awk 'BEGIN { srand(5); print "a,b,c,d,label";
@@ -128,5 +113,4 @@ expect eval_train_option 2 'epochs' "$pock" eval "$tmp/m.pock" --data "$tmp/trai
 for c in compile train eval tune; do expect "help_$c" 0 'usage: pock' "$pock" $c --help; done
 expect main_help_lists_compile 0 'compile MODEL' "$pock" --help
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

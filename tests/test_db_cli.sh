@@ -3,33 +3,11 @@
 # identical export, export --top, merge twice → identical, and exit codes (0 ok, 1 error, 2 usage) with
 # clear messages. Usage: test_db_cli.sh POCK TUNEDB_FIXTURE SOURCE_DIR
 set -u
+. "$(dirname "$0")/cli_test_lib.sh"
 pock=$1
 fixture=$2
 src=$3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 unset POCK_FAKE_FINGERPRINT
-fails=0
-passes=0
-
-pass() { echo "PASS $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
-
-# expect NAME CODE PATTERN -- ARGS...: exit code CODE and PATTERN in stdout+stderr
-expect() {
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  local out rc
-  out=$("$pock" "$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$code" ]; then
-    fail "$name" "exit $rc, expected $code; output: $(echo "$out" | head -5)"
-  elif ! grep -qE -- "$pattern" <<<"$out"; then
-    fail "$name" "output lacks /$pattern/: $(echo "$out" | head -5)"
-  else
-    pass "$name"
-  fi
-}
 
 here=$src/examples/te/matmul_512.te
 elsewhere=$src/examples/te/softmax.te
@@ -40,22 +18,22 @@ if ! "$fixture" "$db" "$here" "$elsewhere"; then
 fi
 
 # ---- reading
-expect stats 0 '2 workload/target pairs' -- db stats "$db"
-expect stats_failures 0 'crash=1 timeout=1 wrong=1' -- db stats "$db"
-expect stats_winner 0 'matmul.* generated +-?$|matmul.*generated +crash' -- db stats "$db"
-expect best_all 0 'exact +schedule' -- db best "$db"
+expect stats 0 '2 workload/target pairs' -- "$pock" db stats "$db"
+expect stats_failures 0 'crash=1 timeout=1 wrong=1' -- "$pock" db stats "$db"
+expect stats_winner 0 'matmul.* generated +-?$|matmul.*generated +crash' -- "$pock" db stats "$db"
+expect best_all 0 'exact +schedule' -- "$pock" db best "$db"
 expect best_here 0 '^[0-9a-f]{12} +matmul_512x128[x0-9]*_f32 +c +[0-9a-f]{12} +exact +schedule .* 2 +' \
-  -- db best "$db" --te "$here" --target c
-expect best_generic 0 'generic +schedule' -- db best "$db" --te "$elsewhere" --target c
+  -- "$pock" db best "$db" --te "$here" --target c
+expect best_generic 0 'generic +schedule' -- "$pock" db best "$db" --te "$elsewhere" --target c
 wl=$("$pock" db best "$db" --te "$here" --target c | awk 'NR == 2 { print $1 }')
-expect best_prefix 0 'matmul_512x128[x0-9]*_f32' -- db best "$db" --workload "$wl"
-expect history 0 '^ +6 .* wrong ' -- db history "$db" --te "$here"
+expect best_prefix 0 'matmul_512x128[x0-9]*_f32' -- "$pock" db best "$db" --workload "$wl"
+expect history 0 '^ +6 .* wrong ' -- "$pock" db history "$db" --te "$here"
 lines=$("$pock" db history "$db" --workload "$wl" | awk 'NR > 1 { print $1 }' | tr '\n' ' ')
 if [ "$lines" = "1 2 3 4 5 6 " ]; then pass history_order; else fail history_order "trials: $lines"; fi
-expect history_target 0 'ok' -- db history "$db" --te "$here" --target c
+expect history_target 0 'ok' -- "$pock" db history "$db" --te "$here" --target c
 POCK_FAKE_FINGERPRINT='{"isa":["nothing"]}' expect history_other_device 1 'no records' -- \
-  db history "$db" --te "$here" --target c
-expect best_none 1 'no successful record' -- db best "$db" --te "$src/examples/te/int_index.te"
+  "$pock" db history "$db" --te "$here" --target c
+expect best_none 1 'no successful record' -- "$pock" db best "$db" --te "$src/examples/te/int_index.te"
 
 # ---- export, import, merge
 "$pock" db export "$db" >"$tmp/a.jsonl" || fail export "exit $?"
@@ -64,13 +42,13 @@ if [ "$(wc -l <"$tmp/a.jsonl")" -eq 8 ] && head -1 "$tmp/a.jsonl" | grep -q '"js
 else
   fail export_lines "$(head -c 200 "$tmp/a.jsonl")"
 fi
-expect import 0 '8 new records \(of 8\), 1 new runs, 2 new targets, 2 new workloads' -- db import "$tmp/b.db" "$tmp/a.jsonl"
+expect import 0 '8 new records \(of 8\), 1 new runs, 2 new targets, 2 new workloads' -- "$pock" db import "$tmp/b.db" "$tmp/a.jsonl"
 "$pock" db export "$tmp/b.db" >"$tmp/b.jsonl"
 if cmp -s "$tmp/a.jsonl" "$tmp/b.jsonl"; then pass export_import_export; else fail export_import_export "exports differ"; fi
-expect import_again 0 '0 new records \(of 8\)' -- db import "$tmp/b.db" "$tmp/a.jsonl"
-expect import_stdin 0 '0 new records \(of 8\)' -- db import "$tmp/b.db" - <"$tmp/a.jsonl"
-expect merge 0 'tune.db: 8 new records \(of 8\)' -- db merge "$tmp/m.db" "$db"
-expect merge_again 0 'tune.db: 0 new records \(of 8\), 0 new runs' -- db merge "$tmp/m.db" "$db" "$tmp/b.db"
+expect import_again 0 '0 new records \(of 8\)' -- "$pock" db import "$tmp/b.db" "$tmp/a.jsonl"
+expect import_stdin 0 '0 new records \(of 8\)' -- "$pock" db import "$tmp/b.db" - <"$tmp/a.jsonl"
+expect merge 0 'tune.db: 8 new records \(of 8\)' -- "$pock" db merge "$tmp/m.db" "$db"
+expect merge_again 0 'tune.db: 0 new records \(of 8\), 0 new runs' -- "$pock" db merge "$tmp/m.db" "$db" "$tmp/b.db"
 "$pock" db export "$tmp/m.db" >"$tmp/m.jsonl"
 if cmp -s "$tmp/a.jsonl" "$tmp/m.jsonl"; then pass merge_export; else fail merge_export "exports differ"; fi
 
@@ -86,36 +64,35 @@ if [ "$top_lines" -ge 2 ] && [ "$top_lines" -lt 8 ] && [ "$top_ok" -eq "$top_lin
 else
   fail export_top "$top_lines lines, $top_ok ok, best $best_id"
 fi
-expect export_top_zero 2 '--top needs a count' -- db export "$db" --top 0
-expect export_top_other_verb 2 '--top goes with export' -- db stats "$db" --top 3
+expect export_top_zero 2 '--top needs a count' -- "$pock" db export "$db" --top 0
+expect export_top_other_verb 2 '--top goes with export' -- "$pock" db stats "$db" --top 3
 
 { head -1 "$tmp/a.jsonl"; echo '{"jsonl_version":1,"id":'; } >"$tmp/bad.jsonl"
-expect import_malformed 1 'bad.jsonl:2: not valid JSON' -- db import "$tmp/c.db" "$tmp/bad.jsonl"
-expect import_nothing_half 0 '0 workload/target pairs' -- db stats "$tmp/c.db"
-expect import_missing 1 'cannot open' -- db import "$tmp/c.db" "$tmp/none.jsonl"
+expect import_malformed 1 'bad.jsonl:2: not valid JSON' -- "$pock" db import "$tmp/c.db" "$tmp/bad.jsonl"
+expect import_nothing_half 0 '0 workload/target pairs' -- "$pock" db stats "$tmp/c.db"
+expect import_missing 1 'cannot open' -- "$pock" db import "$tmp/c.db" "$tmp/none.jsonl"
 
 # ---- errors and usage
-expect missing_db 1 'none.db: cannot open tuning database' -- db stats "$tmp/none.db"
+expect missing_db 1 'none.db: cannot open tuning database' -- "$pock" db stats "$tmp/none.db"
 [ -e "$tmp/none.db" ] && fail missing_db_created "a reader created the file" || pass missing_db_not_created
 printf 'just some text, not SQLite at all\n%.0s' {1..100} >"$tmp/text.db"
-expect text_db 1 'text.db: not a Pock tuning database' -- db stats "$tmp/text.db"
-expect merge_text 1 'text.db: not a Pock tuning database' -- db merge "$tmp/m.db" "$tmp/text.db"
+expect text_db 1 'text.db: not a Pock tuning database' -- "$pock" db stats "$tmp/text.db"
+expect merge_text 1 'text.db: not a Pock tuning database' -- "$pock" db merge "$tmp/m.db" "$tmp/text.db"
 head -c 3000 "$db" >"$tmp/cut.db"
-expect truncated 1 'cut.db' -- db export "$tmp/cut.db"
-expect unknown_workload 1 'no workload ffff' -- db best "$db" --workload ffff
-expect cuda_target 1 'C targets only' -- db best "$db" --target 'cuda -arch=sm_90'
-expect bad_target 2 "unknown option '-O3'" -- db best "$db" --target 'c -O3'
-expect no_verb 2 'expected a verb' -- db
-expect bad_verb 2 "unknown verb 'frob'" -- db frob x.db
-expect no_db 2 'expected DB' -- db stats
-expect history_needs_workload 2 'expected --workload' -- db history "$db"
-expect both_selectors 2 'not both' -- db best "$db" --workload ab --te "$here"
-expect stats_no_target 2 'go with best and history' -- db stats "$db" --target c
-expect import_needs_file 2 'expected DB FILE' -- db import "$db"
-expect merge_needs_other 2 'expected DB OTHER' -- db merge "$db"
-expect unknown_option 2 "unknown option '--frob'" -- db stats "$db" --frob
-expect option_value 2 '--te needs a value' -- db best "$db" --te
-expect help_lists_db 0 'db merge DB OTHER' -- --help
+expect truncated 1 'cut.db' -- "$pock" db export "$tmp/cut.db"
+expect unknown_workload 1 'no workload ffff' -- "$pock" db best "$db" --workload ffff
+expect cuda_target 1 'C targets only' -- "$pock" db best "$db" --target 'cuda -arch=sm_90'
+expect bad_target 2 "unknown option '-O3'" -- "$pock" db best "$db" --target 'c -O3'
+expect no_verb 2 'expected a verb' -- "$pock" db
+expect bad_verb 2 "unknown verb 'frob'" -- "$pock" db frob x.db
+expect no_db 2 'expected DB' -- "$pock" db stats
+expect history_needs_workload 2 'expected --workload' -- "$pock" db history "$db"
+expect both_selectors 2 'not both' -- "$pock" db best "$db" --workload ab --te "$here"
+expect stats_no_target 2 'go with best and history' -- "$pock" db stats "$db" --target c
+expect import_needs_file 2 'expected DB FILE' -- "$pock" db import "$db"
+expect merge_needs_other 2 'expected DB OTHER' -- "$pock" db merge "$db"
+expect unknown_option 2 "unknown option '--frob'" -- "$pock" db stats "$db" --frob
+expect option_value 2 '--te needs a value' -- "$pock" db best "$db" --te
+expect help_lists_db 0 'db merge DB OTHER' -- "$pock" --help
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

@@ -6,31 +6,10 @@
 # dlopen), a tensor too large for the interpreter and the compiler out of memory (both
 # aborted). Usage: test_reliability_cli.sh POCK POCK_RT ARTIFACT_TOOL
 set -u
+. "$(dirname "$0")/cli_test_lib.sh"
 pock=$1
 pockrt=$2
 tool=$3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-passes=0
-pass() { echo "PASS $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
-
-# expect NAME CODE PATTERN -- CMD...: exit CODE (never a signal) and PATTERN in the output
-expect() {
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$code" ]; then
-    fail "$name" "exit $rc, expected $code; output: $(echo "$out" | tail -3)"
-  elif ! grep -qE -- "$pattern" <<<"$out"; then
-    fail "$name" "output lacks /$pattern/: $(echo "$out" | tail -3)"
-  else
-    pass "$name"
-  fi
-}
 
 w() { # N values of a weight, deterministic and small
   python3 -c "import sys; n=int(sys.argv[1]); print(','.join('%.3f' % (((i * 37) % 17 - 8) / 40) for i in range(n)))" "$1"
@@ -90,5 +69,4 @@ case "$oom" in
   *) fail compile_out_of_memory "$oom" ;;
 esac
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

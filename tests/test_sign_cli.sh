@@ -4,25 +4,11 @@
 # POCK_TRUSTED_KEY: signed loads, unsigned/wrong key/tampered are refused; exit codes 0
 # success, 1 error, 2 usage. Usage: test_sign_cli.sh POCK SOURCE_DIR
 set -u
+. "$(dirname "$0")/cli_test_lib.sh"
 pock=$1
 src=$2
 model=$src/tests/data/graphs/mlp_small.json
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 unset POCK_TRUSTED_KEY
-fails=0
-passes=0
-pass() { echo "PASS $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
-# expect NAME CODE PATTERN CMD...: exit status CODE and stderr+stdout matching PATTERN.
-expect() {
-  local name=$1 code=$2 pattern=$3
-  shift 3
-  "$@" >"$tmp/out" 2>&1
-  local rc=$?
-  if [ "$rc" -eq "$code" ] && grep -Eq -- "$pattern" "$tmp/out" && ! grep -q 'Sanitizer' "$tmp/out"; then pass "$name"
-  else fail "$name" "exit $rc (want $code): $(head -c 400 "$tmp/out")"; fi
-}
 # flip FILE OFFSET: xor one byte with 0x01, in place.
 flip() {
   local b
@@ -104,5 +90,4 @@ POCK_TRUSTED_KEY=$tmp/k2.pub expect train_resigned 0 'trained' train "$tmp/s.poc
 POCK_TRUSTED_KEY=$tmp/k.pub expect train_resigned_old_key 1 "signed by key $kid2" train "$tmp/s.pock"
 expect resign_tampered_refused 1 'signature invalid' "$pock" sign "$tmp/t2.pock" --key "$tmp/k.key"
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

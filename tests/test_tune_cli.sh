@@ -4,15 +4,10 @@
 # in the middle of tuning keeps every committed record, two tuners on one database lose
 # nothing, and every report format is produced. Usage: test_tune_cli.sh POCK SOURCE_DIR
 set -u
+. "$(dirname "$0")/cli_test_lib.sh"
 pock=$1
 src=$2
 te=$src/tests/data/matmul_small.te
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-passes=0
-pass() { echo "PASS $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
 records() { "$pock" db export "$1" 2>/dev/null | wc -l; }
 fast=(--min-ms 2 --timeout 20 --batch 4 --seed 7)
 
@@ -77,5 +72,4 @@ grep -q '<svg class="chart"' "$tmp/r.html" && ! grep -q 'http' "$tmp/r.html" && 
 printf 'A = placeholder((4,), f32)\nB = compute((4,), (i) => A[i + 1])\n' >"$tmp/bad.te"
 "$pock" tune "$tmp/bad.te" --db "$tmp/b.db" >/dev/null 2>&1; [ $? -eq 1 ] && pass tune_bad_te || fail tune_bad_te "exit code"
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish
