@@ -1,6 +1,6 @@
 # harden.cmake — the runtime under hostile input and alone on a fleet device: the fuzz
-# corpus replayed and a 60-second libFuzzer run, artifact format versions, target
-# fingerprints, a sanitized training run, allocations per step, and isolation (no compiler,
+# corpora replayed and a 60-second libFuzzer run of every target, artifact format versions,
+# target fingerprints, a sanitized training run, allocations per step, and isolation (no compiler,
 # allowed DT_NEEDED only, no program executed).
 
 # Helpers (not tests): the artifact tool, and a runtime-only trainer for test_isolation.
@@ -12,20 +12,26 @@ target_link_libraries(isolation_train PRIVATE pockrt)
 set_target_properties(isolation_train PROPERTIES BUILD_WITH_INSTALL_RPATH ON
   INSTALL_RPATH "\$ORIGIN")
 
-# The committed fuzz corpus as a regression test, in every build (libFuzzer or not).
-add_executable(fuzz_artifact_replay ${PROJECT_SOURCE_DIR}/fuzz/fuzz_artifact.c
-  ${PROJECT_SOURCE_DIR}/fuzz/no_load.c ${PROJECT_SOURCE_DIR}/fuzz/replay_main.c)
-target_link_libraries(fuzz_artifact_replay PRIVATE pockrt_static)
-target_include_directories(fuzz_artifact_replay PRIVATE ${PROJECT_SOURCE_DIR}/runtime)
-target_link_options(fuzz_artifact_replay PRIVATE -Wl,--wrap=pkrt_module_load_memory,--wrap=dlopen)
-add_test(NAME test_fuzz_corpus COMMAND fuzz_artifact_replay ${PROJECT_SOURCE_DIR}/fuzz/corpus)
+# Each committed fuzz corpus (fuzz/corpus/NAME) as a regression test, in every build
+# (libFuzzer or not): fuzz_NAME_replay runs each file through the target once.
+include(${PROJECT_SOURCE_DIR}/fuzz/targets.cmake)
+foreach(t ${POCK_FUZZ_TARGETS})
+  pock_fuzz_executable(fuzz_${t}_replay ${t} ${PROJECT_SOURCE_DIR}/fuzz/replay_main.c)
+endforeach()
+# The artifact corpus's test keeps its first name.
+add_test(NAME test_fuzz_corpus COMMAND fuzz_artifact_replay ${PROJECT_SOURCE_DIR}/fuzz/corpus/artifact)
 set_tests_properties(test_fuzz_corpus PROPERTIES LABELS "runtime;fuzz;sanitize" TIMEOUT 60)
+foreach(t graph sparse pkw csv npy jsonl)
+  add_test(NAME test_fuzz_corpus_${t} COMMAND fuzz_${t}_replay ${PROJECT_SOURCE_DIR}/fuzz/corpus/${t})
+  set_tests_properties(test_fuzz_corpus_${t} PROPERTIES LABELS "fuzz;sanitize" TIMEOUT 60)
+endforeach()
 
-# 60 seconds of libFuzzer (its own clang build under this build directory); skipped with a
-# message when clang's libFuzzer is missing. Not in fuzz builds themselves.
+# libFuzzer on every target, 60 seconds in all (its own clang build under this build
+# directory; building it is not counted); skipped with a message when clang's libFuzzer
+# is missing. Not in fuzz builds themselves.
 if(NOT POCK_FUZZ)
-  add_test(NAME test_fuzz_artifact_60s COMMAND ${PROJECT_SOURCE_DIR}/scripts/fuzz.sh 60)
-  set_tests_properties(test_fuzz_artifact_60s PROPERTIES LABELS "fuzz" TIMEOUT 600
+  add_test(NAME test_fuzz_60s COMMAND ${PROJECT_SOURCE_DIR}/scripts/fuzz.sh all 60)
+  set_tests_properties(test_fuzz_60s PROPERTIES LABELS "fuzz" TIMEOUT 600
     SKIP_RETURN_CODE 77 ENVIRONMENT "FUZZ_BUILD_DIR=${PROJECT_BINARY_DIR}/fuzz-build")
 endif()
 
