@@ -47,7 +47,7 @@ static void check_round_trip(pk_ctx *ctx, pk_tunedb *db, int64_t nrecords) {
     __builtin_trap();
   }
   pk_tunedb *db2 = open_memory(ctx);
-  FILE *in = fmemopen(a, al ? al : 1, "r");
+  FILE *in = al ? fmemopen(a, al, "r") : fmemopen(" ", 1, "r");
   pk_db_counts c;
   if (!in || pk_db_import_jsonl(db2, in, "export.jsonl", &c) != PK_OK) {
     fprintf(stderr, "re-import of an export: %s\n", pk_ctx_error(ctx));

@@ -113,6 +113,10 @@ static pkrt_status csv_row(csv *C, const char *p, const char *end, int64_t line)
     return pkrt_ctx_fail(C->rt, PKRT_ERR_INPUT,
                          "%s:%lld: label %d is out of range for a model with %lld classes",
                          C->path, (long long)line, (int)lv, (long long)C->o->classes);
+  /* Labels are class ids, as the .npy reader requires: never negative. */
+  if (lv < 0)
+    return pkrt_ctx_fail(C->rt, PKRT_ERR_INPUT, "%s:%lld: label %d is not a class id", C->path,
+                         (long long)line, (int)lv);
   if (C->rows == C->cap && csv_grow(C) != PKRT_OK) return PKRT_ERR_NOMEM;
   C->labels[C->rows] = (int32_t)lv;
   int64_t nf = C->ncols - 1;

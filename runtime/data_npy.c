@@ -115,6 +115,10 @@ static pkrt_status parse_header(pkrt_ctx *rt, const char *path, const char *text
   if (fortran)
     return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: Fortran-order arrays are not supported (save "
                                              "np.ascontiguousarray(a))", path);
+  /* Messages quote descr and end up on terminals: no control characters (none is valid
+   * in a descr, so replacing them changes no verdict). */
+  for (char *c = descr; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
   /* descr := byte order ('<', '|', or '=' for one byte) kind size */
   char order = descr[0];
   a->kind = order ? descr[1] : 0;

@@ -12,7 +12,9 @@
 # --merge: afterwards, minimize the committed corpus plus what this run found into
 # fuzz/corpus/TARGET (libFuzzer -merge=1: the smallest set with the same coverage); files
 # named regress-* (regression inputs of fixed bugs) are always kept.
-# Environment: FUZZ_BUILD_DIR (default build-fuzz), FUZZ_JOBS (build jobs, default 2).
+# Environment: FUZZ_BUILD_DIR (default build-fuzz), FUZZ_JOBS (build jobs, default 2),
+# FUZZ_SKIP_BUILD=1 (use the targets already built: two runs at once share one build),
+# FUZZ_LOG_DIR (keep a copy of each target's libFuzzer log there).
 # Exit status: libFuzzer's (0 clean, non-zero on a crash); 2 usage; 77 when clang's
 # libFuzzer is not installed (scripts/install-deps.sh installs it).
 set -euo pipefail
@@ -43,13 +45,15 @@ if ! command -v clang >/dev/null || ! clang -fsanitize=fuzzer,address,undefined 
   exit 77
 fi
 
-cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DPOCK_FUZZ=ON -DPOCK_WITH_CUDA=OFF \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 exes=
 for t in $targets; do exes="$exes fuzz_$t"; done
-# shellcheck disable=SC2086
-cmake --build "$build" --target $exes -j"${FUZZ_JOBS:-2}" >"$build/fuzz-build.log" 2>&1 ||
-  { tail -20 "$build/fuzz-build.log"; exit 1; }
+if [ "${FUZZ_SKIP_BUILD:-0}" != 1 ]; then
+  cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DPOCK_FUZZ=ON -DPOCK_WITH_CUDA=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  # shellcheck disable=SC2086
+  cmake --build "$build" --target $exes -j"${FUZZ_JOBS:-2}" >"$build/fuzz-build.log" 2>&1 ||
+    { tail -20 "$build/fuzz-build.log"; exit 1; }
+fi
 
 n=0
 for t in $targets; do n=$((n + 1)); done
@@ -68,6 +72,7 @@ for t in $targets; do
   [ -f "$root/fuzz/$t.dict" ] && opts+=(-dict="$root/fuzz/$t.dict")
   rc=0
   "$build/fuzz/fuzz_$t" "${opts[@]}" "$work" >"$build/fuzz-$t.log" 2>&1 || rc=$?
+  [ -n "${FUZZ_LOG_DIR:-}" ] && cp "$build/fuzz-$t.log" "$FUZZ_LOG_DIR/"
   # The seed count, the first and last status lines (libFuzzer's final stats) and any report.
   echo "== fuzz_$t (${share}s)"
   grep -E '^INFO: seed corpus|^#[0-9]+[[:space:]]+(INITED|DONE)|^Done [0-9]+ runs|^stat::|ERROR|SUMMARY|^==' \
