@@ -57,3 +57,10 @@ add_test(NAME test_isolation COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_isolation.
   "$<$<TARGET_EXISTS:train_digits>:$<TARGET_FILE:train_digits>>")
 set_tests_properties(test_isolation PROPERTIES LABELS "runtime;cli" TIMEOUT 300 SKIP_RETURN_CODE 77
   ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")
+
+# Findings 9 and 11 at the command line: values an f32 model cannot hold, a loss that
+# turns non-finite, a .pkw with no tensors, an empty TE file.
+add_test(NAME test_bad_values COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_bad_values.sh
+  $<TARGET_FILE:pock> ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_bad_values PROPERTIES LABELS "cli;runtime" TIMEOUT 120
+  ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")
