@@ -263,6 +263,11 @@ static pk_status fe_header(pk_fe *f, const cJSON *root, pk_model_info *info) {
     return pk_fe_fail(f, NULL, "dtype %s is not f32 or f64", pk_fe_quote(f, dtype));
   if (wf) {
     if (!wf[0]) return pk_fe_fail(f, NULL, "weights_file is empty");
+    /* The path goes into messages, which reach terminals: no control characters. */
+    for (const char *c = wf; *c; c++)
+      if ((unsigned char)*c < 0x20 || *c == 0x7f)
+        return pk_fe_fail(f, NULL, "weights_file %s has a control character",
+                          pk_fe_quote(f, wf));
     f->weights_path = wf[0] == '/' || !f->dir[0] ? pk_strdup(f->ctx, wf)
                                                  : pk_sprintf(f->ctx, "%s/%s", f->dir, wf);
   }
