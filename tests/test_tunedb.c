@@ -505,6 +505,35 @@ done:
   pk_ctx_free(ctx);
 }
 
+/* Finding 7 through merge: an ok record without a time in OTHER (written there by hand)
+ * is refused like an imported one, and nothing is merged. */
+static void test_merge_untimed(const char *test_name, const char *dir) {
+  pk_ctx *ctx = pk_ctx_new();
+  pk_tunedb *a = NULL, *c = NULL;
+  const char *pa = db_path(ctx, dir, "untimed-a.db");
+  CHECK_OK(ctx, pk_db_open(ctx, pa, PK_DB_OPEN_CREATE, &a));
+  int64_t run;
+  CHECK_OK(ctx, fill(ctx, a, &run));
+  pk_db_close(a);
+  a = NULL;
+  CHECK(raw_sql(pa, "UPDATE records SET median_ns = NULL WHERE id = (SELECT min(id) FROM records "
+                    "WHERE status = 'ok')"),
+        "untime a record");
+  CHECK_OK(ctx, pk_db_open(ctx, db_path(ctx, dir, "untimed-c.db"), PK_DB_OPEN_CREATE, &c));
+  pk_db_counts n;
+  CHECK(pk_db_merge(c, pa, &n) == PK_ERR_CHECK &&
+            contains(pk_ctx_error(ctx), "1 ok records without a measured time"),
+        "merge: %s", pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+  int64_t count;
+  CHECK_OK(ctx, pk_db_record_count(c, NULL, NULL, PK_DB_ANY_STATUS, &count));
+  CHECK(count == 0, "nothing merged (%lld)", (long long)count);
+done:
+  pk_db_close(a);
+  pk_db_close(c);
+  pk_ctx_free(ctx);
+}
+
 /* Each bad line after a good one: an error naming line 2, and nothing imported. */
 static void test_import_malformed(const char *test_name, const char *dir) {
   pk_ctx *ctx = pk_ctx_new();
@@ -664,6 +693,7 @@ int main(void) {
   run_test("records_and_lookups", test_records_and_lookups, dir);
   run_test("dedupe_and_validation", test_dedupe_and_validation, dir);
   run_test("merge_idempotent", test_merge_idempotent, dir);
+  run_test("merge_untimed", test_merge_untimed, dir);
   run_test("export_import", test_export_import, dir);
   run_test("import_malformed", test_import_malformed, dir);
   run_test("bad_files", test_bad_files, dir);
