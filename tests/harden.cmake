@@ -31,7 +31,8 @@ endforeach()
 # is missing. Not in fuzz builds themselves.
 if(NOT POCK_FUZZ)
   add_test(NAME test_fuzz_60s COMMAND ${PROJECT_SOURCE_DIR}/scripts/fuzz.sh all 60)
-  set_tests_properties(test_fuzz_60s PROPERTIES LABELS "fuzz" TIMEOUT 600
+  # The timeout covers the first build of every target's clang build (minutes on 2 cores).
+  set_tests_properties(test_fuzz_60s PROPERTIES LABELS "fuzz" TIMEOUT 1200
     SKIP_RETURN_CODE 77 ENVIRONMENT "FUZZ_BUILD_DIR=${PROJECT_BINARY_DIR}/fuzz-build")
 endif()
 
