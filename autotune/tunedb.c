@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -85,10 +86,9 @@ static pk_status set_wal(pk_tunedb *db) {
   }
 }
 
-/* Per-connection settings. */
+/* Per-connection settings, then the file's journal mode (set_wal writes the file: only
+ * once pk_db_check_kind has said it is ours). */
 static pk_status configure(pk_tunedb *db) {
-  sqlite3_extended_result_codes(db->sq, 1);
-  sqlite3_busy_timeout(db->sq, PK_DB_BUSY_TIMEOUT_MS);
   /* synchronous=FULL: a committed record survives power loss, not only a killed process;
    * one fsync per record is nothing next to measuring it. */
   pk_status s = pk_db_exec(db, "PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;", "opening");
@@ -109,14 +109,19 @@ pk_status pk_db_open(pk_ctx *ctx, const char *path, pk_db_open_mode mode, pk_tun
   db->path = strdup(path);
   PK_ASSERT(db->path);
   int flags = SQLITE_OPEN_READWRITE | (mode == PK_DB_OPEN_CREATE ? SQLITE_OPEN_CREATE : 0);
-  pk_status s;
+  pk_status s = PK_OK;
   if (sqlite3_open_v2(path, &db->sq, flags, NULL) != SQLITE_OK)
     s = db->sq ? pk_db_fail_sql(db, "cannot open")
                : pk_ctx_fail(ctx, PK_ERR_NOMEM, "%s: out of memory opening SQLite", path);
-  else
-    s = configure(db);
   int nsteps;
   const pk_db_migration *steps = pk_db_migrations(&nsteps);
+  if (db->sq) {
+    sqlite3_extended_result_codes(db->sq, 1);
+    sqlite3_busy_timeout(db->sq, PK_DB_BUSY_TIMEOUT_MS);
+  }
+  /* Another application's file is refused before anything could change it. */
+  if (s == PK_OK) s = pk_db_check_kind(db, steps, nsteps);
+  if (s == PK_OK) s = configure(db);
   if (s == PK_OK) s = pk_db_migrate(db, steps, nsteps);
   if (s != PK_OK) {
     pk_db_close(db);
@@ -302,6 +307,13 @@ static pk_status validate_record(pk_tunedb *db, const pk_record *r) {
   if ((unsigned)r->meas.status >= PK_DB_NSTATUS)
     return pk_ctx_fail(db->ctx, PK_ERR_CHECK, "%s: record %s: unknown status %d", db->path, r->id,
                        (int)r->meas.status);
+  /* db best ranks ok records by median_ns: a missing, zero, negative or NaN time would
+   * win every lookup (SQLite stores NaN as NULL, which sorts first). */
+  double t = r->meas.timing.median_ns;
+  if (r->meas.status == PK_MEAS_OK && !(isfinite(t) && t > 0))
+    return pk_ctx_fail(db->ctx, PK_ERR_CHECK,
+                       "%s: record %s: an ok record needs a measured time > 0 (median_ns is %g)",
+                       db->path, r->id, t);
   pk_status s = require_json(db, r->cand.trace, "trace", r->id);
   if (s == PK_OK) s = require_json(db, r->cand.knobs, "knobs", r->id);
   if (s == PK_OK) s = require_json(db, r->features, "features", r->id);

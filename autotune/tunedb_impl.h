@@ -51,6 +51,10 @@ const pk_db_migration *pk_db_migrations(int *n);
 /* Checks the file's version and kind and applies the steps it lacks, in one transaction.
  * (Takes the steps as an argument so a test can migrate to a made-up next version.) */
 pk_status pk_db_migrate(pk_tunedb *db, const pk_db_migration *steps, int nsteps);
+/* Only reads: refuses a file of another application or a newer schema. pk_db_open calls
+ * it before anything that writes or changes the file (journal_mode=WAL), so a foreign
+ * SQLite file is left exactly as it was. */
+pk_status pk_db_check_kind(pk_tunedb *db, const pk_db_migration *steps, int nsteps);
 
 /* The columns of table in schema ("main", "other"), in table order, as arena strings. */
 typedef struct pk_db_columns {

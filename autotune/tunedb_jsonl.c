@@ -245,6 +245,14 @@ static pk_status check_line(importer *im, const cJSON *line) {
     return line_fail(im, "%s", "'kind' must be \"schedule\" or \"extern\"");
   if (!pk_db_status_from_name(string_field(line, "status"), &ms))
     return line_fail(im, "%s", "'status' must be a measurement status name (docs/tuning-db.md)");
+  /* An ok record without a real time would become db best (and compile --db's choice).
+   * A median that is not a number at all is bind_fields' type error. */
+  const cJSON *median = cJSON_GetObjectItemCaseSensitive(line, "median_ns");
+  bool no_time = !median || cJSON_IsNull(median) ||
+                 (cJSON_IsNumber(median) &&
+                  !(isfinite(median->valuedouble) && median->valuedouble > 0));
+  if (ms == PK_MEAS_OK && no_time)
+    return line_fail(im, "%s", "an \"ok\" record needs median_ns, a measured time > 0");
   pk_status s = check_json_fields(im, line, record_json);
   if (s == PK_OK) s = check_json_fields(im, t, target_json);
   if (s == PK_OK && cJSON_IsObject(run)) s = check_json_fields(im, run, run_json);

@@ -93,6 +93,15 @@ static pk_status copy_table(pk_tunedb *db, const char *other, const char *table,
 
 static pk_status merge_attached(pk_tunedb *db, const char *other, pk_db_counts *added) {
   pk_status s = check_other(db, other);
+  /* As import does: an ok record without a real time would win db best here. */
+  int64_t untimed = 0;
+  if (s == PK_OK)
+    s = other_int(db, other, "SELECT count(*) FROM other.records WHERE status = 'ok' AND "
+                             "NOT coalesce(median_ns > 0 AND median_ns < 1e308, 0)", &untimed);
+  if (s == PK_OK && untimed > 0)
+    return pk_ctx_fail(db->ctx, PK_ERR_CHECK,
+                       "%s: %lld ok records without a measured time > 0 (median_ns); nothing "
+                       "merged", other, (long long)untimed);
   if (s != PK_OK || (s = pk_db_begin(db)) != PK_OK) return s;
   /* Parents first: records refer to targets, workloads and runs. */
   s = copy_table(db, other, "targets", NULL, &added->targets);

@@ -164,6 +164,13 @@ static pk_status read_header(pk_tunedb *db, int64_t *version, int64_t *app_id,
   return s;
 }
 
+pk_status pk_db_check_kind(pk_tunedb *db, const pk_db_migration *migrations, int nsteps) {
+  int latest = nsteps ? migrations[nsteps - 1].to_version : 0;
+  int64_t version = 0, app_id = 0, ntables = 0;
+  pk_status s = read_header(db, &version, &app_id, &ntables);
+  return s == PK_OK ? check_kind(db, version, app_id, ntables, latest) : s;
+}
+
 pk_status pk_db_migrate(pk_tunedb *db, const pk_db_migration *migrations, int nsteps) {
   int latest = nsteps ? migrations[nsteps - 1].to_version : 0;
   int64_t version = 0, app_id = 0, ntables = 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "json_impl.h"
+#include "pk_json_check.h"
 
 /* Keys a tool may add for people (ignored); every other unknown key is a typo to report. */
 static const char *const ROOT_KEYS[] = {"format", "version", "name", "dtype", "weights_file",
@@ -262,6 +263,11 @@ static pk_status fe_header(pk_fe *f, const cJSON *root, pk_model_info *info) {
     return pk_fe_fail(f, NULL, "dtype %s is not f32 or f64", pk_fe_quote(f, dtype));
   if (wf) {
     if (!wf[0]) return pk_fe_fail(f, NULL, "weights_file is empty");
+    /* The path goes into messages, which reach terminals: no control characters. */
+    for (const char *c = wf; *c; c++)
+      if ((unsigned char)*c < 0x20 || *c == 0x7f)
+        return pk_fe_fail(f, NULL, "weights_file %s has a control character",
+                          pk_fe_quote(f, wf));
     f->weights_path = wf[0] == '/' || !f->dir[0] ? pk_strdup(f->ctx, wf)
                                                  : pk_sprintf(f->ctx, "%s/%s", f->dir, wf);
   }
@@ -304,6 +310,18 @@ pk_status pk_frontend_json(pk_ctx *ctx, const char *text, size_t len, const char
                        (long long)batch, PK_OP_MAX_EXTENT);
   f.batch = batch;
   if (!text) return pk_ctx_fail(ctx, PK_ERR_CHECK, "%s: no text", f.file);
+  /* cJSON would hand "a\u0000b" back as the name "a": a NUL never reaches a name. */
+  long nul = pk_json_nul_escape(text, len);
+  if (nul >= 0) {
+    int line = 1, col = 1;
+    for (long i = 0; i < nul; i++) {
+      if (text[i] == '\n') line++, col = 1;
+      else col++;
+    }
+    return pk_ctx_fail(ctx, PK_ERR_CHECK,
+                       "%s:%d:%d: a NUL character (\\u0000 or a zero byte): names cannot hold one",
+                       f.file, line, col);
+  }
 
   const char *end = text;
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);

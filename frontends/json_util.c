@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "json_impl.h"
+#include "pk_json_check.h"
 
 pk_status pk_fe_fail(pk_fe *f, const char *where, const char *fmt, ...) {
   va_list ap;
@@ -20,36 +21,15 @@ pk_status pk_fe_fail(pk_fe *f, const char *where, const char *fmt, ...) {
 
 const char *pk_fe_quote(pk_fe *f, const char *s) { return pk_fe_cquote(f->ctx, s); }
 
-const char *pk_fe_cquote(pk_ctx *ctx, const char *s) {
-  /* Names come from the user: a control byte or a megabyte-long name must not make the
-   * message unreadable or push the rest of it past the context's buffer. */
-  enum { MAX_SHOWN = 64 };
-  pk_strbuf b;
-  pk_strbuf_init(&b);
-  pk_strbuf_append(&b, "'");
-  size_t i = 0;
-  for (; s[i] && i < MAX_SHOWN; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c < 0x20 || c == 0x7f || c == '\'' || c == '\\')
-      pk_strbuf_printf(&b, "\\x%02x", c);
-    else
-      pk_strbuf_appendn(&b, (const char *)&s[i], 1);
-  }
-  if (s[i]) pk_strbuf_append(&b, "...");
-  pk_strbuf_append(&b, "'");
-  return pk_strbuf_finish(ctx, &b);
-}
+const char *pk_fe_cquote(pk_ctx *ctx, const char *s) { return pk_json_quote(ctx, s); }
 
 const cJSON *pk_fe_get(const cJSON *obj, const char *key) {
   return cJSON_GetObjectItemCaseSensitive(obj, key);
 }
 
 pk_status pk_fe_no_duplicate_keys(pk_fe *f, const char *where, const cJSON *obj) {
-  /* Objects are small (a node has five keys), so the quadratic scan costs nothing. */
-  for (const cJSON *a = obj->child; a; a = a->next)
-    for (const cJSON *b = a->next; b; b = b->next)
-      if (a->string && b->string && strcmp(a->string, b->string) == 0)
-        return pk_fe_fail(f, where, "key %s appears twice", pk_fe_quote(f, a->string));
+  const char *dup = pk_json_duplicate_key(obj);
+  if (dup) return pk_fe_fail(f, where, "key %s appears twice", pk_fe_quote(f, dup));
   return PK_OK;
 }
 

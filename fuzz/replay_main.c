@@ -1,6 +1,7 @@
-/* replay_main.c — runs the fuzz target over files and directories without libFuzzer: the
+/* replay_main.c — runs a fuzz target over files and directories without libFuzzer: each
  * committed corpus becomes a regression test in every build (and under ASan+UBSan in the
- * sanitize build), clang or not. Prints PASS with the number of inputs. */
+ * sanitize build), clang or not. Prints PASS with the program's name and the number of
+ * inputs. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,6 +58,7 @@ int main(int argc, char **argv) {
     total += r;
   }
   if (total == 0) return fprintf(stderr, "FAIL no inputs\n"), 1;
-  printf("PASS fuzz_artifact_replay: %d inputs, no crash\n", total);
+  const char *me = strrchr(argv[0], '/');
+  printf("PASS %s: %d inputs, no crash\n", me ? me + 1 : argv[0], total);
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "graph_impl.h"
+#include "pk_json_check.h"
 #include "sparse_impl.h"
 
 #define FAIL(...) pk_ctx_fail(g->ctx, PK_ERR_CHECK, __VA_ARGS__)
@@ -100,7 +101,8 @@ pk_status pk_sparse_apply(pk_graph *g, const pk_sparse_spec *spec) {
         if (S > part[i]) part[i] = S;
       }
       if (matched == 0 && r->sel == SPARSE_SEL_PARAMS)
-        return FAIL("%s: train[%d]: \"%s\" matches no param", file, r->index, r->globs[gi]);
+        return FAIL("%s: train[%d]: \"%s\" matches no param", file, r->index,
+                    pk_json_escape(g->ctx, r->globs[gi]));
       if (matched == 0 && r->sel == SPARSE_SEL_BIASES)
         return FAIL("%s: train[%d]: \"biases\" but the model has no param named *bias", file,
                     r->index);

@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "pk_json_check.h"
 #include "sparse_impl.h"
 
 typedef struct parse_state {
@@ -49,6 +50,12 @@ static pk_status parse_true(parse_state *ps, int ri, const cJSON *v, const char 
 /* rule := { selector [, "channels": number | "channel_count": integer] } */
 static pk_status parse_rule(parse_state *ps, int ri, const cJSON *o, sparse_rule *r) {
   if (!cJSON_IsObject(o)) return FAIL(ps, "%s: train[%d] must be an object", ps->file, ri);
+  /* cJSON keeps both copies of a key and the loop below would take the last: refuse, as
+   * the graph reader does. */
+  const char *dup = pk_json_duplicate_key(o);
+  if (dup)
+    return FAIL(ps, "%s: train[%d]: key %s appears twice", ps->file, ri,
+                pk_json_quote(ps->ctx, dup));
   r->index = ri;
   int nsel = 0;
   const cJSON *channels = NULL, *count = NULL;
@@ -75,7 +82,7 @@ static pk_status parse_rule(parse_state *ps, int ri, const cJSON *o, sparse_rule
       count = e;
     } else {
       return FAIL(ps, "%s: train[%d]: unknown key \"%s\" (expected params, biases, last_layers, "
-                  "all, channels, channel_count)", ps->file, ri, k);
+                  "all, channels, channel_count)", ps->file, ri, pk_json_escape(ps->ctx, k));
     }
   }
   if (nsel != 1)
@@ -112,6 +119,8 @@ static pk_status parse_rule(parse_state *ps, int ri, const cJSON *o, sparse_rule
 /* spec := { "version": 1, "train": [rule, ...] [, "description": string] } */
 static pk_status parse_spec(parse_state *ps, const cJSON *root, pk_sparse_spec *sp) {
   if (!cJSON_IsObject(root)) return FAIL(ps, "%s: the spec must be a JSON object", ps->file);
+  const char *dup = pk_json_duplicate_key(root);
+  if (dup) return FAIL(ps, "%s: key %s appears twice", ps->file, pk_json_quote(ps->ctx, dup));
   const cJSON *version = NULL, *train = NULL;
   for (const cJSON *e = root->child; e; e = e->next) {
     if (strcmp(e->string, "version") == 0)
@@ -122,7 +131,7 @@ static pk_status parse_spec(parse_state *ps, const cJSON *root, pk_sparse_spec *
       if (!cJSON_IsString(e)) return FAIL(ps, "%s: \"description\" must be a string", ps->file);
     } else
       return FAIL(ps, "%s: unknown key \"%s\" (expected version, train, description)", ps->file,
-                  e->string);
+                  pk_json_escape(ps->ctx, e->string));
   }
   if (!version) return FAIL(ps, "%s: missing \"version\" (must be 1)", ps->file);
   if (!cJSON_IsNumber(version) || version->valuedouble != 1)
@@ -143,6 +152,11 @@ pk_status pk_sparse_parse(pk_ctx *ctx, const char *text, size_t len, const char 
   *out = NULL;
   parse_state ps = {ctx, filename ? filename : "<sparse spec>"};
   if (!text) return FAIL(&ps, "%s: no text", ps.file);
+  /* "a\u0000b" would reach us as the glob "a". */
+  long nul = pk_json_nul_escape(text, len);
+  if (nul >= 0)
+    return FAIL(&ps, "%s: a NUL character (\\u0000 or a zero byte) near byte %ld: names and "
+                "globs cannot hold one", ps.file, nul);
   cJSON *root = cJSON_ParseWithLength(text, len);
   if (!root) {
     const char *at = cJSON_GetErrorPtr();

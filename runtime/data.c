@@ -1,6 +1,7 @@
 /* data.c — datasets: the public loader (which format, options resolved against a model),
  * the CSV reader and the checks every format shares. Errors name the file and the line. */
 #define _GNU_SOURCE
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,10 @@
 #include "rt_file.h"
 
 #define MAX_DATA_FILE ((size_t)1 << 36)
+
+bool rt_data_fits(double v, pkrt_dtype dtype) {
+  return isfinite(v) && (dtype != PKRT_DTYPE_F32 || fabs(v) <= FLT_MAX);
+}
 
 pkrt_status rt_data_check(pkrt_ctx *rt, const char *path, const pkrt_dataset *d,
                           const rt_data_opts *o) {
@@ -108,6 +113,10 @@ static pkrt_status csv_row(csv *C, const char *p, const char *end, int64_t line)
     return pkrt_ctx_fail(C->rt, PKRT_ERR_INPUT,
                          "%s:%lld: label %d is out of range for a model with %lld classes",
                          C->path, (long long)line, (int)lv, (long long)C->o->classes);
+  /* Labels are class ids, as the .npy reader requires: never negative. */
+  if (lv < 0)
+    return pkrt_ctx_fail(C->rt, PKRT_ERR_INPUT, "%s:%lld: label %d is not a class id", C->path,
+                         (long long)line, (int)lv);
   if (C->rows == C->cap && csv_grow(C) != PKRT_OK) return PKRT_ERR_NOMEM;
   C->labels[C->rows] = (int32_t)lv;
   int64_t nf = C->ncols - 1;
@@ -115,6 +124,12 @@ static pkrt_status csv_row(csv *C, const char *p, const char *end, int64_t line)
   for (int64_t c = 0, f = 0; c < C->ncols; c++) {
     if (c == C->label_col) continue;
     double v = C->vals[c] * C->o->scale;
+    /* 1e39 in an f32 model (or a scale that overflows) would train on inf, then NaN. */
+    if (!rt_data_fits(v, C->o->dtype))
+      return pkrt_ctx_fail(C->rt, PKRT_ERR_INPUT,
+                           "%s:%lld: column %lld: %g%s does not fit the model's %s", C->path,
+                           (long long)line, (long long)c + 1, C->vals[c],
+                           C->o->scale != 1 ? " (scaled)" : "", pkrt_dtype_name(C->o->dtype));
     if (C->o->dtype == PKRT_DTYPE_F64) ((double *)row)[f++] = v;
     else ((float *)row)[f++] = (float)v;
   }
@@ -172,19 +187,12 @@ static pkrt_status csv_parse(csv *C, const char *text, size_t len) {
   return PKRT_OK;
 }
 
-pkrt_status rt_csv_load(pkrt_ctx *rt, const char *path, const rt_data_opts *o,
-                        pkrt_dataset **out) {
-  void *text;
-  size_t len;
-  pkrt_status st = rt_file_read(rt, path, MAX_DATA_FILE, &text, &len);
-  if (st != PKRT_OK) return st;
-  if (memchr(text, 0, len)) {
-    free(text);
+pkrt_status rt_csv_parse(pkrt_ctx *rt, const char *path, const char *text, size_t len,
+                         const rt_data_opts *o, pkrt_dataset **out) {
+  if (memchr(text, 0, len))
     return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: not a text file (contains NUL bytes)", path);
-  }
   csv C = {.rt = rt, .path = path, .o = o};
-  st = csv_parse(&C, text, len);
-  free(text);
+  pkrt_status st = csv_parse(&C, text, len);
   free(C.vals);
   pkrt_dataset *d = NULL;
   if (st == PKRT_OK && C.rows == 0)
@@ -199,6 +207,17 @@ pkrt_status rt_csv_load(pkrt_ctx *rt, const char *path, const rt_data_opts *o,
   *d = (pkrt_dataset){C.rows, C.ncols - 1, o->dtype, C.x, C.labels};
   *out = d;
   return PKRT_OK;
+}
+
+pkrt_status rt_csv_load(pkrt_ctx *rt, const char *path, const rt_data_opts *o,
+                        pkrt_dataset **out) {
+  void *text;
+  size_t len;
+  pkrt_status st = rt_file_read(rt, path, MAX_DATA_FILE, &text, &len);
+  if (st != PKRT_OK) return st;
+  st = rt_csv_parse(rt, path, text, len, o, out);
+  free(text);
+  return st;
 }
 
 /* ---- the public loader ---- */

@@ -3,6 +3,8 @@
 #ifndef PKRT_DATA_IMPL_H
 #define PKRT_DATA_IMPL_H
 
+#include <stdbool.h>
+
 #include "pkrt.h"
 #include "rt_file.h"
 #include "pock/pockrt.h"
@@ -28,6 +30,16 @@ RT_INTERNAL pkrt_status rt_npy_load(pkrt_ctx *rt, const char *xpath, const char 
                         const rt_data_opts *o, pkrt_dataset **out);
 RT_INTERNAL pkrt_status rt_csv_load(pkrt_ctx *rt, const char *path, const rt_data_opts *o,
                         pkrt_dataset **out);
+/* The same over bytes already read (what the loaders do after reading; the fuzz targets
+ * call these): the paths only name the inputs in messages. Never trust the bytes. */
+RT_INTERNAL pkrt_status rt_npy_parse(pkrt_ctx *rt, const char *xpath, const void *xb, size_t xl,
+                         const char *ypath, const void *yb, size_t yl, const rt_data_opts *o,
+                         pkrt_dataset **out);
+RT_INTERNAL pkrt_status rt_csv_parse(pkrt_ctx *rt, const char *path, const char *text, size_t len,
+                         const rt_data_opts *o, pkrt_dataset **out);
+/* A feature value (already scaled) stored in dtype: false when it is not finite or does
+ * not fit (|v| above FLT_MAX for f32), so no value becomes inf or NaN in the model. */
+RT_INTERNAL bool rt_data_fits(double v, pkrt_dtype dtype);
 /* Checks a loaded dataset's feature count and labels against o (names the file). */
 RT_INTERNAL pkrt_status rt_data_check(pkrt_ctx *rt, const char *path, const pkrt_dataset *d,
                           const rt_data_opts *o);

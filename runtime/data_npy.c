@@ -115,6 +115,10 @@ static pkrt_status parse_header(pkrt_ctx *rt, const char *path, const char *text
   if (fortran)
     return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: Fortran-order arrays are not supported (save "
                                              "np.ascontiguousarray(a))", path);
+  /* Messages quote descr and end up on terminals: no control characters (none is valid
+   * in a descr, so replacing them changes no verdict). */
+  for (char *c = descr; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
   /* descr := byte order ('<', '|', or '=' for one byte) kind size */
   char order = descr[0];
   a->kind = order ? descr[1] : 0;
@@ -196,15 +200,12 @@ static int64_t get_i(const npy *a, int64_t i) {
   return (int64_t)u;
 }
 
-pkrt_status rt_npy_load(pkrt_ctx *rt, const char *xpath, const char *ypath,
-                        const rt_data_opts *o, pkrt_dataset **out) {
-  void *xb = NULL, *yb = NULL;
-  size_t xl, yl;
+pkrt_status rt_npy_parse(pkrt_ctx *rt, const char *xpath, const void *xb, size_t xl,
+                         const char *ypath, const void *yb, size_t yl, const rt_data_opts *o,
+                         pkrt_dataset **out) {
   npy X, Y;
   pkrt_dataset *d = NULL;
-  pkrt_status st = rt_file_read(rt, xpath, MAX_NPY_FILE, &xb, &xl);
-  if (st == PKRT_OK) st = rt_file_read(rt, ypath, MAX_NPY_FILE, &yb, &yl);
-  if (st == PKRT_OK) st = npy_parse(rt, xpath, xb, xl, &X);
+  pkrt_status st = npy_parse(rt, xpath, xb, xl, &X);
   if (st == PKRT_OK) st = npy_parse(rt, ypath, yb, yl, &Y);
   if (st == PKRT_OK && X.kind != 'f')
     st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: features must be float32 or float64", xpath);
@@ -242,6 +243,13 @@ pkrt_status rt_npy_load(pkrt_ctx *rt, const char *xpath, const char *ypath,
                          (long long)(i / nf) + 1, (long long)(i % nf) + 1);
       break;
     }
+    /* An f8 1e300 (or a scale that overflows) would reach an f32 model as inf. */
+    if (!rt_data_fits(v * o->scale, o->dtype)) {
+      st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: row %lld, feature %lld: %g%s does not fit the "
+                         "model's %s", xpath, (long long)(i / nf) + 1, (long long)(i % nf) + 1,
+                         v, o->scale != 1 ? " (scaled)" : "", pkrt_dtype_name(o->dtype));
+      break;
+    }
     v *= o->scale;
     if (o->dtype == PKRT_DTYPE_F64) ((double *)d->x)[i] = v;
     else ((float *)d->x)[i] = (float)v;
@@ -259,8 +267,6 @@ pkrt_status rt_npy_load(pkrt_ctx *rt, const char *xpath, const char *ypath,
     }
     d->labels[r] = (int32_t)v;
   }
-  free(xb);
-  free(yb);
   if (st != PKRT_OK) {
     pkrt_dataset_free(d);
     return st;
@@ -270,4 +276,16 @@ pkrt_status rt_npy_load(pkrt_ctx *rt, const char *xpath, const char *ypath,
   d->dtype = o->dtype;
   *out = d;
   return PKRT_OK;
+}
+
+pkrt_status rt_npy_load(pkrt_ctx *rt, const char *xpath, const char *ypath,
+                        const rt_data_opts *o, pkrt_dataset **out) {
+  void *xb = NULL, *yb = NULL;
+  size_t xl, yl;
+  pkrt_status st = rt_file_read(rt, xpath, MAX_NPY_FILE, &xb, &xl);
+  if (st == PKRT_OK) st = rt_file_read(rt, ypath, MAX_NPY_FILE, &yb, &yl);
+  if (st == PKRT_OK) st = rt_npy_parse(rt, xpath, xb, xl, ypath, yb, yl, o, out);
+  free(xb);
+  free(yb);
+  return st;
 }

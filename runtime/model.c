@@ -288,9 +288,12 @@ int pkrt_model_load_weights(pkrt_model *m, const char *path) {
         break;
       }
     }
-    if (st == PKRT_OK && pass == 0 && matched == 0 && n > 0)
-      st = pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
-                         "%s: none of its %d tensors is a parameter of this model", path, n);
+    /* A file with no tensors would change nothing: surely not the file meant. */
+    if (st == PKRT_OK && pass == 0 && matched == 0)
+      st = n == 0 ? pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "%s: holds no tensors", path)
+                  : pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
+                                  "%s: none of its %d tensors is a parameter of this model",
+                                  path, n);
   }
   pkrt_arena_free(a);
   return st;

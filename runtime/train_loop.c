@@ -214,6 +214,14 @@ static pkrt_status run_epoch(loop *L, int epoch, double *loss, double *acc, bool
     pkrt_status st = feed(m, d, L->perm, first, valid, L->labels);
     if (st == PKRT_OK) st = (pkrt_status)pkrt_model_train_step(m, &l);
     if (st != PKRT_OK) return st;
+    /* The step's update ran in place, so the weights may already hold inf or NaN: stop
+     * with an error, and the caller saves neither weights nor checkpoint (the files of
+     * earlier epochs or checkpoints stay the last good state). */
+    if (!isfinite(l))
+      return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
+                           "step %lld (epoch %d): the loss is %g: training stopped, weights not "
+                           "saved (lower the learning rate, or check the data's scale)",
+                           (long long)m->steps, epoch, l);
     L->step_ns += pkrt_now_ns() - t0;
     ls->loss_sum += l * (double)valid;
     ls->seen += valid;
@@ -346,7 +354,7 @@ int pkrt_train_run(pkrt_model *m, const pkrt_dataset *train, const pkrt_train_op
       if (!opts->no_shuffle) shuffle(&L.rng, L.perm, train->rows);
       ls->in_epoch = 1;
     }
-    double loss, acc;
+    double loss = NAN, acc = NAN;
     bool stopped = false;
     st = run_epoch(&L, e, &loss, &acc, &stopped);
     if (st != PKRT_OK) break;

@@ -57,11 +57,12 @@ static int64_t numel_within(const int64_t *shape, int ndim, int64_t limit) {
     if (shape[d] > limit / n) return -1;
     n *= shape[d];
   }
-  return n;
+  /* A scalar (rank 0) is one element: the loop above never met the limit. */
+  return n <= limit ? n : -1;
 }
 
-pkrt_status pkrt_weights_parse(pkrt_ctx *rt, pkrt_arena *a, const char *what,
-                               const void *bytes, size_t len, pkrt_wtensor **out, int *count) {
+static pkrt_status parse_pkw(pkrt_ctx *rt, pkrt_arena *a, const char *what, const void *bytes,
+                             size_t len, pkrt_wtensor **out, int *count) {
   if (!out || !count || !a)
     return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "pkrt_weights_parse: NULL argument");
   *out = NULL;
@@ -142,6 +143,21 @@ pkrt_status pkrt_weights_parse(pkrt_ctx *rt, pkrt_arena *a, const char *what,
   *out = t;
   *count = (int)n;
   return PKRT_OK;
+}
+
+pkrt_status pkrt_weights_parse(pkrt_ctx *rt, pkrt_arena *a, const char *what,
+                               const void *bytes, size_t len, pkrt_wtensor **out, int *count) {
+  pkrt_status st = parse_pkw(rt, a, what, bytes, len, out, count);
+  if (st != PKRT_OK && rt) {
+    /* Messages quote tensor names, which are the file's bytes, and end up on terminals:
+     * no control characters (an escape sequence in a name must not reach one). */
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", pkrt_ctx_error(rt));
+    for (char *c = msg; *c; c++)
+      if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+    pkrt_ctx_fail(rt, st, "%s", msg);
+  }
+  return st;
 }
 
 pkrt_status pkrt_weights_read(pkrt_ctx *rt, pkrt_arena *a, const char *path,

@@ -533,12 +533,17 @@ static pk_status parse_statement(parser *P) {
 
 /* program := { NEWLINE } { statement ( NEWLINE | EOF ) } EOF */
 static pk_status parse_program(parser *P) {
+  int nstatements = 0;
   while (peek(P)->kind != PK_TOK_EOF) {
     if (accept(P, PK_TOK_NEWLINE)) continue;
     if (parse_statement(P) != PK_OK) return pk_ctx_status(P->ctx);
+    nstatements++;
     if (!accept(P, PK_TOK_NEWLINE) && peek(P)->kind != PK_TOK_EOF)
       return expected(P, "end of line after the statement");
   }
+  /* An empty file (or only comments) is almost surely the wrong file, not a program. */
+  if (nstatements == 0)
+    return pk_ctx_fail(P->ctx, PK_ERR_SYNTAX, "%s: empty program (no statements)", P->file);
   return PK_OK;
 }
 

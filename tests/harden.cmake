@@ -1,6 +1,6 @@
 # harden.cmake — the runtime under hostile input and alone on a fleet device: the fuzz
-# corpus replayed and a 60-second libFuzzer run, artifact format versions, target
-# fingerprints, a sanitized training run, allocations per step, and isolation (no compiler,
+# corpora replayed and a 60-second libFuzzer run of every target, artifact format versions,
+# target fingerprints, a sanitized training run, allocations per step, and isolation (no compiler,
 # allowed DT_NEEDED only, no program executed).
 
 # Helpers (not tests): the artifact tool, and a runtime-only trainer for test_isolation.
@@ -12,20 +12,27 @@ target_link_libraries(isolation_train PRIVATE pockrt)
 set_target_properties(isolation_train PROPERTIES BUILD_WITH_INSTALL_RPATH ON
   INSTALL_RPATH "\$ORIGIN")
 
-# The committed fuzz corpus as a regression test, in every build (libFuzzer or not).
-add_executable(fuzz_artifact_replay ${PROJECT_SOURCE_DIR}/fuzz/fuzz_artifact.c
-  ${PROJECT_SOURCE_DIR}/fuzz/no_load.c ${PROJECT_SOURCE_DIR}/fuzz/replay_main.c)
-target_link_libraries(fuzz_artifact_replay PRIVATE pockrt_static)
-target_include_directories(fuzz_artifact_replay PRIVATE ${PROJECT_SOURCE_DIR}/runtime)
-target_link_options(fuzz_artifact_replay PRIVATE -Wl,--wrap=pkrt_module_load_memory,--wrap=dlopen)
-add_test(NAME test_fuzz_corpus COMMAND fuzz_artifact_replay ${PROJECT_SOURCE_DIR}/fuzz/corpus)
+# Each committed fuzz corpus (fuzz/corpus/NAME) as a regression test, in every build
+# (libFuzzer or not): fuzz_NAME_replay runs each file through the target once.
+include(${PROJECT_SOURCE_DIR}/fuzz/targets.cmake)
+foreach(t ${POCK_FUZZ_TARGETS})
+  pock_fuzz_executable(fuzz_${t}_replay ${t} ${PROJECT_SOURCE_DIR}/fuzz/replay_main.c)
+endforeach()
+# The artifact corpus's test keeps its first name.
+add_test(NAME test_fuzz_corpus COMMAND fuzz_artifact_replay ${PROJECT_SOURCE_DIR}/fuzz/corpus/artifact)
 set_tests_properties(test_fuzz_corpus PROPERTIES LABELS "runtime;fuzz;sanitize" TIMEOUT 60)
+foreach(t graph sparse pkw csv npy jsonl)
+  add_test(NAME test_fuzz_corpus_${t} COMMAND fuzz_${t}_replay ${PROJECT_SOURCE_DIR}/fuzz/corpus/${t})
+  set_tests_properties(test_fuzz_corpus_${t} PROPERTIES LABELS "fuzz;sanitize" TIMEOUT 60)
+endforeach()
 
-# 60 seconds of libFuzzer (its own clang build under this build directory); skipped with a
-# message when clang's libFuzzer is missing. Not in fuzz builds themselves.
+# libFuzzer on every target, 60 seconds in all (its own clang build under this build
+# directory; building it is not counted); skipped with a message when clang's libFuzzer
+# is missing. Not in fuzz builds themselves.
 if(NOT POCK_FUZZ)
-  add_test(NAME test_fuzz_artifact_60s COMMAND ${PROJECT_SOURCE_DIR}/scripts/fuzz.sh 60)
-  set_tests_properties(test_fuzz_artifact_60s PROPERTIES LABELS "fuzz" TIMEOUT 600
+  add_test(NAME test_fuzz_60s COMMAND ${PROJECT_SOURCE_DIR}/scripts/fuzz.sh all 60)
+  # The timeout covers the first build of every target's clang build (minutes on 2 cores).
+  set_tests_properties(test_fuzz_60s PROPERTIES LABELS "fuzz" TIMEOUT 1200
     SKIP_RETURN_CODE 77 ENVIRONMENT "FUZZ_BUILD_DIR=${PROJECT_BINARY_DIR}/fuzz-build")
 endif()
 
@@ -58,4 +65,11 @@ set_tests_properties(test_isolation PROPERTIES LABELS "runtime;cli" TIMEOUT 300 
 add_test(NAME test_reliability_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_reliability_cli.sh
   $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> $<TARGET_FILE:pk_artifact_tool>)
 set_tests_properties(test_reliability_cli PROPERTIES LABELS "cli;runtime" TIMEOUT 120
+  ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")
+
+# Findings 9 and 11 at the command line: values an f32 model cannot hold, a loss that
+# turns non-finite, a .pkw with no tensors, an empty TE file.
+add_test(NAME test_bad_values COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_bad_values.sh
+  $<TARGET_FILE:pock> ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_bad_values PROPERTIES LABELS "cli;runtime" TIMEOUT 120
   ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")

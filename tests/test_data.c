@@ -98,6 +98,17 @@ static void test_csv_errors(void) {
   expect_error("binary", pk_test_path("e14.csv"), &o, "e14.csv");
   pk_test_write_file(pk_test_path("e15.csv"), "1,2\0,0\n", 7);
   expect_error("nul", pk_test_path("e15.csv"), &o, "not a text file");
+  /* Finding 9: values an f32 model cannot hold were stored as inf and trained to NaN. */
+  pkrt_data_options o32 = {.label_column = -1};
+  expect_error("f32 overflow", write_text("e16.csv", "1,2,0\n3,1e39,1\n"), &o32,
+               "e16.csv:2: column 2: 1e+39 does not fit the model's f32");
+  pkrt_data_options big_scale = {.label_column = -1, .scale = 1e39};
+  expect_error("scale overflow", write_text("e17.csv", "0,1,0\n"), &big_scale,
+               "e17.csv:1: column 2: 1 (scaled) does not fit the model's f32");
+  pkrt_data_options o64 = {.label_column = -1, .dtype = 2};
+  pkrt_dataset *d64 = load(write_text("e18.csv", "1,1e39,0\n"), &o64, (char[512]){0});
+  CHECK(d64 && ((const double *)pkrt_dataset_x(d64))[1] == 1e39, "f64 holds 1e39");
+  pkrt_dataset_free(d64);
   expect_error("npy without labels", write_text("x.npy", "junk"), &o, "give the features and the labels as X.npy:Y.npy");
   if (failures == f0) printf("PASS %s\n", __func__);
 }
@@ -207,6 +218,10 @@ static void test_npy(void) {
   double inf[12] = {0, INFINITY};
   expect_error("inf", pair(npy_file("x16.npy", 1, "<f8", "(3, 4)", inf, sizeof inf, 0), y), &o2,
                "row 1, feature 2 is not finite");
+  double huge[12] = {0, 0, 0, 0, 0, 1e300};
+  pkrt_data_options of32 = {.dtype = 1};
+  expect_error("f8 into f32", pair(npy_file("x19.npy", 1, "<f8", "(3, 4)", huge, sizeof huge, 0), y),
+               &of32, "x19.npy: row 2, feature 2: 1e+300 does not fit the model's f32");
   unsigned char v9[64] = "\x93NUMPY\x09\x00\x10\x00";
   pk_test_write_file(pk_test_path("x17.npy"), v9, 64);
   expect_error("version", pair(pk_test_path("x17.npy"), y), &o2,

@@ -329,6 +329,9 @@ static const bad_case BAD[] = {
     {"unknown top key", HDR "\"trainig\":{}," X W FC OUT, PK_ERR_CHECK,
      "unknown key 'trainig' (expected one of: format, version"},
     {"duplicate key", HDR "\"version\":1," X W FC OUT, PK_ERR_CHECK, "key 'version' appears twice"},
+    /* Finding 11: cJSON returned "x\u0000y" as the name "x", so this graph loaded. */
+    {"NUL in a name", HDR "\"inputs\":[{\"name\":\"x\\u0000y\",\"shape\":[\"N\",4]}]," W FC OUT,
+     PK_ERR_CHECK, "1:56: a NUL character"},
     {"no inputs", HDR "\"inputs\":[]," W FC OUT, PK_ERR_CHECK, "key 'inputs' must have 1.."},
     {"input dim 0", HDR "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",0]}]," W FC OUT,
      PK_ERR_CHECK, "input 'x': shape[1] is 0, outside 1..2147483647"},

@@ -94,6 +94,10 @@ static const err_case parse_errors[] = {
     {"{\"version\":1,\"description\":3,\"train\":[]}", "\"description\" must be a string"},
     {V "[1]}", "train[0] must be an object"},
     {V "[{\"all\":true},{\"parms\":\"fc.*\"}]}", "train[1]: unknown key \"parms\""},
+    /* Finding 11: duplicates were accepted (the last copy won); a NUL cut a glob short. */
+    {"{\"version\":1,\"train\":[],\"version\":1}", "key 'version' appears twice"},
+    {V "[{\"params\":\"fc.*\",\"params\":\"conv1.*\"}]}", "train[0]: key 'params' appears twice"},
+    {V "[{\"params\":\"fc\\u0000.weight\"}]}", "a NUL character"},
     {V "[{\"channels\":0.5}]}", "train[0]: needs exactly one of"},
     {V "[{\"all\":true,\"biases\":true}]}", "(found 2)"},
     {V "[{\"params\":[]}]}", "\"params\" is an empty array"},

@@ -2,6 +2,7 @@
  * reopening and migration, commit/has/best/history/stats, dedupe, merge, JSON-lines
  * export/import, and clear errors for malformed input and damaged or foreign files.
  * (Concurrent writers and kill -9: test_tunedb_concurrency.c.) */
+#include <math.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 
@@ -379,6 +380,15 @@ static void test_dedupe_and_validation(const char *test_name, const char *dir) {
   CHECK(pk_db_record_commit(db, &bad, NULL) == PK_ERR_CHECK && contains(pk_ctx_error(ctx), "knobs"),
         "JSON fields checked: %s", pk_ctx_error(ctx));
   pk_ctx_clear_error(ctx);
+  /* Finding 7: the commit path refuses an ok record without a real time as import does. */
+  bad = make_record(ctx, &t, &fp, 0, 8, PK_MEAS_OK, 0, PK_CAND_SCHEDULE, NULL);
+  CHECK(pk_db_record_commit(db, &bad, NULL) == PK_ERR_CHECK &&
+            contains(pk_ctx_error(ctx), "needs a measured time > 0"),
+        "ok record with time 0: %s", pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+  bad = make_record(ctx, &t, &fp, 0, 9, PK_MEAS_OK, NAN, PK_CAND_SCHEDULE, NULL);
+  CHECK(pk_db_record_commit(db, &bad, NULL) == PK_ERR_CHECK, "ok record with time NaN");
+  pk_ctx_clear_error(ctx);
   CHECK(pk_db_run_finish(db, 999, PK_DB_RUN_FINISHED) == PK_ERR_CHECK, "unknown run");
   pk_ctx_clear_error(ctx);
   int64_t run;
@@ -495,6 +505,35 @@ done:
   pk_ctx_free(ctx);
 }
 
+/* Finding 7 through merge: an ok record without a time in OTHER (written there by hand)
+ * is refused like an imported one, and nothing is merged. */
+static void test_merge_untimed(const char *test_name, const char *dir) {
+  pk_ctx *ctx = pk_ctx_new();
+  pk_tunedb *a = NULL, *c = NULL;
+  const char *pa = db_path(ctx, dir, "untimed-a.db");
+  CHECK_OK(ctx, pk_db_open(ctx, pa, PK_DB_OPEN_CREATE, &a));
+  int64_t run;
+  CHECK_OK(ctx, fill(ctx, a, &run));
+  pk_db_close(a);
+  a = NULL;
+  CHECK(raw_sql(pa, "UPDATE records SET median_ns = NULL WHERE id = (SELECT min(id) FROM records "
+                    "WHERE status = 'ok')"),
+        "untime a record");
+  CHECK_OK(ctx, pk_db_open(ctx, db_path(ctx, dir, "untimed-c.db"), PK_DB_OPEN_CREATE, &c));
+  pk_db_counts n;
+  CHECK(pk_db_merge(c, pa, &n) == PK_ERR_CHECK &&
+            contains(pk_ctx_error(ctx), "1 ok records without a measured time"),
+        "merge: %s", pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+  int64_t count;
+  CHECK_OK(ctx, pk_db_record_count(c, NULL, NULL, PK_DB_ANY_STATUS, &count));
+  CHECK(count == 0, "nothing merged (%lld)", (long long)count);
+done:
+  pk_db_close(a);
+  pk_db_close(c);
+  pk_ctx_free(ctx);
+}
+
 /* Each bad line after a good one: an error naming line 2, and nothing imported. */
 static void test_import_malformed(const char *test_name, const char *dir) {
   pk_ctx *ctx = pk_ctx_new();
@@ -529,6 +568,22 @@ static void test_import_malformed(const char *test_name, const char *dir) {
                                     strchr(strstr(second, "\"median_ns\":"), ',') + 1),
        "'median_ns' must be a number"},
       {"no workload", "{\"jsonl_version\":1,\"id\":\"x\"}", "'workload'"},
+      /* Finding 7: an ok record without a real time became db best. */
+      {"ok without a time", pk_sprintf(ctx, "%.*s%s", (int)(strstr(second, "\"median_ns\":") - second),
+                                       second, strchr(strstr(second, "\"median_ns\":"), ',') + 1),
+       "an \"ok\" record needs median_ns"},
+      {"ok with time 0", pk_sprintf(ctx, "%.*s\"median_ns\":0,%s",
+                                    (int)(strstr(second, "\"median_ns\":") - second), second,
+                                    strchr(strstr(second, "\"median_ns\":"), ',') + 1),
+       "an \"ok\" record needs median_ns"},
+      {"ok with a negative time", pk_sprintf(ctx, "%.*s\"median_ns\":-5,%s",
+                                             (int)(strstr(second, "\"median_ns\":") - second), second,
+                                             strchr(strstr(second, "\"median_ns\":"), ',') + 1),
+       "an \"ok\" record needs median_ns"},
+      {"ok with an infinite time", pk_sprintf(ctx, "%.*s\"median_ns\":1e999,%s",
+                                              (int)(strstr(second, "\"median_ns\":") - second), second,
+                                              strchr(strstr(second, "\"median_ns\":"), ',') + 1),
+       "an \"ok\" record needs median_ns"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     pk_db_counts n;
@@ -638,6 +693,7 @@ int main(void) {
   run_test("records_and_lookups", test_records_and_lookups, dir);
   run_test("dedupe_and_validation", test_dedupe_and_validation, dir);
   run_test("merge_idempotent", test_merge_idempotent, dir);
+  run_test("merge_untimed", test_merge_untimed, dir);
   run_test("export_import", test_export_import, dir);
   run_test("import_malformed", test_import_malformed, dir);
   run_test("bad_files", test_bad_files, dir);

@@ -187,7 +187,11 @@ const int32_t *pkrt_dataset_labels(const pkrt_dataset *d); /* rows */
  * the output against the label, measured during the step (before its update). At the end
  * it prints "trained N steps, ms/step X". When *stop becomes non-zero (a SIGINT handler)
  * the loop ends after the current step, saves the weights (save_path), prints
- * "interrupted after N steps" and returns 0 with result->interrupted set. */
+ * "interrupted after N steps" and returns 0 with result->interrupted set. A step whose
+ * loss is not finite (inf or NaN: the learning rate or the data's scale is too large) ends
+ * the run with PKRT_ERR_INPUT naming the step; its update already ran in place, so neither
+ * save_path nor checkpoint_path is written then: the files from before (an earlier
+ * checkpoint) stay the last good state. */
 typedef struct pkrt_train_options {
   int epochs;                      /* >= 1 */
   uint64_t seed;
