@@ -4,22 +4,9 @@
 # a loss that becomes non-finite stops training with exit 1 and writes no weights; a .pkw
 # with no tensors and an empty TE file are refused. Usage: test_bad_values.sh POCK SOURCE_DIR
 set -u
+. "$(dirname "$0")/cli_test_lib.sh"
 pock=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
-# expect NAME CODE PATTERN CMD...: exit status CODE and stderr+stdout matching PATTERN.
-expect() {
-  local name=$1 code=$2 pattern=$3
-  shift 3
-  "$@" >"$tmp/out" 2>&1
-  local rc=$?
-  if [ "$rc" -eq "$code" ] && grep -Eq -- "$pattern" "$tmp/out" && ! grep -q 'Sanitizer' "$tmp/out"; then pass "$name"
-  else fail "$name" "exit $rc (want $code): $(head -c 400 "$tmp/out")"; fi
-}
 
 # The 4-3-2 f32 MLP of test_compile_cli.sh and a separable data set for it.
 awk 'BEGIN { srand(5); print "a,b,c,d,label";
@@ -56,5 +43,4 @@ expect te_empty 1 'empty\.te: empty program' "$pock" te check "$tmp/empty.te"
 printf '# only a comment\n\n' >"$tmp/comment.te"
 expect te_comment_only 1 'comment\.te: empty program' "$pock" te check "$tmp/comment.te"
 
-[ "$fails" -eq 0 ] && echo "PASS test_bad_values" || echo "FAIL test_bad_values ($fails)"
-exit $((fails != 0))
+finish
