@@ -30,11 +30,31 @@ static void set_value(pk_te_ref_tensor *t, int64_t i, double v) {
   t->mag[i] = fabs(v);
 }
 
-/* Inputs away from each op's kinks: relu |x| >= 0.05; max and max_pool2d distinct values
- * at least 2/n apart (a permutation), so a step of 1e-6 never changes which is the max;
- * divisors |b| >= 0.5; loss row weights positive, targets in [0, 1]. */
-static void fill_input(pk_op_kind op, int input, pk_te_ref_tensor *t, uint64_t *rng) {
+/* The kinks of a piecewise activation (at most 2), and how far to spread its inputs so
+ * that every piece is exercised: [-scale, scale]. */
+static int activation_kinks(pk_op_kind op, const pk_op_attrs *a, double kink[2],
+                            double *scale) {
+  *scale = 1;
+  switch (op) {
+  case PK_OP_RELU: case PK_OP_LEAKY_RELU: case PK_OP_ELU: kink[0] = 0; return 1;
+  case PK_OP_HARDSIGMOID: case PK_OP_HARDSWISH:
+    kink[0] = -3, kink[1] = 3, *scale = 4;
+    return 2;
+  case PK_OP_RELU6: kink[0] = 0, kink[1] = 6, *scale = 7; return 2;
+  case PK_OP_CLIP: kink[0] = a->clip_min, kink[1] = a->clip_max; return 2;
+  default: return 0;
+  }
+}
+
+/* Inputs away from each op's kinks: piecewise activations at least 0.05 from each kink;
+ * max and max_pool2d distinct values at least 2/n apart (a permutation), so a step of 1e-6
+ * never changes which is the max; divisors |b| >= 0.5; loss row weights positive, targets
+ * in [0, 1]. */
+static void fill_input(pk_op_kind op, const pk_op_params *prm, int input, pk_te_ref_tensor *t,
+                       uint64_t *rng) {
   int64_t n = t->numel;
+  double kink[2], scale;
+  int nkinks = activation_kinks(op, &prm->attrs, kink, &scale);
   if (op == PK_OP_MAX || op == PK_OP_MAX_POOL2D) {
     int64_t *perm = malloc((size_t)n * sizeof *perm);
     for (int64_t i = 0; i < n; i++) perm[i] = i;
@@ -48,8 +68,9 @@ static void fill_input(pk_op_kind op, int input, pk_te_ref_tensor *t, uint64_t *
     return;
   }
   for (int64_t i = 0; i < n; i++) {
-    double u = uniform(rng, -1, 1);
-    if (op == PK_OP_RELU && fabs(u) < 0.05) u = u < 0 ? u - 0.05 : u + 0.05;
+    double u = scale * uniform(rng, -1, 1);
+    for (int k = 0; k < nkinks; k++)
+      if (fabs(u - kink[k]) < 0.05) u = u < kink[k] ? kink[k] - 0.05 : kink[k] + 0.05;
     if (op == PK_OP_DIV && input == 1) u = (u < 0 ? -0.5 : 0.5) + u;
     bool loss = op == PK_OP_SOFTMAX_CROSS_ENTROPY || op == PK_OP_MSE_LOSS;
     if (loss && input == 0 && op == PK_OP_SOFTMAX_CROSS_ENTROPY) u *= 2;
@@ -123,7 +144,7 @@ static void check_case_input(const grad_case *c, int input) {
     return;
   }
   pk_te_ref *ref = pk_te_ref_new(ctx, p);
-  for (int i = 0; i < c->prm.ninputs; i++) fill_input(c->op, i, &ref->tensors[i], &rng);
+  for (int i = 0; i < c->prm.ninputs; i++) fill_input(c->op, &c->prm, i, &ref->tensors[i], &rng);
   const pk_te_ref_tensor *y = &ref->tensors[p->ntensors - 1];
   double *dy = malloc((size_t)y->numel * sizeof *dy);
   for (int64_t i = 0; i < y->numel; i++) dy[i] = uniform(&rng, -1, 1);
@@ -298,6 +319,48 @@ static void test_ties(void) {
   ok = same_values(g, wantz, 3, &bad);
   check(ok, "relu_grad_at_zero_is_zero", "element %lld",
         (long long)bad);
+
+  /* The other activations at and around their kinks, forward and gradient, against
+   * PyTorch's values (torch 2.x, dY = 1; the kink rules are listed in op_elementwise.c). */
+  static const struct {
+    const char *label;
+    pk_op_kind op;
+    pk_op_attrs attrs;
+    double x[8], y[8], dx[8];
+  } kinks[] = {
+      {"leaky_relu_kink", PK_OP_LEAKY_RELU, {.groups = 0}, {-2, -1e-3, 0, 1e-3, 2, 0, 0, 0},
+       {-0.02, -1e-5, 0, 1e-3, 2, 0, 0, 0}, {0.01, 0.01, 0.01, 1, 1, 0.01, 0.01, 0.01}},
+      {"elu_kink", PK_OP_ELU, {.alpha = 2}, {-1, 0, 1, -30, 30, 0, 0, 0},
+       {2 * (exp(-1) - 1), 0, 1, 2 * (exp(-30) - 1), 30, 0, 0, 0},
+       {2 * exp(-1), 2, 1, 2 * exp(-30), 1, 2, 2, 2}},
+      {"hardsigmoid_kinks", PK_OP_HARDSIGMOID, {.groups = 0}, {-4, -3, -1.5, 0, 1.5, 3, 4, 0},
+       {0, 0, 0.25, 0.5, 0.75, 1, 1, 0.5},
+       {0, 0, 1.0 / 6, 1.0 / 6, 1.0 / 6, 0, 0, 1.0 / 6}},
+      {"hardswish_kinks", PK_OP_HARDSWISH, {.groups = 0}, {-4, -3, -1.5, 0, 1.5, 3, 4, 0},
+       {0, 0, -0.375, 0, 1.125, 3, 4, 0}, {0, -0.5, 0, 0.5, 1, 1.5, 1, 0.5}},
+      {"relu6_kinks", PK_OP_RELU6, {.groups = 0}, {-1, 0, 1, 6, 7, 3, 5.5, 0},
+       {0, 0, 1, 6, 6, 3, 5.5, 0}, {0, 0, 1, 0, 0, 1, 1, 0}},
+      {"clip_bounds", PK_OP_CLIP, {.clip_min = -1, .clip_max = 2}, {-2, -1, 0, 2, 3, 1, 0, 0},
+       {-1, -1, 0, 2, 2, 1, 0, 0}, {0, 1, 1, 1, 0, 1, 1, 1}},
+  };
+  for (size_t k = 0; k < sizeof kinks / sizeof kinks[0]; k++) {
+    pk_op_params pk = {1, {{1, {8}, PKRT_DTYPE_F64}}, kinks[k].attrs};
+    double ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    pk_te_program *fp;
+    pk_te_ref *fr = NULL;
+    if (pk_op_build(ctx, kinks[k].op, &pk, &fp) == PK_OK && (fr = pk_te_ref_new(ctx, fp))) {
+      for (int i = 0; i < 8; i++) set_value(&fr->tensors[0], i, kinks[k].x[i]);
+      if (pk_te_interp_run(ctx, fp, fr) != PK_OK) fr = NULL;
+    }
+    char label[64];
+    bool fok = fr && same_values(&fr->tensors[fp->ntensors - 1], kinks[k].y, 8, &bad);
+    snprintf(label, sizeof label, "%s_forward", kinks[k].label);
+    check(fok, label, "element %lld (%s)", (long long)bad, pk_ctx_error(ctx));
+    g = grad_at(ctx, kinks[k].op, &pk, kinks[k].x, ones);
+    ok = g && same_values(g, kinks[k].dx, 8, &bad);
+    snprintf(label, sizeof label, "%s_grad", kinks[k].label);
+    check(ok, label, "element %lld (%s)", (long long)bad, pk_ctx_error(ctx));
+  }
   pk_ctx_free(ctx);
 }
 

@@ -108,11 +108,19 @@ static void naive_binary(pk_op_kind op, const pk_op_params *prm, double *const *
 static void naive_unary(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
   alloc_out(y, prm->in[0].ndim, prm->in[0].shape);
   for (int64_t f = 0; f < numel(y->ndim, y->shape); f++) {
-    double v = x[0][f];
-    y->v[f] = op == PK_OP_RELU      ? (v > 0 ? v : 0)
-              : op == PK_OP_SIGMOID ? 1 / (1 + exp(-v))
-              : op == PK_OP_TANH    ? tanh(v)
-                                    : v * 0.5 * (1 + erf(v / sqrt(2.0)));
+    double v = x[0][f], alpha = prm->attrs.alpha;
+    double hsig = v <= -3 ? 0 : v >= 3 ? 1 : v / 6 + 0.5; /* PyTorch's hardsigmoid */
+    y->v[f] = op == PK_OP_RELU         ? (v > 0 ? v : 0)
+              : op == PK_OP_SIGMOID    ? 1 / (1 + exp(-v))
+              : op == PK_OP_TANH       ? tanh(v)
+              : op == PK_OP_LEAKY_RELU ? (v > 0 ? v : (alpha ? alpha : 0.01) * v)
+              : op == PK_OP_ELU        ? (v > 0 ? v : (alpha ? alpha : 1.0) * expm1(v))
+              : op == PK_OP_SILU       ? v / (1 + exp(-v))
+              : op == PK_OP_HARDSIGMOID ? hsig
+              : op == PK_OP_HARDSWISH  ? v * hsig
+              : op == PK_OP_RELU6      ? (v < 0 ? 0 : v > 6 ? 6 : v)
+              : op == PK_OP_CLIP       ? fmin(fmax(v, prm->attrs.clip_min), prm->attrs.clip_max)
+                                       : v * 0.5 * (1 + erf(v / sqrt(2.0)));
   }
 }
 
@@ -447,6 +455,14 @@ static void test_bad_params(pk_ctx *ctx) {
   expect_error(ctx, "bad_pool_no_kernel", PK_OP_AVG_POOL2D, &nok, "kernel H is 0");
   pk_op_params p3 = {1, {{3, {1, 5, 5}, F}}, {.kernel = {2, 2}}};
   expect_error(ctx, "bad_pool_rank", PK_OP_MAX_POOL2D, &p3, "rank 4");
+  pk_op_params clip = {1, {{1, {3}, F}}, {.clip_min = 1, .clip_max = -1}};
+  expect_error(ctx, "bad_clip_range", PK_OP_CLIP, &clip, "min <= max");
+  pk_op_params clipinf = {1, {{1, {3}, F}}, {.clip_min = -INFINITY, .clip_max = 1}};
+  expect_error(ctx, "bad_clip_infinite", PK_OP_CLIP, &clipinf, "must be finite");
+  pk_op_params alpha = {1, {{1, {3}, F}}, {.alpha = NAN}};
+  expect_error(ctx, "bad_alpha_nan", PK_OP_LEAKY_RELU, &alpha, "alpha nan out of range");
+  pk_op_params nalpha = {1, {{1, {3}, F}}, {.alpha = -1}};
+  expect_error(ctx, "bad_elu_negative_alpha", PK_OP_ELU, &nalpha, "alpha -1 out of range");
 }
 
 int main(void) {

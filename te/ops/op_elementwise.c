@@ -1,5 +1,6 @@
 /* op_elementwise.c — injective ops: add/sub/mul/div with numpy broadcasting, and the
- * activations relu, sigmoid, tanh, gelu (erf form); each followed by its gradients. */
+ * activations relu, sigmoid, tanh, gelu (erf form), leaky_relu, elu, silu, hardsigmoid,
+ * hardswish, relu6 and clip (PyTorch's definitions); each followed by its gradients. */
 #include <math.h>
 
 #include "op_impl.h"
@@ -72,8 +73,13 @@ pk_status pk_op_grad_binary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   return PK_OK;
 }
 
+/* The attributes as the TE uses them: zero means PyTorch's default (pk_ops.h). */
+static double leaky_alpha(const pk_op_attrs *a) { return a->alpha != 0 ? a->alpha : 0.01; }
+static double elu_alpha(const pk_op_attrs *a) { return a->alpha != 0 ? a->alpha : 1.0; }
+
 pk_status pk_op_text_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                            pk_strbuf *out) {
+  const pk_op_attrs *a = &prm->attrs;
   const pk_op_input *x = &prm->in[0];
   pk_strbuf xr; /* "X[i0, i1]" */
   pk_strbuf_init(&xr);
@@ -86,6 +92,33 @@ pk_status pk_op_text_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   case PK_OP_RELU: pk_strbuf_printf(out, "max(%s, 0.0)", xr.data); break;
   case PK_OP_SIGMOID: pk_strbuf_printf(out, "sigmoid(%s)", xr.data); break;
   case PK_OP_TANH: pk_strbuf_printf(out, "tanh(%s)", xr.data); break;
+  /* The piecewise ops are written with min/max, not select, so that NaN propagates as in
+   * relu (the interpreter's rule) and no branch is compared twice. */
+  case PK_OP_LEAKY_RELU: /* x > 0 ? x : alpha x */
+    pk_strbuf_printf(out, "max(%s, 0.0) + ", xr.data);
+    pk_op_emit_float(out, leaky_alpha(a));
+    pk_strbuf_printf(out, " * min(%s, 0.0)", xr.data);
+    break;
+  case PK_OP_ELU: /* x > 0 ? x : alpha (e^x - 1); min keeps exp from overflowing */
+    pk_strbuf_printf(out, "max(%s, 0.0) + ", xr.data);
+    pk_op_emit_float(out, elu_alpha(a));
+    pk_strbuf_printf(out, " * (exp(min(%s, 0.0)) - 1.0)", xr.data);
+    break;
+  case PK_OP_SILU: pk_strbuf_printf(out, "%s * sigmoid(%s)", xr.data, xr.data); break;
+  case PK_OP_HARDSIGMOID: /* PyTorch's form: relu6(x + 3) / 6 */
+    pk_strbuf_printf(out, "min(max(%s + 3.0, 0.0), 6.0) / 6.0", xr.data);
+    break;
+  case PK_OP_HARDSWISH: /* x relu6(x + 3) / 6 */
+    pk_strbuf_printf(out, "%s * min(max(%s + 3.0, 0.0), 6.0) / 6.0", xr.data, xr.data);
+    break;
+  case PK_OP_RELU6: pk_strbuf_printf(out, "min(max(%s, 0.0), 6.0)", xr.data); break;
+  case PK_OP_CLIP:
+    pk_strbuf_printf(out, "min(max(%s, ", xr.data);
+    pk_op_emit_float(out, a->clip_min);
+    pk_strbuf_append(out, "), ");
+    pk_op_emit_float(out, a->clip_max);
+    pk_strbuf_append(out, ")");
+    break;
   default: /* PK_OP_GELU: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) */
     pk_strbuf_printf(out, "0.5 * %s * (1.0 + erf(%s * ", xr.data, xr.data);
     pk_op_emit_float(out, 1.0 / sqrt(2.0));
@@ -98,12 +131,22 @@ pk_status pk_op_text_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   return PK_OK;
 }
 
-/* dX = dY * f'(x), from whichever of X and Y gives f' most cheaply: relu and gelu read X
- * (relu'(0) = 0, PyTorch's choice), sigmoid and tanh read Y. */
+/* dX = dY * f'(x), from whichever of X and Y gives f' most cheaply: sigmoid and tanh read
+ * Y, the rest X (the piecewise ones need the side of each kink x is on, which Y loses where
+ * it saturates). At the kinks f' is PyTorch's (its *_backward kernels), so that training
+ * matches it where activations land exactly on a kink (x = 0 after relu is common):
+ *   relu'(0) = 0;  leaky_relu'(0) = alpha and elu'(0) = alpha (the x <= 0 side);
+ *   hardsigmoid' = 1/6 on (-3, 3) only: 0 at -3 and at 3;
+ *   hardswish' = x/3 + 1/2 on [-3, 3]: -1/2 at -3, 3/2 at 3;
+ *   relu6' = 1 on (0, 6) only (hardtanh's rule): 0 at 0 and at 6;
+ *   clip' = 1 on [min, max] (clamp's rule): 1 at min and at max.
+ * Indicators are cast(dtype, cond) products, never select (see relu below). */
 pk_status pk_op_grad_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                            const pk_te_tensor *y, int input, pk_op_grad *g, pk_strbuf *out) {
   const pk_op_input *x = &prm->in[0];
-  bool reads_x = op == PK_OP_RELU || op == PK_OP_GELU;
+  const pk_op_attrs *a = &prm->attrs;
+  const char *dt = pkrt_dtype_name(x->dtype);
+  bool reads_x = op != PK_OP_SIGMOID && op != PK_OP_TANH;
   pk_op_grad_add_arg(g, out, reads_x ? PK_GRAD_ARG_INPUT : PK_GRAD_ARG_OUTPUT, 0,
                      reads_x ? "X" : "Y", prm, y);
   pk_op_grad_add_arg(g, out, PK_GRAD_ARG_DY, 0, "DY", prm, y);
@@ -122,10 +165,42 @@ pk_status pk_op_grad_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
     /* dY * [x > 0] rather than select(x > 0, dY, 0.0): equal for finite dY, and GCC 12.2
      * at -O3 -march=native miscompiles a select between a load and a constant under a
      * float condition in short inner loops (if-converted masked loads) */
-    pk_strbuf_printf(out, "%s * cast(%s, %s > 0.0)", dy.data, pkrt_dtype_name(x->dtype), v.data);
+    pk_strbuf_printf(out, "%s * cast(%s, %s > 0.0)", dy.data, dt, v.data);
     break;
   case PK_OP_SIGMOID: pk_strbuf_printf(out, "%s * %s * (1.0 - %s)", dy.data, v.data, v.data); break;
   case PK_OP_TANH: pk_strbuf_printf(out, "%s * (1.0 - %s * %s)", dy.data, v.data, v.data); break;
+  case PK_OP_LEAKY_RELU:
+    pk_strbuf_printf(out, "%s * (cast(%s, %s > 0.0) + ", dy.data, dt, v.data);
+    pk_op_emit_float(out, leaky_alpha(a));
+    pk_strbuf_printf(out, " * cast(%s, %s <= 0.0))", dt, v.data);
+    break;
+  case PK_OP_ELU: /* alpha e^x on x <= 0 (min keeps exp from overflowing elsewhere) */
+    pk_strbuf_printf(out, "%s * (cast(%s, %s > 0.0) + ", dy.data, dt, v.data);
+    pk_op_emit_float(out, elu_alpha(a));
+    pk_strbuf_printf(out, " * exp(min(%s, 0.0)) * cast(%s, %s <= 0.0))", v.data, dt, v.data);
+    break;
+  case PK_OP_SILU: /* s (1 + x (1 - s)), s = sigmoid(x) */
+    pk_strbuf_printf(out, "%s * sigmoid(%s) * (1.0 + %s * (1.0 - sigmoid(%s)))", dy.data,
+                     v.data, v.data, v.data);
+    break;
+  case PK_OP_HARDSIGMOID:
+    pk_strbuf_printf(out, "%s * cast(%s, %s > -3.0 && %s < 3.0) / 6.0", dy.data, dt, v.data,
+                     v.data);
+    break;
+  case PK_OP_HARDSWISH:
+    pk_strbuf_printf(out, "%s * (cast(%s, %s >= -3.0 && %s <= 3.0) * (%s / 3.0 + 0.5) + "
+                     "cast(%s, %s > 3.0))", dy.data, dt, v.data, v.data, v.data, dt, v.data);
+    break;
+  case PK_OP_RELU6:
+    pk_strbuf_printf(out, "%s * cast(%s, %s > 0.0 && %s < 6.0)", dy.data, dt, v.data, v.data);
+    break;
+  case PK_OP_CLIP:
+    pk_strbuf_printf(out, "%s * cast(%s, %s >= ", dy.data, dt, v.data);
+    pk_op_emit_float(out, a->clip_min);
+    pk_strbuf_printf(out, " && %s <= ", v.data);
+    pk_op_emit_float(out, a->clip_max);
+    pk_strbuf_append(out, ")");
+    break;
   default: /* PK_OP_GELU: d/dx x Phi(x) = Phi(x) + x phi(x) */
     pk_strbuf_printf(out, "%s * (0.5 * (1.0 + erf(%s * ", dy.data, v.data);
     pk_op_emit_float(out, 1.0 / sqrt(2.0));

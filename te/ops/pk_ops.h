@@ -20,6 +20,10 @@
  *   - elementwise binary ops broadcast like numpy (ranks align at the right; a dim of 1
  *     stretches); batch_matmul broadcasts its leading batch dims the same way;
  *   - max (reduction) and relu propagate NaN (the interpreter's rule);
+ *   - activations are PyTorch's: leaky_relu = max(x, 0) + alpha * min(x, 0);
+ *     elu = max(x, 0) + alpha * (exp(min(x, 0)) - 1); silu = x * sigmoid(x);
+ *     hardsigmoid = min(max(x + 3, 0), 6) / 6; hardswish = x * hardsigmoid(x);
+ *     relu6 = min(max(x, 0), 6); clip = min(max(x, clip_min), clip_max);
  *   - a reduction over every axis without keepdims has shape (1,) (a TE has rank >= 1);
  *   - mean is one stage: sum(x / n) over the reduced axes;
  *   - softmax is three stages: m = max over the axis, s = sum exp(x - m), y = exp(x - m) / s;
@@ -94,6 +98,10 @@ typedef struct pk_op_attrs {
   double beta1, beta2, eps;/* adamw: 0 means the defaults 0.9, 0.999, 1e-8 */
   bool decoupled;          /* adamw: true = AdamW (w -= lr*wd*w), false = Adam with L2 */
   double clip_norm;        /* both: > 0 clips this tensor's gradient to that L2 norm */
+  /* activations (zero-means-default as above, so alpha 0 cannot be asked for: that is relu) */
+  double alpha;            /* leaky_relu: negative slope, 0 means 0.01; elu: 0 means 1.0 */
+  double clip_min, clip_max; /* clip: the range, finite with min <= max (graph JSON requires
+                              * both; zero-initialised params clip to [0, 0]) */
 } pk_op_attrs;
 
 typedef struct pk_op_params {
@@ -131,7 +139,10 @@ pk_status pk_op_build(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
  * itself (dY = 1 implied), so it has no DY argument.
  *
  * Rules worth knowing (PyTorch's, so that training matches it):
- *   - relu'(0) = 0; max_pool2d and max send the gradient to the FIRST maximum of a window
+ *   - relu'(0) = 0; at the other kinks: leaky_relu'(0) = alpha, elu'(0) = alpha,
+ *     hardsigmoid' = 0 at -3 and 3, hardswish'(-3) = -0.5 and hardswish'(3) = 1.5,
+ *     relu6' = 0 at 0 and 6 (hardtanh's rule) but clip' = 1 at min and max (clamp's rule);
+ *   - max_pool2d and max send the gradient to the FIRST maximum of a window
  *     in row-major scan order (ties happen after relu);
  *   - broadcast inputs of add/sub/mul/div get dY summed over the broadcast dims;
  *   - conv2d dX handles stride, dilation, groups, asymmetric padding and rows/cols of the
