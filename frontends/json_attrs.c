@@ -1,5 +1,6 @@
 /* json_attrs.c — a node's "attrs" object → pk_op_attrs, refusing keys the op does not read
  * (a misplaced "stride" on a matmul is a mistake, not a no-op) and wrong types. */
+#include <math.h>
 #include <string.h>
 
 #include "json_impl.h"
@@ -22,12 +23,16 @@ static const struct {
     {"slice", {"slice_axis", "slice_start", "slice_len"}},
     {"reshape", {"shape"}},
     {"add", {0}}, {"sub", {0}}, {"mul", {0}}, {"div", {0}}, {"relu", {0}},
-    {"sigmoid", {0}}, {"tanh", {0}}, {"gelu", {0}},
+    {"sigmoid", {0}}, {"tanh", {0}}, {"gelu", {0}}, {"silu", {0}}, {"hardsigmoid", {0}},
+    {"hardswish", {0}}, {"relu6", {0}},
+    {"leaky_relu", {"alpha"}},
+    {"elu", {"alpha"}},
+    {"clip", {"min", "max"}},
 };
 
 static const char *const ALL_KEYS[] = {
     "trans_a", "trans_b", "axis", "axes", "keepdims", "kernel", "stride", "dilation", "pad",
-    "groups", "slice_axis", "slice_start", "slice_len", "shape", NULL};
+    "groups", "slice_axis", "slice_start", "slice_len", "shape", "alpha", "min", "max", NULL};
 
 static const char *const *fe_op_keys(pk_op_kind op) {
   const char *name = pk_op_name(op);
@@ -145,11 +150,28 @@ static pk_status fe_new_shape(pk_fe *f, const char *where, const cJSON *v, const
   return PK_OK;
 }
 
+/* A finite number; `positive`: > 0 as well (alpha: zero in pk_op_attrs means the default,
+ * so an explicit 0 would silently become 0.01 or 1.0; a slope of 0 is relu). */
+static pk_status fe_real(pk_fe *f, const char *where, const cJSON *attrs, const char *key,
+                         bool positive, double *out) {
+  const cJSON *v = pk_fe_get(attrs, key);
+  if (!v) return PK_OK;
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || (positive && !(v->valuedouble > 0)))
+    return pk_fe_fail(f, where, "attr '%s' must be a finite number%s", key,
+                      positive ? " > 0" : "");
+  *out = v->valuedouble;
+  return PK_OK;
+}
+
 pk_status pk_fe_attrs(pk_fe *f, const char *where, pk_op_kind op, const cJSON *attrs,
                       const int *inputs, int ninputs, pk_op_attrs *a) {
   memset(a, 0, sizeof *a);
+  if (attrs && !cJSON_IsObject(attrs))
+    return pk_fe_fail(f, where, "key 'attrs' must be an object");
+  /* clip has no default range (the zero of pk_op_attrs, [0, 0], is no one's intent) */
+  if (op == PK_OP_CLIP && (!attrs || !pk_fe_get(attrs, "min") || !pk_fe_get(attrs, "max")))
+    return pk_fe_fail(f, where, "op 'clip' needs attrs 'min' and 'max'");
   if (!attrs) return PK_OK;
-  if (!cJSON_IsObject(attrs)) return pk_fe_fail(f, where, "key 'attrs' must be an object");
   const char *const *keys = fe_op_keys(op);
   for (const cJSON *it = attrs->child; it; it = it->next) {
     bool ok = false;
@@ -193,6 +215,11 @@ pk_status pk_fe_attrs(pk_fe *f, const char *where, pk_op_kind op, const cJSON *a
                            &a->slice_len)))
     return s;
   if ((v = pk_fe_get(attrs, "shape")) && (s = fe_new_shape(f, where, v, inputs, ninputs, a)))
+    return s;
+  /* clip's min <= max is the operator library's check, reported with the node's name */
+  if ((s = fe_real(f, where, attrs, "alpha", true, &a->alpha)) != PK_OK ||
+      (s = fe_real(f, where, attrs, "min", false, &a->clip_min)) != PK_OK ||
+      (s = fe_real(f, where, attrs, "max", false, &a->clip_max)) != PK_OK)
     return s;
   return PK_OK;
 }

@@ -462,6 +462,25 @@ static const bad_case BAD[] = {
      PK_ERR_CHECK, "key 'gamma' applies to kind 'step' only"},
     {"schedule kind", GOOD TR("{\"lr_schedule\":{\"kind\":\"linear\"}}"), PK_ERR_CHECK,
      "training.lr_schedule: kind 'linear' is not constant, step or cosine"},
+    {"clip without max", HDR X W "\"nodes\":[" NODE("clip", "\"x\"", "y", ",\"attrs\":{\"min\":0}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': op 'clip' needs attrs 'min' and 'max'"},
+    {"clip without attrs", HDR X W "\"nodes\":[" NODE("clip", "\"x\"", "y", "") "]," OUT,
+     PK_ERR_CHECK, "node 'fc': op 'clip' needs attrs 'min' and 'max'"},
+    {"clip min above max",
+     HDR X W "\"nodes\":[" NODE("clip", "\"x\"", "y", ",\"attrs\":{\"min\":1,\"max\":-1}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': clip: clip range [1, -1] must be finite with min <= max"},
+    {"clip max infinite",
+     HDR X W "\"nodes\":[" NODE("clip", "\"x\"", "y", ",\"attrs\":{\"min\":1,\"max\":1e999}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': attr 'max' must be a finite number"},
+    {"leaky_relu alpha 0",
+     HDR X W "\"nodes\":[" NODE("leaky_relu", "\"x\"", "y", ",\"attrs\":{\"alpha\":0}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': attr 'alpha' must be a finite number > 0"},
+    {"elu alpha a string",
+     HDR X W "\"nodes\":[" NODE("elu", "\"x\"", "y", ",\"attrs\":{\"alpha\":\"1\"}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': attr 'alpha' must be a finite number > 0"},
+    {"alpha on silu",
+     HDR X W "\"nodes\":[" NODE("silu", "\"x\"", "y", ",\"attrs\":{\"alpha\":1}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': attr 'alpha' does not apply to op 'silu'"},
     {"xent needs 2-D output",
      HDR X W "\"nodes\":[" NODE("sum", "\"x\"", "y", ",\"attrs\":{\"axes\":[1]}") "],"
      "\"output\":\"y\"" TR("{\"loss\":\"softmax_cross_entropy\"}"),
@@ -490,6 +509,31 @@ static void test_errors(void) {
     CHECK(ok, "%s: want %s '%s', got %s '%s'", c->label, pk_status_name(c->want), c->needle,
           pk_status_name(s), msg);
     printf("%s error: %s -> %s\n", ok ? "PASS" : "FAIL", c->label, msg);
+    pk_ctx_free(ctx);
+  }
+  /* The activations' attrs reach pk_op_attrs (omitted alpha: zero, the op's default). */
+  {
+    static const char text[] =
+        HDR X W "\"nodes\":[{\"name\":\"a\",\"op\":\"leaky_relu\",\"inputs\":[\"x\"],"
+        "\"output\":\"ao\",\"attrs\":{\"alpha\":0.2}},"
+        "{\"name\":\"b\",\"op\":\"elu\",\"inputs\":[\"ao\"],\"output\":\"bo\"},"
+        "{\"name\":\"c\",\"op\":\"clip\",\"inputs\":[\"bo\"],\"output\":\"co\","
+        "\"attrs\":{\"min\":-0.5,\"max\":6}},"
+        "{\"name\":\"d\",\"op\":\"hardswish\",\"inputs\":[\"co\"],\"output\":\"y\"}],"
+        OUT;
+    pk_ctx *ctx = pk_ctx_new();
+    pk_graph *g;
+    pk_status s = pk_frontend_json(ctx, text, strlen(text), path, 3, &g, NULL);
+    CHECK(s == PK_OK, "activations: %s", pk_ctx_error(ctx));
+    if (s == PK_OK) {
+      const pk_gnode *a = node(g, "a"), *b = node(g, "b"), *c = node(g, "c"), *d = node(g, "d");
+      CHECK(a && a->op == PK_OP_LEAKY_RELU && a->prm.attrs.alpha == 0.2, "leaky_relu alpha");
+      CHECK(b && b->op == PK_OP_ELU && b->prm.attrs.alpha == 0, "elu default alpha");
+      CHECK(c && c->op == PK_OP_CLIP && c->prm.attrs.clip_min == -0.5 &&
+                c->prm.attrs.clip_max == 6, "clip min/max");
+      CHECK(d && d->op == PK_OP_HARDSWISH, "hardswish");
+    }
+    printf("%s activations: alpha, clip min/max\n", s == PK_OK ? "PASS" : "FAIL");
     pk_ctx_free(ctx);
   }
   /* A batch the compiler cannot use; by file: extension and existence. */
