@@ -8,7 +8,7 @@ autograd so Pock's compile-time backward is checked against it. Library only:
   logits = m(x)                                # x: (N, features...) as the graph's input
 
 Ops: matmul, batch_matmul, add, sub, mul, div, relu, sigmoid, tanh, gelu (erf form),
-softmax, sum, mean, max, conv2d, reshape, slice; broadcasting as numpy. A graph using any
+silu, hardsigmoid, hardswish, relu6, leaky_relu, elu, clip, softmax, sum, mean, max, conv2d, reshape, slice; broadcasting as numpy. A graph using any
 other op raises NotImplementedError (the fixtures do not use it).
 """
 import torch
@@ -71,9 +71,16 @@ class PockGraph(nn.Module):
         if op in binary:
             return binary[op](ins[0], ins[1])
         unary = {"relu": torch.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
-                 "gelu": F.gelu}
+                 "gelu": F.gelu, "silu": F.silu, "hardsigmoid": F.hardsigmoid,
+                 "hardswish": F.hardswish, "relu6": F.relu6}
         if op in unary:
             return unary[op](ins[0])
+        if op == "leaky_relu":  # omitted alpha: PyTorch's default, as in Pock
+            return F.leaky_relu(ins[0], a.get("alpha", 0.01))
+        if op == "elu":
+            return F.elu(ins[0], a.get("alpha", 1.0))
+        if op == "clip":
+            return torch.clamp(ins[0], a["min"], a["max"])
         x = ins[0]
         if op == "softmax":
             return torch.softmax(x, dim=a.get("axis", 0))

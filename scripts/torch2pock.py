@@ -180,6 +180,19 @@ def _walk(mod, prefix, b, x, shape, nn, following):
                                % (name, mod.approximate))
         return b.node(name, kind.lower(), [x], name + ".out"), shape
 
+    if kind in ("SiLU", "Hardsigmoid", "Hardswish", "ReLU6"):
+        return b.node(name, kind.lower(), [x], name + ".out"), shape
+
+    if kind in ("LeakyReLU", "ELU"):
+        alpha = float(mod.negative_slope if kind == "LeakyReLU" else mod.alpha)
+        if alpha == 0:  # both are relu then, gradient at 0 included
+            return b.node(name, "relu", [x], name + ".out"), shape
+        if not alpha > 0:
+            raise ConvertError("%s: %s with a negative %s (Pock's alpha is > 0)"
+                               % (name, kind, "slope" if kind == "LeakyReLU" else "alpha"))
+        return b.node(name, kind.lower().replace("leakyrelu", "leaky_relu"), [x],
+                      name + ".out", {"alpha": alpha}), shape
+
     if kind in ("MaxPool2d", "AvgPool2d"):
         if len(shape) != 4:
             raise ConvertError("%s: expects a rank-4 input, gets %s" % (name, shape))
@@ -234,8 +247,9 @@ def _walk(mod, prefix, b, x, shape, nn, following):
     raise ConvertError("%s: module type %s is not supported" % (name, kind))
 
 
-_LEAF_KINDS = {"Linear", "Conv2d", "ReLU", "Sigmoid", "Tanh", "GELU", "MaxPool2d",
-               "AvgPool2d", "AdaptiveAvgPool2d", "Flatten", "Identity"}
+_LEAF_KINDS = {"Linear", "Conv2d", "ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "Hardsigmoid",
+               "Hardswish", "ReLU6", "LeakyReLU", "ELU", "MaxPool2d", "AvgPool2d",
+               "AdaptiveAvgPool2d", "Flatten", "Identity"}
 
 
 def evaluate(graph, tensors, x):
@@ -261,6 +275,14 @@ def evaluate(graph, tensors, x):
             y = getattr(torch, op)(a[0])
         elif op == "gelu":
             y = F.gelu(a[0])
+        elif op in ("silu", "hardsigmoid", "hardswish", "relu6"):
+            y = getattr(F, op)(a[0])
+        elif op == "leaky_relu":
+            y = F.leaky_relu(a[0], at.get("alpha", 0.01))
+        elif op == "elu":
+            y = F.elu(a[0], at.get("alpha", 1.0))
+        elif op == "clip":
+            y = torch.clamp(a[0], at["min"], at["max"])
         elif op in ("max_pool2d", "avg_pool2d"):
             p = at["pad"]
             if op == "max_pool2d":
@@ -404,6 +426,13 @@ def self_test():
             nn.Conv2d(3, 4, 3, bias=False), nn.AdaptiveAvgPool2d(1)).double()),
         ("mlp_no_bias", (6,), nn.Sequential(nn.Linear(6, 4, bias=False), nn.ReLU(),
                                             nn.Linear(4, 2))),
+        # scaled by 4 so that the inputs reach every piece (hardswish's +-3, relu6's 6)
+        ("activations", (6,), nn.Sequential(
+            nn.Linear(6, 8), nn.LeakyReLU(), nn.Linear(8, 8), nn.ELU(0.5), nn.SiLU(),
+            nn.Linear(8, 8), nn.LeakyReLU(0.2), nn.Linear(8, 8), nn.Hardswish(),
+            nn.Linear(8, 8), nn.Hardsigmoid(), nn.Linear(8, 8), nn.ReLU6(), nn.ELU(),
+            nn.LeakyReLU(0.0)).apply(lambda m: isinstance(m, nn.Linear) and
+                                     m.weight.data.mul_(4))),
     ]
 
     class Tangled(nn.Module):
@@ -417,6 +446,7 @@ def self_test():
     bad = [("custom_forward", (3,), Tangled()), ("lstm", (3,), nn.Sequential(nn.LSTM(3, 3))),
            ("avgpool_count_include_pad", (1, 4, 4), nn.Sequential(nn.AvgPool2d(2, padding=1))),
            ("gelu_tanh", (3,), nn.Sequential(nn.GELU(approximate="tanh"))),
+           ("leaky_relu_negative_slope", (3,), nn.Sequential(nn.LeakyReLU(-0.1))),
            ("features_mismatch", (3,), nn.Sequential(nn.Linear(4, 2))),
            ("reflect_padding", (1, 4, 4),
             nn.Sequential(nn.Conv2d(1, 1, 3, padding=1, padding_mode="reflect")))]
