@@ -8,7 +8,8 @@ autograd so Pock's compile-time backward is checked against it. Library only:
   logits = m(x)                                # x: (N, features...) as the graph's input
 
 Ops: matmul, batch_matmul, add, sub, mul, div, relu, sigmoid, tanh, gelu (erf form),
-silu, hardsigmoid, hardswish, relu6, leaky_relu, elu, clip, softmax, sum, mean, max, conv2d, reshape, slice; broadcasting as numpy. A graph using any
+silu, hardsigmoid, hardswish, relu6, leaky_relu, elu, clip, exp, log, sqrt, rsqrt, abs,
+neg, reciprocal, softmax, sum, mean, max, conv2d, reshape, slice; broadcasting as numpy. A graph using any
 other op raises NotImplementedError (the fixtures do not use it).
 """
 import torch
@@ -72,7 +73,9 @@ class PockGraph(nn.Module):
             return binary[op](ins[0], ins[1])
         unary = {"relu": torch.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
                  "gelu": F.gelu, "silu": F.silu, "hardsigmoid": F.hardsigmoid,
-                 "hardswish": F.hardswish, "relu6": F.relu6}
+                 "hardswish": F.hardswish, "relu6": F.relu6, "exp": torch.exp,
+                 "log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "abs": torch.abs,
+                 "neg": torch.neg, "reciprocal": torch.reciprocal}
         if op in unary:
             return unary[op](ins[0])
         if op == "leaky_relu":  # omitted alpha: PyTorch's default, as in Pock

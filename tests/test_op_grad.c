@@ -36,7 +36,9 @@ static int activation_kinks(pk_op_kind op, const pk_op_attrs *a, double kink[2],
                             double *scale) {
   *scale = 1;
   switch (op) {
-  case PK_OP_RELU: case PK_OP_LEAKY_RELU: case PK_OP_ELU: kink[0] = 0; return 1;
+  case PK_OP_RELU: case PK_OP_LEAKY_RELU: case PK_OP_ELU: case PK_OP_ABS:
+    kink[0] = 0;
+    return 1;
   case PK_OP_HARDSIGMOID: case PK_OP_HARDSWISH:
     kink[0] = -3, kink[1] = 3, *scale = 4;
     return 2;
@@ -48,8 +50,9 @@ static int activation_kinks(pk_op_kind op, const pk_op_attrs *a, double kink[2],
 
 /* Inputs away from each op's kinks: piecewise activations at least 0.05 from each kink;
  * max and max_pool2d distinct values at least 2/n apart (a permutation), so a step of 1e-6
- * never changes which is the max; divisors |b| >= 0.5; loss row weights positive, targets
- * in [0, 1]. */
+ * never changes which is the max; divisors (and reciprocal's x) |b| >= 0.5; log, sqrt and
+ * rsqrt in [0.25, 2] (pk_te_ref_fill_random's positive domain); loss row weights positive,
+ * targets in [0, 1]. */
 static void fill_input(pk_op_kind op, const pk_op_params *prm, int input, pk_te_ref_tensor *t,
                        uint64_t *rng) {
   int64_t n = t->numel;
@@ -71,7 +74,9 @@ static void fill_input(pk_op_kind op, const pk_op_params *prm, int input, pk_te_
     double u = scale * uniform(rng, -1, 1);
     for (int k = 0; k < nkinks; k++)
       if (fabs(u - kink[k]) < 0.05) u = u < kink[k] ? kink[k] - 0.05 : kink[k] + 0.05;
-    if (op == PK_OP_DIV && input == 1) u = (u < 0 ? -0.5 : 0.5) + u;
+    if ((op == PK_OP_DIV && input == 1) || op == PK_OP_RECIPROCAL)
+      u = (u < 0 ? -0.5 : 0.5) + u;
+    if (op == PK_OP_LOG || op == PK_OP_SQRT || op == PK_OP_RSQRT) u = 0.25 + 0.875 * (u + 1);
     bool loss = op == PK_OP_SOFTMAX_CROSS_ENTROPY || op == PK_OP_MSE_LOSS;
     if (loss && input == 0 && op == PK_OP_SOFTMAX_CROSS_ENTROPY) u *= 2;
     if (loss && input == 1 && op == PK_OP_SOFTMAX_CROSS_ENTROPY) u = (u + 1) / 2;
@@ -340,6 +345,8 @@ static void test_ties(void) {
        {0, 0, -0.375, 0, 1.125, 3, 4, 0}, {0, -0.5, 0, 0.5, 1, 1.5, 1, 0.5}},
       {"relu6_kinks", PK_OP_RELU6, {.groups = 0}, {-1, 0, 1, 6, 7, 3, 5.5, 0},
        {0, 0, 1, 6, 6, 3, 5.5, 0}, {0, 0, 1, 0, 0, 1, 1, 0}},
+      {"abs_zero", PK_OP_ABS, {.groups = 0}, {-2, -0.5, 0, 0.5, 2, 0, 0, 0},
+       {2, 0.5, 0, 0.5, 2, 0, 0, 0}, {-1, -1, 0, 1, 1, 0, 0, 0}},
       {"clip_bounds", PK_OP_CLIP, {.clip_min = -1, .clip_max = 2}, {-2, -1, 0, 2, 3, 1, 0, 0},
        {-1, -1, 0, 2, 2, 1, 0, 0}, {0, 1, 1, 1, 0, 1, 1, 1}},
   };

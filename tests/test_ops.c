@@ -120,6 +120,13 @@ static void naive_unary(pk_op_kind op, const pk_op_params *prm, double *const *x
               : op == PK_OP_HARDSWISH  ? v * hsig
               : op == PK_OP_RELU6      ? (v < 0 ? 0 : v > 6 ? 6 : v)
               : op == PK_OP_CLIP       ? fmin(fmax(v, prm->attrs.clip_min), prm->attrs.clip_max)
+              : op == PK_OP_EXP        ? exp(v)
+              : op == PK_OP_LOG        ? log(v)
+              : op == PK_OP_SQRT       ? sqrt(v)
+              : op == PK_OP_RSQRT      ? 1 / sqrt(v)
+              : op == PK_OP_ABS        ? fabs(v)
+              : op == PK_OP_NEG        ? -v
+              : op == PK_OP_RECIPROCAL ? 1 / v
                                        : v * 0.5 * (1 + erf(v / sqrt(2.0)));
   }
 }

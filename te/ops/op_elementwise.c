@@ -1,6 +1,7 @@
 /* op_elementwise.c — injective ops: add/sub/mul/div with numpy broadcasting, and the
  * activations relu, sigmoid, tanh, gelu (erf form), leaky_relu, elu, silu, hardsigmoid,
- * hardswish, relu6 and clip (PyTorch's definitions); each followed by its gradients. */
+ * hardswish, relu6 and clip (PyTorch's definitions), and the math functions exp, log, sqrt,
+ * rsqrt, abs, neg, reciprocal; each followed by its gradients. */
 #include <math.h>
 
 #include "op_impl.h"
@@ -119,7 +120,15 @@ pk_status pk_op_text_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
     pk_op_emit_float(out, a->clip_max);
     pk_strbuf_append(out, ")");
     break;
-  default: /* PK_OP_GELU: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) */
+  /* outside their domains these give C's IEEE results (log(0) = -inf, sqrt(-1) = NaN) */
+  case PK_OP_EXP: pk_strbuf_printf(out, "exp(%s)", xr.data); break;
+  case PK_OP_LOG: pk_strbuf_printf(out, "log(%s)", xr.data); break;
+  case PK_OP_SQRT: pk_strbuf_printf(out, "sqrt(%s)", xr.data); break;
+  case PK_OP_RSQRT: pk_strbuf_printf(out, "rsqrt(%s)", xr.data); break;
+  case PK_OP_ABS: pk_strbuf_printf(out, "abs(%s)", xr.data); break;
+  case PK_OP_NEG: pk_strbuf_printf(out, "-%s", xr.data); break;
+  case PK_OP_RECIPROCAL: pk_strbuf_printf(out, "1.0 / %s", xr.data); break;
+    default: /* PK_OP_GELU: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) */
     pk_strbuf_printf(out, "0.5 * %s * (1.0 + erf(%s * ", xr.data, xr.data);
     pk_op_emit_float(out, 1.0 / sqrt(2.0));
     pk_strbuf_append(out, "))");
@@ -131,9 +140,10 @@ pk_status pk_op_text_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   return PK_OK;
 }
 
-/* dX = dY * f'(x), from whichever of X and Y gives f' most cheaply: sigmoid and tanh read
- * Y, the rest X (the piecewise ones need the side of each kink x is on, which Y loses where
- * it saturates). At the kinks f' is PyTorch's (its *_backward kernels), so that training
+/* dX = dY * f'(x), from whichever of X and Y gives f' most cheaply: sigmoid, tanh, exp,
+ * sqrt, rsqrt and reciprocal read Y (as PyTorch's backward formulas do), neg only dY, the
+ * rest X (the piecewise ones need the side of each kink x is on, which Y loses where it
+ * saturates). At the kinks f' is PyTorch's (its *_backward kernels), so that training
  * matches it where activations land exactly on a kink (x = 0 after relu is common):
  *   relu'(0) = 0;  leaky_relu'(0) = alpha and elu'(0) = alpha (the x <= 0 side);
  *   hardsigmoid' = 1/6 on (-3, 3) only: 0 at -3 and at 3;
@@ -146,14 +156,16 @@ pk_status pk_op_grad_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   const pk_op_input *x = &prm->in[0];
   const pk_op_attrs *a = &prm->attrs;
   const char *dt = pkrt_dtype_name(x->dtype);
-  bool reads_x = op != PK_OP_SIGMOID && op != PK_OP_TANH;
-  pk_op_grad_add_arg(g, out, reads_x ? PK_GRAD_ARG_INPUT : PK_GRAD_ARG_OUTPUT, 0,
-                     reads_x ? "X" : "Y", prm, y);
+  bool reads_y = op == PK_OP_SIGMOID || op == PK_OP_TANH || op == PK_OP_EXP ||
+                 op == PK_OP_SQRT || op == PK_OP_RSQRT || op == PK_OP_RECIPROCAL;
+  if (op != PK_OP_NEG)
+    pk_op_grad_add_arg(g, out, reads_y ? PK_GRAD_ARG_OUTPUT : PK_GRAD_ARG_INPUT, 0,
+                       reads_y ? "Y" : "X", prm, y);
   pk_op_grad_add_arg(g, out, PK_GRAD_ARG_DY, 0, "DY", prm, y);
   pk_strbuf v, dy; /* "X[i0, i1]" or "Y[i0, i1]"; "DY[i0, i1]" */
   pk_strbuf_init(&v);
   pk_strbuf_init(&dy);
-  pk_strbuf_append(&v, reads_x ? "X[" : "Y[");
+  pk_strbuf_append(&v, reads_y ? "Y[" : "X[");
   pk_op_emit_bcast_index(&v, x->ndim, x->shape, x->ndim, 0);
   pk_strbuf_append(&v, "]");
   pk_strbuf_append(&dy, "DY[");
@@ -200,6 +212,20 @@ pk_status pk_op_grad_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
     pk_strbuf_printf(out, " && %s <= ", v.data);
     pk_op_emit_float(out, a->clip_max);
     pk_strbuf_append(out, ")");
+    break;
+  case PK_OP_EXP: pk_strbuf_printf(out, "%s * %s", dy.data, v.data); break;
+  case PK_OP_LOG: pk_strbuf_printf(out, "%s / %s", dy.data, v.data); break;
+  case PK_OP_SQRT: pk_strbuf_printf(out, "%s / (2.0 * %s)", dy.data, v.data); break;
+  case PK_OP_RSQRT: /* -y^3 / 2 */
+    pk_strbuf_printf(out, "-0.5 * %s * %s * %s * %s", dy.data, v.data, v.data, v.data);
+    break;
+  case PK_OP_ABS: /* sign(x), with sign(0) = 0 as PyTorch's sgn */
+    pk_strbuf_printf(out, "%s * (cast(%s, %s > 0.0) - cast(%s, %s < 0.0))", dy.data, dt, v.data,
+                     dt, v.data);
+    break;
+  case PK_OP_NEG: pk_strbuf_printf(out, "-%s", dy.data); break;
+  case PK_OP_RECIPROCAL: /* -1/x^2 = -y^2 */
+    pk_strbuf_printf(out, "-%s * %s * %s", dy.data, v.data, v.data);
     break;
   default: /* PK_OP_GELU: d/dx x Phi(x) = Phi(x) + x phi(x) */
     pk_strbuf_printf(out, "%s * (0.5 * (1.0 + erf(%s * ", dy.data, v.data);

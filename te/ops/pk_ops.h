@@ -24,6 +24,9 @@
  *     elu = max(x, 0) + alpha * (exp(min(x, 0)) - 1); silu = x * sigmoid(x);
  *     hardsigmoid = min(max(x + 3, 0), 6) / 6; hardswish = x * hardsigmoid(x);
  *     relu6 = min(max(x, 0), 6); clip = min(max(x, clip_min), clip_max);
+ *   - exp, log, sqrt, rsqrt (1 / sqrt x), abs, neg, reciprocal (1 / x) are C's functions:
+ *     outside the domain (log, sqrt, rsqrt of x <= 0; 1 / 0) the result is IEEE's
+ *     (-inf, NaN, inf), not an error;
  *   - a reduction over every axis without keepdims has shape (1,) (a TE has rank >= 1);
  *   - mean is one stage: sum(x / n) over the reduced axes;
  *   - softmax is three stages: m = max over the axis, s = sum exp(x - m), y = exp(x - m) / s;
@@ -142,6 +145,7 @@ pk_status pk_op_build(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
  *   - relu'(0) = 0; at the other kinks: leaky_relu'(0) = alpha, elu'(0) = alpha,
  *     hardsigmoid' = 0 at -3 and 3, hardswish'(-3) = -0.5 and hardswish'(3) = 1.5,
  *     relu6' = 0 at 0 and 6 (hardtanh's rule) but clip' = 1 at min and max (clamp's rule);
+ *     abs'(0) = 0;
  *   - max_pool2d and max send the gradient to the FIRST maximum of a window
  *     in row-major scan order (ties happen after relu);
  *   - broadcast inputs of add/sub/mul/div get dY summed over the broadcast dims;
