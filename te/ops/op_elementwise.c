@@ -93,8 +93,8 @@ pk_status pk_op_text_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   case PK_OP_RELU: pk_strbuf_printf(out, "max(%s, 0.0)", xr.data); break;
   case PK_OP_SIGMOID: pk_strbuf_printf(out, "sigmoid(%s)", xr.data); break;
   case PK_OP_TANH: pk_strbuf_printf(out, "tanh(%s)", xr.data); break;
-  /* The piecewise ops are written with min/max, not select, so that NaN propagates as in
-   * relu (the interpreter's rule) and no branch is compared twice. */
+  /* The piecewise ops are min/max compositions rather than selects, so that NaN propagates
+   * as in relu (the interpreter's rule for min/max). */
   case PK_OP_LEAKY_RELU: /* x > 0 ? x : alpha x */
     pk_strbuf_printf(out, "max(%s, 0.0) + ", xr.data);
     pk_op_emit_float(out, leaky_alpha(a));
@@ -128,7 +128,7 @@ pk_status pk_op_text_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   case PK_OP_ABS: pk_strbuf_printf(out, "abs(%s)", xr.data); break;
   case PK_OP_NEG: pk_strbuf_printf(out, "-%s", xr.data); break;
   case PK_OP_RECIPROCAL: pk_strbuf_printf(out, "1.0 / %s", xr.data); break;
-    default: /* PK_OP_GELU: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) */
+  default: /* PK_OP_GELU: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) */
     pk_strbuf_printf(out, "0.5 * %s * (1.0 + erf(%s * ", xr.data, xr.data);
     pk_op_emit_float(out, 1.0 / sqrt(2.0));
     pk_strbuf_append(out, "))");
