@@ -102,7 +102,7 @@ typedef struct pk_op_attrs {
   bool decoupled;          /* adamw: true = AdamW (w -= lr*wd*w), false = Adam with L2 */
   double clip_norm;        /* both: > 0 clips this tensor's gradient to that L2 norm */
   /* activations (zero-means-default as above, so alpha 0 cannot be asked for: that is relu) */
-  double alpha;            /* leaky_relu: negative slope, 0 means 0.01; elu: 0 means 1.0 */
+  double alpha;            /* >= 0; leaky_relu: negative slope, 0 means 0.01; elu: 0 means 1 */
   double clip_min, clip_max; /* clip: the range, finite with min <= max (graph JSON requires
                               * both; zero-initialised params clip to [0, 0]) */
 } pk_op_attrs;
