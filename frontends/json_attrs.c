@@ -5,43 +5,6 @@
 
 #include "json_impl.h"
 
-/* Which attrs each op reads, by op name so that rows added to op_table.def later need no
- * change here until they take attributes; an op missing from this list accepts every key. */
-static const struct {
-  const char *op;
-  const char *keys[8];
-} OP_ATTRS[] = {
-    {"matmul", {"trans_a", "trans_b"}},
-    {"batch_matmul", {"trans_a", "trans_b"}},
-    {"softmax", {"axis"}},
-    {"sum", {"axes", "keepdims"}},
-    {"mean", {"axes", "keepdims"}},
-    {"max", {"axes", "keepdims"}},
-    {"conv2d", {"stride", "dilation", "pad", "groups"}},
-    {"max_pool2d", {"kernel", "stride", "dilation", "pad"}},
-    {"avg_pool2d", {"kernel", "stride", "dilation", "pad"}},
-    {"slice", {"slice_axis", "slice_start", "slice_len"}},
-    {"reshape", {"shape"}},
-    {"add", {0}}, {"sub", {0}}, {"mul", {0}}, {"div", {0}}, {"relu", {0}},
-    {"sigmoid", {0}}, {"tanh", {0}}, {"gelu", {0}}, {"silu", {0}}, {"hardsigmoid", {0}},
-    {"hardswish", {0}}, {"relu6", {0}}, {"exp", {0}}, {"log", {0}}, {"sqrt", {0}},
-    {"rsqrt", {0}}, {"abs", {0}}, {"neg", {0}}, {"reciprocal", {0}},
-    {"leaky_relu", {"alpha"}},
-    {"elu", {"alpha"}},
-    {"clip", {"min", "max"}},
-};
-
-static const char *const ALL_KEYS[] = {
-    "trans_a", "trans_b", "axis", "axes", "keepdims", "kernel", "stride", "dilation", "pad",
-    "groups", "slice_axis", "slice_start", "slice_len", "shape", "alpha", "min", "max", NULL};
-
-static const char *const *fe_op_keys(pk_op_kind op) {
-  const char *name = pk_op_name(op);
-  for (size_t i = 0; i < sizeof OP_ATTRS / sizeof OP_ATTRS[0]; i++)
-    if (strcmp(OP_ATTRS[i].op, name) == 0) return OP_ATTRS[i].keys;
-  return ALL_KEYS;
-}
-
 static pk_status fe_flag(pk_fe *f, const char *where, const cJSON *attrs, const char *key,
                          bool *out) {
   const cJSON *v = pk_fe_get(attrs, key);
@@ -169,22 +132,21 @@ pk_status pk_fe_attrs(pk_fe *f, const char *where, pk_op_kind op, const cJSON *a
   memset(a, 0, sizeof *a);
   if (attrs && !cJSON_IsObject(attrs))
     return pk_fe_fail(f, where, "key 'attrs' must be an object");
-  /* clip has no default range (the zero of pk_op_attrs, [0, 0], is no one's intent) */
-  if (op == PK_OP_CLIP && (!attrs || !pk_fe_get(attrs, "min") || !pk_fe_get(attrs, "max")))
-    return pk_fe_fail(f, where, "op 'clip' needs attrs 'min' and 'max'");
+  /* which keys the op reads, and whether it needs them all, is op metadata (op_table.def) */
+  unsigned reads = pk_op_attrs_read(op);
+  if (pk_op_flags(op) & PK_OPF_ATTRS_REQUIRED)
+    for (int k = 0; k < PK_ATTR_KEY_COUNT_; k++)
+      if ((reads & (1u << k)) && (!attrs || !pk_fe_get(attrs, pk_attr_key_name(k))))
+        return pk_fe_fail(f, where, "op '%s' needs attr '%s'", pk_op_name(op),
+                          pk_attr_key_name(k));
   if (!attrs) return PK_OK;
-  const char *const *keys = fe_op_keys(op);
   for (const cJSON *it = attrs->child; it; it = it->next) {
-    bool ok = false;
-    for (int i = 0; keys[i] && !ok; i++) ok = strcmp(it->string, keys[i]) == 0;
-    if (!ok) {
-      bool known = false;
-      for (int i = 0; ALL_KEYS[i] && !known; i++) known = strcmp(it->string, ALL_KEYS[i]) == 0;
-      if (known)
-        return pk_fe_fail(f, where, "attr '%s' does not apply to op '%s'", it->string,
-                          pk_op_name(op));
+    pk_attr_key k = pk_attr_key_from_name(it->string);
+    if (k == PK_ATTR_KEY_COUNT_)
       return pk_fe_fail(f, where, "unknown attr %s", pk_fe_quote(f, it->string));
-    }
+    if (!(reads & (1u << k)))
+      return pk_fe_fail(f, where, "attr '%s' does not apply to op '%s'", it->string,
+                        pk_op_name(op));
   }
   pk_status s;
   if ((s = pk_fe_no_duplicate_keys(f, where, attrs)) != PK_OK) return s;

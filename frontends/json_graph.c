@@ -173,17 +173,17 @@ static pk_status fe_node(pk_fe *f, int index, const cJSON *it) {
                       pk_fe_quote(f, opname));
   /* Losses and optimizer updates come from the "training" object, never from the model:
    * pk_train_build adds them where the sparse spec says. */
-  static const char *const TRAINING_OPS[] = {"softmax_cross_entropy", "mse_loss", "sgd_update",
-                                             "adamw_update"};
-  for (size_t i = 0; i < sizeof TRAINING_OPS / sizeof TRAINING_OPS[0]; i++)
-    if (strcmp(opname, TRAINING_OPS[i]) == 0)
+  if (pk_op_flags(op) & PK_OPF_TRAINING)
       return pk_fe_fail(f, where, "op '%s' is added by Pock for training; a model graph "
                         "names its loss in \"training\" instead", opname);
   const cJSON *ins = pk_fe_get(it, "inputs");
   if (!ins) return pk_fe_fail(f, where, "missing key 'inputs'");
   if (!cJSON_IsArray(ins)) return pk_fe_fail(f, where, "key 'inputs' must be an array");
   int n = cJSON_GetArraySize(ins), arity = pk_op_arity(op);
-  if (n != arity)
+  if ((pk_op_flags(op) & PK_OPF_VARIADIC) && (n < 1 || n > arity))
+    return pk_fe_fail(f, where, "op '%s' takes 1 to %d inputs, not %d", pk_op_name(op), arity,
+                      n);
+  if (!(pk_op_flags(op) & PK_OPF_VARIADIC) && n != arity)
     return pk_fe_fail(f, where, "op '%s' takes %d input%s, not %d", pk_op_name(op), arity,
                       arity == 1 ? "" : "s", n);
   int ids[PK_OP_MAX_INPUTS];

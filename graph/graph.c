@@ -249,10 +249,11 @@ pk_status pk_graph_add_op(pk_graph *g, const char *name, pk_op_kind op,
   if (pk_graph_find(g, out_name) >= 0)
     return pk_ctx_fail(ctx, PK_ERR_CHECK,
                        "graph: node '%s': output name '%s' is already a tensor", name, out_name);
-  if (ninputs != pk_op_arity(op))
-    return pk_ctx_fail(ctx, PK_ERR_CHECK, "graph: node '%s': %s takes %d input%s, got %d", name,
-                       pk_op_name(op), pk_op_arity(op), pk_op_arity(op) == 1 ? "" : "s",
-                       ninputs);
+  bool variadic = pk_op_flags(op) & PK_OPF_VARIADIC;
+  if (variadic ? ninputs < 1 || ninputs > pk_op_arity(op) : ninputs != pk_op_arity(op))
+    return pk_ctx_fail(ctx, PK_ERR_CHECK, "graph: node '%s': %s takes %s%d input%s, got %d",
+                       name, pk_op_name(op), variadic ? "1 to " : "", pk_op_arity(op),
+                       pk_op_arity(op) == 1 ? "" : "s", ninputs);
   if (ninputs > 0 && !inputs)
     return pk_ctx_fail(ctx, PK_ERR_CHECK, "graph: node '%s': no input list", name);
   for (int i = 0; i < ninputs; i++)

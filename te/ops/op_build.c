@@ -5,6 +5,7 @@
 
 #include "op_impl.h"
 
+/* dtype: the float dtype of the op's float inputs (the first one's). */
 static pk_status check_input(pk_ctx *ctx, pk_op_kind op, int i, const pk_op_input *in,
                              pkrt_dtype dtype) {
   if (in->ndim < 1 || in->ndim > PK_TE_MAX_DIMS)
@@ -14,11 +15,17 @@ static pk_status check_input(pk_ctx *ctx, pk_op_kind op, int i, const pk_op_inpu
     if (in->shape[d] < 1 || in->shape[d] > PK_OP_MAX_EXTENT)
       return pk_op_fail(ctx, op, "input %d dim %d has extent %lld (must be 1..%lld)", i, d,
                         (long long)in->shape[d], (long long)PK_OP_MAX_EXTENT);
+  if (pk_op_flags(op) & PK_OPF_INT_INPUT(i)) {
+    if (in->dtype != PKRT_DTYPE_I32 && in->dtype != PKRT_DTYPE_I64)
+      return pk_op_fail(ctx, op, "input %d has dtype %s (must be i32 or i64: it holds "
+                        "integers)", i, pkrt_dtype_name(in->dtype));
+    return PK_OK;
+  }
   if (in->dtype != PKRT_DTYPE_F32 && in->dtype != PKRT_DTYPE_F64)
     return pk_op_fail(ctx, op, "input %d has dtype %s (must be f32 or f64)", i,
                       pkrt_dtype_name(in->dtype));
   if (in->dtype != dtype)
-    return pk_op_fail(ctx, op, "input %d has dtype %s but input 0 has %s", i,
+    return pk_op_fail(ctx, op, "input %d has dtype %s but the first float input has %s", i,
                       pkrt_dtype_name(in->dtype), pkrt_dtype_name(dtype));
   return PK_OK;
 }
@@ -42,12 +49,20 @@ static pk_status check_real(pk_ctx *ctx, pk_op_kind op, const char *what, double
 static pk_status check_common(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm) {
   if ((unsigned)op >= PK_OP_COUNT_)
     return pk_ctx_fail(ctx, PK_ERR_CHECK, "unknown operator %d", (int)op);
-  if (prm->ninputs != pk_op_arity(op))
-    return pk_op_fail(ctx, op, "takes %d input%s, got %d", pk_op_arity(op),
-                      pk_op_arity(op) == 1 ? "" : "s", prm->ninputs);
+  int arity = pk_op_arity(op);
+  if (pk_op_flags(op) & PK_OPF_VARIADIC) {
+    if (prm->ninputs < 1 || prm->ninputs > arity)
+      return pk_op_fail(ctx, op, "takes 1 to %d inputs, got %d", arity, prm->ninputs);
+  } else if (prm->ninputs != arity) {
+    return pk_op_fail(ctx, op, "takes %d input%s, got %d", arity, arity == 1 ? "" : "s",
+                      prm->ninputs);
+  }
+  pkrt_dtype fdt = PKRT_DTYPE_F32; /* the first float input's dtype */
+  for (int i = prm->ninputs - 1; i >= 0; i--)
+    if (!(pk_op_flags(op) & PK_OPF_INT_INPUT(i))) fdt = prm->in[i].dtype;
   pk_status s;
   for (int i = 0; i < prm->ninputs; i++)
-    if ((s = check_input(ctx, op, i, &prm->in[i], prm->in[0].dtype)) != PK_OK) return s;
+    if ((s = check_input(ctx, op, i, &prm->in[i], fdt)) != PK_OK) return s;
   const pk_op_attrs *a = &prm->attrs;
   for (int i = 0; i < 2; i++)
     if ((s = check_attr(ctx, op, "kernel", a->kernel[i])) != PK_OK ||

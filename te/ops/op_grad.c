@@ -35,9 +35,9 @@ pk_status pk_op_grad_text(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, i
   pk_te_program *fwd;
   pk_status s = pk_op_build(ctx, op, prm, &fwd);
   if (s != PK_OK) return s;
-  if (input < 0 || input >= pk_op_arity(op))
+  if (input < 0 || input >= prm->ninputs)
     return pk_op_fail(ctx, op, "no input %d to differentiate (the op has %d)", input,
-                      pk_op_arity(op));
+                      prm->ninputs);
   if (!(pk_op_diff_inputs(op) >> input & 1))
     return pk_op_fail(ctx, op, "input %d is not differentiable (differentiable inputs: %s)",
                       input, diff_list(ctx, op));

@@ -11,7 +11,7 @@
 typedef pk_status (*pk_op_text_fn)(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                                    pk_strbuf *out);
 
-#define PK_OP(id, name, cls, arity, diff, builder, grad)                                     \
+#define PK_OP(id, name, cls, arity, diff, flags, attrs, builder, grad)                       \
   pk_status builder(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, pk_strbuf *out);
 #include "op_table.def"
 #undef PK_OP

@@ -16,7 +16,8 @@
  * which are outputs of the kernel like every compute.
  *
  * Semantics worth knowing:
- *   - all inputs share one dtype, f32 or f64; the result has it too;
+ *   - all float inputs share one dtype, f32 or f64, and the result has it too; inputs the
+ *     table flags PK_OPF_INT_INPUT (indices, integer labels) are i32 or i64;
  *   - elementwise binary ops broadcast like numpy (ranks align at the right; a dim of 1
  *     stretches); batch_matmul broadcasts its leading batch dims the same way;
  *   - max (reduction) and relu propagate NaN (the interpreter's rule);
@@ -47,8 +48,46 @@
 
 #include "pk_te.h"
 
+/* Attribute keys: the name graph JSON gives each (the ONNX mapping translates to them), and
+ * a bit per key for op_table.def's attrs column (what the op reads; a frontend refuses the
+ * rest). X(ID, "key") makes PK_ATTR_KEY_<ID> (an index) and PK_ATTR_<ID> (its bit). */
+#define PK_ATTR_KEYS(X)                                                                      \
+  X(TRANS_A, "trans_a") X(TRANS_B, "trans_b") X(AXIS, "axis") X(AXES, "axes")                \
+  X(KEEPDIMS, "keepdims") X(KERNEL, "kernel") X(STRIDE, "stride") X(DILATION, "dilation")    \
+  X(PAD, "pad") X(GROUPS, "groups") X(SLICE_AXIS, "slice_axis")                              \
+  X(SLICE_START, "slice_start") X(SLICE_LEN, "slice_len") X(SHAPE, "shape")                  \
+  X(ALPHA, "alpha") X(MIN, "min") X(MAX, "max")
+
+typedef enum pk_attr_key {
+#define PK_ATTR_X(id, key) PK_ATTR_KEY_##id,
+  PK_ATTR_KEYS(PK_ATTR_X)
+#undef PK_ATTR_X
+  PK_ATTR_KEY_COUNT_
+} pk_attr_key;
+_Static_assert(PK_ATTR_KEY_COUNT_ <= 32, "attrs column is an unsigned bit mask");
+
+enum {
+#define PK_ATTR_X(id, key) PK_ATTR_##id = 1u << PK_ATTR_KEY_##id,
+  PK_ATTR_KEYS(PK_ATTR_X)
+#undef PK_ATTR_X
+};
+
+/* Flags column of op_table.def. */
+enum {
+  PK_OPF_TRAINING = 1u << 0,       /* added by Pock for training (losses, optimizer updates);
+                                      a model graph may not name it */
+  PK_OPF_VARIADIC = 1u << 1,       /* takes 1..arity inputs (concat) */
+  PK_OPF_NORM = 1u << 2,           /* a normalization: its params are the "norms" of sparse
+                                      specs */
+  PK_OPF_ATTRS_REQUIRED = 1u << 3, /* every attr of its attrs column must be given (clip: no
+                                      range is a sensible default) */
+};
+/* Input i holds integers (i32 or i64: indices, labels), never differentiable; the other
+ * inputs share one float dtype. */
+#define PK_OPF_INT_INPUT(i) (1u << (8 + (i)))
+
 typedef enum pk_op_kind {
-#define PK_OP(id, name, cls, arity, diff, builder, grad) PK_OP_##id,
+#define PK_OP(id, name, cls, arity, diff, flags, attrs, builder, grad) PK_OP_##id,
 #include "op_table.def"
 #undef PK_OP
   PK_OP_COUNT_
@@ -64,14 +103,15 @@ typedef enum pk_op_class {
   PK_OP_CLASS_COUNT_
 } pk_op_class;
 
-#define PK_OP_MAX_INPUTS 5 /* adamw_update: W, G, M, V, H */
+#define PK_OP_MAX_INPUTS 8 /* concat of 8; adamw_update takes 5: W, G, M, V, H */
 /* Every extent and attribute must be at most this, so builders' arithmetic cannot overflow. */
 #define PK_OP_MAX_EXTENT INT32_MAX
 
 typedef struct pk_op_input {
   int ndim;                       /* 1..PK_TE_MAX_DIMS */
   int64_t shape[PK_TE_MAX_DIMS];  /* each 1..PK_OP_MAX_EXTENT */
-  pkrt_dtype dtype;               /* PKRT_DTYPE_F32 or PKRT_DTYPE_F64, the same for all inputs */
+  pkrt_dtype dtype;               /* F32 or F64, the same for all float inputs; I32 or I64
+                                     for the op's integer inputs (PK_OPF_INT_INPUT) */
 } pk_op_input;
 
 /* Attributes; each op reads only its own, and zero means the default everywhere, so
@@ -108,7 +148,7 @@ typedef struct pk_op_attrs {
 } pk_op_attrs;
 
 typedef struct pk_op_params {
-  int ninputs;                      /* must equal pk_op_arity(op) */
+  int ninputs;                      /* pk_op_arity(op); 1..arity for PK_OPF_VARIADIC ops */
   pk_op_input in[PK_OP_MAX_INPUTS];
   pk_op_attrs attrs;
 } pk_op_params;
@@ -118,8 +158,12 @@ const char *pk_op_name(pk_op_kind op);            /* "conv2d"; "?" when out of r
 pk_op_kind pk_op_from_name(const char *name);     /* PK_OP_COUNT_ when unknown */
 pk_op_class pk_op_class_of(pk_op_kind op);
 const char *pk_op_class_name(pk_op_class c);      /* "injective", "reduction", ... */
-int pk_op_arity(pk_op_kind op);
+int pk_op_arity(pk_op_kind op);                   /* with PK_OPF_VARIADIC: the most inputs */
 unsigned pk_op_diff_inputs(pk_op_kind op);        /* bit i: input i is differentiable */
+unsigned pk_op_flags(pk_op_kind op);              /* PK_OPF_* bits */
+unsigned pk_op_attrs_read(pk_op_kind op);         /* PK_ATTR_* bits of the keys it reads */
+const char *pk_attr_key_name(pk_attr_key k);      /* "trans_a"; NULL when out of range */
+pk_attr_key pk_attr_key_from_name(const char *s); /* PK_ATTR_KEY_COUNT_ when unknown */
 
 /* ---- building ---- */
 /* The op's TE text (readable names: X, W, Y, ...); PK_ERR_CHECK naming the op and the
