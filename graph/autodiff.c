@@ -35,6 +35,15 @@ static pk_status accumulate(train_build *tb, int t, int contrib) {
   return PK_OK;
 }
 
+/* Output `stage` of node n, read by a gradient: it must outlive its kernel, so it is an
+ * activation now (a TEMP stage may be inlined by a schedule and never written). */
+static int saved_stage(pk_graph *g, const pk_gnode *n, int stage) {
+  PK_ASSERT(stage >= 0 && stage < n->noutputs);
+  int t = n->outputs[stage];
+  if (g->tensors[t]->role == PK_ROLE_TEMP) g->tensors[t]->role = PK_ROLE_ACTIVATION;
+  return t;
+}
+
 /* The gradient node of forward node k wrt its input i. A partial-channel weight's gradient
  * is built over the saved input slice (C replaced by S in the op params), so the kernel is
  * smaller and its result is shaped like the trained slice. */
@@ -65,6 +74,7 @@ static pk_status emit_grad(train_build *tb, int k, int i) {
       args[a] = in_map[gr.args[a].index];
       break;
     case PK_GRAD_ARG_OUTPUT: args[a] = y; break;
+    case PK_GRAD_ARG_STAGE: args[a] = saved_stage(g, n, gr.args[a].index); break;
     case PK_GRAD_ARG_DY:
       PK_ASSERT(tb->grad[y] >= 0);
       args[a] = tb->grad[y];
@@ -110,6 +120,8 @@ pk_status pk_train_autodiff(train_build *tb) {
         args[a] = ln->inputs[gr.args[a].index];
       else if (gr.args[a].kind == PK_GRAD_ARG_OUTPUT)
         args[a] = ln->outputs[ln->noutputs - 1];
+      else if (gr.args[a].kind == PK_GRAD_ARG_STAGE)
+        args[a] = saved_stage(g, ln, gr.args[a].index);
       else
         return pk_ctx_fail(g->ctx, PK_ERR_CHECK, "graph: %s: a loss gradient cannot read dY",
                            name);

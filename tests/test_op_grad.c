@@ -108,9 +108,18 @@ static const char *args_str(const pk_op_grad *g, char *buf, size_t cap) {
     const pk_op_grad_arg *a = &g->args[i];
     n += (size_t)snprintf(buf + n, cap - n, "%s", i ? " " : "");
     if (a->kind == PK_GRAD_ARG_INPUT) n += (size_t)snprintf(buf + n, cap - n, "I%d", a->index);
+    else if (a->kind == PK_GRAD_ARG_STAGE)
+      n += (size_t)snprintf(buf + n, cap - n, "S%d", a->index);
     else n += (size_t)snprintf(buf + n, cap - n, a->kind == PK_GRAD_ARG_OUTPUT ? "O" : "DY");
   }
   return buf;
+}
+
+/* The tensor index of compute `stage` (0-based among computes) of a forward program. */
+static int stage_tensor(const pk_te_program *fwd, int stage) {
+  for (int t = 0; t < fwd->ntensors; t++)
+    if (fwd->tensors[t]->kind == PK_TE_COMPUTE && stage-- == 0) return t;
+  return fwd->ntensors - 1; /* cannot happen: the builder named a stage it wrote */
 }
 
 /* The gradient program at the forward point of fref (whose result is current), with dy. */
@@ -125,7 +134,9 @@ static const pk_te_ref_tensor *run_grad(pk_ctx *ctx, const pk_op_grad *g,
     for (int64_t i = 0; i < dst->numel; i++) {
       double v = arg->kind == PK_GRAD_ARG_INPUT    ? fref->tensors[arg->index].val[i]
                  : arg->kind == PK_GRAD_ARG_OUTPUT ? fref->tensors[fwd->ntensors - 1].val[i]
-                                                   : dy[i];
+                 : arg->kind == PK_GRAD_ARG_STAGE
+                     ? fref->tensors[stage_tensor(fwd, arg->index)].val[i]
+                     : dy[i];
       set_value(dst, i, v);
     }
   }

@@ -18,7 +18,8 @@ typedef struct grad_case {
   const char *args[PK_OP_MAX_INPUTS]; /* per differentiable input: the args it must read */
 } grad_case;
 
-/* args are written "I0 O DY": forward input 0, the forward result, dY */
+/* args are written "I0 O S1 DY": forward input 0, the forward result, compute 1 of the
+ * forward program (a saved stage), dY */
 static const grad_case grad_cases[] = {
     {"matmul", PK_OP_MATMUL, {2, {{2, {4, 6}, F64}, {2, {6, 3}, F64}}, NONE}, {"I1 DY", "I0 DY"}},
     {"matmul_ta", PK_OP_MATMUL, {2, {{2, {6, 4}, F32}, {2, {6, 3}, F32}}, {.trans_a = true}},

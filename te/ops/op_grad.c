@@ -6,7 +6,7 @@
 
 void pk_op_grad_add_arg(pk_op_grad *g, pk_strbuf *out, pk_op_grad_arg_kind kind, int index,
                         const char *name, const pk_op_params *prm, const pk_te_tensor *y) {
-  PK_ASSERT(g->nargs < PK_OP_GRAD_MAX_ARGS);
+  PK_ASSERT(g->nargs < PK_OP_GRAD_MAX_ARGS && kind != PK_GRAD_ARG_STAGE);
   g->args[g->nargs++] = (pk_op_grad_arg){kind, kind == PK_GRAD_ARG_INPUT ? index : 0};
   if (kind == PK_GRAD_ARG_INPUT) {
     const pk_op_input *in = &prm->in[index];
@@ -14,6 +14,13 @@ void pk_op_grad_add_arg(pk_op_grad *g, pk_strbuf *out, pk_op_grad_arg_kind kind,
   } else {
     pk_op_emit_placeholder(out, name, y->ndim, y->shape, y->dtype);
   }
+}
+
+void pk_op_grad_add_stage(pk_op_grad *g, pk_strbuf *out, int index, const char *name,
+                          int ndim, const int64_t *shape, pkrt_dtype dtype) {
+  PK_ASSERT(g->nargs < PK_OP_GRAD_MAX_ARGS && index >= 0);
+  g->args[g->nargs++] = (pk_op_grad_arg){PK_GRAD_ARG_STAGE, index};
+  pk_op_emit_placeholder(out, name, ndim, shape, dtype);
 }
 
 /* "0 (X), 1 (W)" style list of an op's differentiable inputs, for messages. */

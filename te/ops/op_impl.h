@@ -56,6 +56,10 @@ pk_op_grad_fn pk_op_grad_builder(pk_op_kind op); /* NULL for ops with no differe
  * input `index` (PK_GRAD_ARG_INPUT), or y's shape (OUTPUT, DY). */
 void pk_op_grad_add_arg(pk_op_grad *g, pk_strbuf *out, pk_op_grad_arg_kind kind, int index,
                         const char *name, const pk_op_params *prm, const pk_te_tensor *y);
+/* The same for PK_GRAD_ARG_STAGE: compute `index` of the forward program, whose shape and
+ * dtype the builder knows (it wrote that stage). */
+void pk_op_grad_add_stage(pk_op_grad *g, pk_strbuf *out, int index, const char *name,
+                          int ndim, const int64_t *shape, pkrt_dtype dtype);
 
 /* ---- messages ---- */
 /* PK_ERR_CHECK with "<op name>: " before the message. */

@@ -204,12 +204,15 @@ pk_status pk_op_build(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
 typedef enum pk_op_grad_arg_kind {
   PK_GRAD_ARG_INPUT,  /* forward input `index` */
   PK_GRAD_ARG_OUTPUT, /* the forward result (the last tensor of the forward program) */
-  PK_GRAD_ARG_DY      /* the gradient flowing into the forward result */
+  PK_GRAD_ARG_DY,     /* the gradient flowing into the forward result */
+  PK_GRAD_ARG_STAGE   /* compute `index` (0-based, in order) of the forward program: a saved
+                         intermediate such as batch norm's mean and rstd; the graph keeps it
+                         (it becomes an activation: no schedule may inline it) */
 } pk_op_grad_arg_kind;
 
 typedef struct pk_op_grad_arg {
   pk_op_grad_arg_kind kind;
-  int index; /* INPUT only */
+  int index; /* INPUT: the input; STAGE: the compute */
 } pk_op_grad_arg;
 
 #define PK_OP_GRAD_MAX_ARGS (PK_OP_MAX_INPUTS + 2)
