@@ -292,7 +292,114 @@ static void naive_training(pk_op_kind op, const pk_op_params *prm, double *const
   }
 }
 
+/* ---- attention, softmax family, pooling, activations ---- */
+
+/* Attention (pk_ops.h): softmax over keys of Q K^T scale + mask (causal: key j <= query i),
+ * a row with no key left (every mask -inf) gives 0, then times V. */
+static void naive_sdpa(const pk_op_params *prm, double *const *x, dense *y) {
+  const pk_op_input *q = &prm->in[0], *m = prm->ninputs == 4 ? &prm->in[3] : NULL;
+  int nd = q->ndim, nb = nd - 2;
+  int64_t batch = 1, lq = q->shape[nb], d = q->shape[nb + 1], lk = prm->in[1].shape[nb];
+  int64_t dv = prm->in[2].shape[nb + 1], shape[4], idx[4];
+  for (int i = 0; i < nb; i++) batch *= q->shape[i];
+  memcpy(shape, q->shape, sizeof shape);
+  shape[nb + 1] = dv;
+  alloc_out(y, nd, shape);
+  double scale = prm->attrs.scale ? prm->attrs.scale : 1 / sqrt((double)d);
+  double *z = malloc((size_t)lk * sizeof *z);
+  for (int64_t b = 0; b < batch; b++)
+    for (int64_t i = 0; i < lq; i++) {
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < lk; j++) {
+        double dot = 0;
+        for (int64_t c = 0; c < d; c++) dot += x[0][(b * lq + i) * d + c] * x[1][(b * lk + j) * d + c];
+        z[j] = dot * scale;
+        if (m && m->ndim == 2) {
+          z[j] += x[3][(m->shape[0] == 1 ? 0 : b / (batch / q->shape[0])) * m->shape[1] +
+                       (m->shape[1] == 1 ? 0 : j)];
+        } else if (m) { /* the scores' index, broadcast into the mask */
+          unravel(b, nb, q->shape, idx);
+          idx[nb] = i;
+          idx[nb + 1] = j;
+          z[j] += x[3][bcast_flat(m, idx, nd)];
+        }
+        if (prm->attrs.causal && j > i) z[j] = -INFINITY;
+        mx = fmax(mx, z[j]);
+      }
+      for (int64_t j = 0; j < lk; j++) sum += mx == -INFINITY ? 0 : exp(z[j] - mx);
+      for (int64_t e = 0; e < dv; e++) {
+        double acc = 0;
+        for (int64_t j = 0; j < lk && sum > 0; j++)
+          acc += exp(z[j] - mx) / sum * x[2][(b * lk + j) * dv + e];
+        y->v[(b * lq + i) * dv + e] = acc;
+      }
+    }
+  free(z);
+}
+
+static void naive_adaptive_pool(const pk_op_params *prm, double *const *x, dense *y) {
+  const pk_op_input *in = &prm->in[0];
+  int64_t N = in->shape[0], C = in->shape[1], H = in->shape[2], W = in->shape[3];
+  int64_t OH = prm->attrs.output_size[0] ? prm->attrs.output_size[0] : 1;
+  int64_t OW = prm->attrs.output_size[1] ? prm->attrs.output_size[1] : 1;
+  alloc_out(y, 4, (int64_t[]){N, C, OH, OW});
+  for (int64_t nc = 0; nc < N * C; nc++)
+    for (int64_t oh = 0; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++) {
+        int64_t h0 = oh * H / OH, h1 = ((oh + 1) * H + OH - 1) / OH;
+        int64_t w0 = ow * W / OW, w1 = ((ow + 1) * W + OW - 1) / OW;
+        double s = 0;
+        for (int64_t h = h0; h < h1; h++)
+          for (int64_t w = w0; w < w1; w++) s += x[0][(nc * H + h) * W + w];
+        y->v[(nc * OH + oh) * OW + ow] = s / (double)((h1 - h0) * (w1 - w0));
+      }
+}
+
+/* The ops of this family; false for the others. */
+static bool naive_attn_family(pk_op_kind op, const pk_op_params *prm, double *const *x,
+                              dense *y) {
+  const pk_op_input *in = &prm->in[0];
+  int64_t n = numel(in->ndim, in->shape);
+  if (op == PK_OP_LOG_SOFTMAX) {
+    naive_softmax(prm, x, y);
+    for (int64_t f = 0; f < n; f++) y->v[f] = log(y->v[f]);
+  } else if (op == PK_OP_SDPA || op == PK_OP_SDPA_MASKED) {
+    naive_sdpa(prm, x, y);
+  } else if (op == PK_OP_ROPE) { /* HF: x * cos + rotate_half(x) * sin, tables repeated */
+    int64_t dh = in->shape[in->ndim - 1], seq = in->shape[in->ndim - 2], h = dh / 2;
+    alloc_out(y, in->ndim, in->shape);
+    for (int64_t f = 0; f < n; f++) {
+      int64_t dd = f % dh, s = f / dh % seq, j = dd % h;
+      double rot = dd < h ? -x[0][f + h] : x[0][f - h];
+      y->v[f] = x[0][f] * x[1][s * h + j] + rot * x[2][s * h + j];
+    }
+  } else if (op == PK_OP_GLOBAL_AVG_POOL2D || op == PK_OP_ADAPTIVE_AVG_POOL2D) {
+    naive_adaptive_pool(prm, x, y);
+  } else if (op == PK_OP_POW) {
+    int64_t shape[PK_TE_MAX_DIMS], idx[PK_TE_MAX_DIMS];
+    int nd = broadcast_shape(in->ndim, in->shape, prm->in[1].ndim, prm->in[1].shape, shape);
+    alloc_out(y, nd, shape);
+    for (int64_t f = 0; f < numel(nd, shape); f++) {
+      unravel(f, nd, shape, idx);
+      y->v[f] = pow(x[0][bcast_flat(in, idx, nd)], x[1][bcast_flat(&prm->in[1], idx, nd)]);
+    }
+  } else if (op == PK_OP_POW_SCALAR) {
+    alloc_out(y, in->ndim, in->shape);
+    for (int64_t f = 0; f < n; f++) y->v[f] = pow(x[0][f], prm->attrs.exponent);
+  } else if (op == PK_OP_GELU && prm->attrs.approximate == PK_GELU_TANH) {
+    alloc_out(y, in->ndim, in->shape);
+    for (int64_t f = 0; f < n; f++) {
+      double v = x[0][f];
+      y->v[f] = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
 static void naive(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  if (naive_attn_family(op, prm, x, y)) return;
   if (op >= PK_OP_SOFTMAX_CROSS_ENTROPY) {
     naive_training(op, prm, x, y);
     return;

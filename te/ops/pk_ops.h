@@ -56,7 +56,10 @@
   X(KEEPDIMS, "keepdims") X(KERNEL, "kernel") X(STRIDE, "stride") X(DILATION, "dilation")    \
   X(PAD, "pad") X(GROUPS, "groups") X(SLICE_AXIS, "slice_axis")                              \
   X(SLICE_START, "slice_start") X(SLICE_LEN, "slice_len") X(SHAPE, "shape")                  \
-  X(ALPHA, "alpha") X(MIN, "min") X(MAX, "max")
+  X(ALPHA, "alpha") X(MIN, "min") X(MAX, "max")                                             \
+  /* attention, softmax family, pooling, activations */                                     \
+  X(CAUSAL, "causal") X(SCALE, "scale") X(OUTPUT_SIZE, "output_size")                       \
+  X(APPROXIMATE, "approximate") X(EXPONENT, "exponent")
 
 typedef enum pk_attr_key {
 #define PK_ATTR_X(id, key) PK_ATTR_KEY_##id,
@@ -145,7 +148,18 @@ typedef struct pk_op_attrs {
   double alpha;            /* >= 0; leaky_relu: negative slope, 0 means 0.01; elu: 0 means 1 */
   double clip_min, clip_max; /* clip: the range, finite with min <= max (graph JSON requires
                               * both; zero-initialised params clip to [0, 0]) */
+  /* attention, softmax family, pooling, activations */
+  bool causal;             /* sdpa, sdpa_masked: key j > query i is excluded (is_causal) */
+  double scale;            /* sdpa, sdpa_masked: score scale, finite >= 0; 0 means
+                            * 1 / sqrt(head_dim) */
+  int64_t output_size[2];  /* adaptive_avg_pool2d: (OH, OW), each >= 1 (required) */
+  int approximate;         /* gelu: PK_GELU_ERF (0, exact) or PK_GELU_TANH */
+  double exponent;         /* pow_scalar: the constant exponent, finite (graph JSON requires
+                            * it; zero-initialised params give x ** 0 = 1) */
 } pk_op_attrs;
+
+/* pk_op_attrs.approximate (graph JSON "approximate": "none" or "tanh", as PyTorch's). */
+enum { PK_GELU_ERF = 0, PK_GELU_TANH = 1 };
 
 typedef struct pk_op_params {
   int ninputs;                      /* pk_op_arity(op); 1..arity for PK_OPF_VARIADIC ops */
