@@ -579,8 +579,46 @@ static void test_bad_params(pk_ctx *ctx) {
   expect_error(ctx, "bad_elu_negative_alpha", PK_OP_ELU, &nalpha, "alpha -1 out of range");
 }
 
+/* attention, softmax family, pooling, activations: each new error */
+static void test_bad_params_attn(pk_ctx *ctx) {
+  const pkrt_dtype F = PKRT_DTYPE_F32;
+  pk_op_params r2 = {3, {{2, {7, 4}, F}, {2, {7, 4}, F}, {2, {7, 4}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_sdpa_rank", PK_OP_SDPA, &r2, "must all have rank 4");
+  pk_op_params bd = {3, {{3, {2, 7, 4}, F}, {3, {3, 7, 4}, F}, {3, {2, 7, 4}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_sdpa_batch", PK_OP_SDPA, &bd, "share the batch dims");
+  pk_op_params hd = {3, {{3, {2, 7, 4}, F}, {3, {2, 7, 5}, F}, {3, {2, 7, 4}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_sdpa_head_dim", PK_OP_SDPA, &hd, "K's head_dim 5 differs");
+  pk_op_params nk = {3, {{3, {2, 7, 4}, F}, {3, {2, 7, 4}, F}, {3, {2, 6, 4}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_sdpa_keys", PK_OP_SDPA, &nk, "V has 6 keys but K has 7");
+  pk_op_params mk = {4, {{3, {2, 7, 4}, F}, {3, {2, 5, 4}, F}, {3, {2, 5, 4}, F}, {2, {3, 5}, F}},
+                     {.causal = false}};
+  expect_error(ctx, "bad_sdpa_mask_batch", PK_OP_SDPA_MASKED, &mk, "mask (3, 5) must be");
+  pk_op_params mr = {4, {{3, {2, 7, 4}, F}, {3, {2, 5, 4}, F}, {3, {2, 5, 4}, F}, {1, {5}, F}},
+                     {.causal = false}};
+  expect_error(ctx, "bad_sdpa_mask_rank", PK_OP_SDPA_MASKED, &mr, "broadcast to the scores");
+  pk_op_params sc = {3, {{3, {2, 7, 4}, F}, {3, {2, 7, 4}, F}, {3, {2, 7, 4}, F}}, {.scale = -1}};
+  expect_error(ctx, "bad_sdpa_scale", PK_OP_SDPA, &sc, "scale -1 out of range");
+  pk_op_params odd = {3, {{4, {1, 2, 7, 5}, F}, {2, {7, 2}, F}, {2, {7, 2}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_rope_odd_head_dim", PK_OP_ROPE, &odd, "head_dim 5 must be even");
+  pk_op_params tab = {3, {{4, {1, 2, 7, 8}, F}, {2, {7, 4}, F}, {2, {7, 8}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_rope_table", PK_OP_ROPE, &tab, "sin table (7, 8) must be (seq, head_dim / 2) = (7, 4)");
+  pk_op_params r1 = {3, {{1, {8}, F}, {2, {1, 4}, F}, {2, {1, 4}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_rope_rank", PK_OP_ROPE, &r1, "rank >= 2");
+  pk_op_params os = {1, {{4, {1, 2, 7, 7}, F}}, {.output_size = {0, 3}}};
+  expect_error(ctx, "bad_adaptive_output_size", PK_OP_ADAPTIVE_AVG_POOL2D, &os, "output_size (0, 3) must be >= 1");
+  pk_op_params g3 = {1, {{3, {2, 7, 7}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_global_pool_rank", PK_OP_GLOBAL_AVG_POOL2D, &g3, "rank 4 (N, C, H, W)");
+  pk_op_params ga = {1, {{1, {3}, F}}, {.approximate = 2}};
+  expect_error(ctx, "bad_gelu_approximate", PK_OP_GELU, &ga, "approximate 2 is neither");
+  pk_op_params pb = {2, {{2, {7, 3}, F}, {1, {5}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_pow_broadcast", PK_OP_POW, &pb, "do not broadcast");
+  pk_op_params pe = {1, {{1, {3}, F}}, {.exponent = INFINITY}};
+  expect_error(ctx, "bad_pow_scalar_exponent", PK_OP_POW_SCALAR, &pe, "exponent inf must be finite");
+}
+
 int main(void) {
   pk_ctx *ctx = pk_ctx_new();
+  test_bad_params_attn(ctx);
   test_table();
   int count;
   const pk_op_example *ex = pk_op_examples(&count);
