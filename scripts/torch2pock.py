@@ -175,10 +175,12 @@ def _walk(mod, prefix, b, x, shape, nn, following):
         return y, [shape[0], mod.out_channels, oh, ow]
 
     if kind in ("ReLU", "Sigmoid", "Tanh", "GELU"):
-        if kind == "GELU" and getattr(mod, "approximate", "none") != "none":
-            raise ConvertError("%s: GELU(approximate=%r) (Pock's gelu is the erf form)"
-                               % (name, mod.approximate))
-        return b.node(name, kind.lower(), [x], name + ".out"), shape
+        approx = getattr(mod, "approximate", "none") if kind == "GELU" else "none"
+        if approx not in ("none", "tanh"):
+            raise ConvertError("%s: GELU(approximate=%r) (Pock's gelu: 'none' or 'tanh')"
+                               % (name, approx))
+        attrs = {"approximate": "tanh"} if approx == "tanh" else None
+        return b.node(name, kind.lower(), [x], name + ".out", attrs), shape
 
     if kind in ("SiLU", "Hardsigmoid", "Hardswish", "ReLU6"):
         return b.node(name, kind.lower(), [x], name + ".out"), shape
@@ -274,7 +276,7 @@ def evaluate(graph, tensors, x):
         elif op in ("relu", "sigmoid", "tanh"):
             y = getattr(torch, op)(a[0])
         elif op == "gelu":
-            y = F.gelu(a[0])
+            y = F.gelu(a[0], approximate=at.get("approximate", "none"))
         elif op in ("silu", "hardsigmoid", "hardswish", "relu6"):
             y = getattr(F, op)(a[0])
         elif op == "leaky_relu":
@@ -433,6 +435,7 @@ def self_test():
             nn.Linear(8, 8), nn.Hardsigmoid(), nn.Linear(8, 8), nn.ReLU6(), nn.ELU(),
             nn.LeakyReLU(0.0)).apply(lambda m: isinstance(m, nn.Linear) and
                                      m.weight.data.mul_(4))),
+        ("gelu_tanh", (3,), nn.Sequential(nn.Linear(3, 4), nn.GELU(approximate="tanh"))),
     ]
 
     class Tangled(nn.Module):
@@ -445,7 +448,6 @@ def self_test():
 
     bad = [("custom_forward", (3,), Tangled()), ("lstm", (3,), nn.Sequential(nn.LSTM(3, 3))),
            ("avgpool_count_include_pad", (1, 4, 4), nn.Sequential(nn.AvgPool2d(2, padding=1))),
-           ("gelu_tanh", (3,), nn.Sequential(nn.GELU(approximate="tanh"))),
            ("leaky_relu_negative_slope", (3,), nn.Sequential(nn.LeakyReLU(-0.1))),
            ("features_mismatch", (3,), nn.Sequential(nn.Linear(4, 2))),
            ("reflect_padding", (1, 4, 4),
