@@ -175,6 +175,8 @@ static const grad_case grad_cases[] = {
     {"pow_scalar_sqrt", PK_OP_POW_SCALAR, {1, {{2, {5, 7}, F32}}, {.exponent = 0.5}}, {"I0 DY"}},
     {"pow_scalar_square_f64", PK_OP_POW_SCALAR, {1, {{1, {9}, F64}}, {.exponent = 2}}, {"I0 DY"}},
     {"pow_scalar_neg", PK_OP_POW_SCALAR, {1, {{2, {3, 4}, F32}}, {.exponent = -1.5}}, {"I0 DY"}},
+    {"pow_scalar_inv_square_f64", PK_OP_POW_SCALAR, {1, {{1, {5}, F64}}, {.exponent = -2}},
+     {"I0 DY"}},
 };
 
 #define GRAD_CASES ((int)(sizeof grad_cases / sizeof grad_cases[0]))

@@ -284,8 +284,10 @@ pk_status pk_op_grad_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
 }
 
 /* pow(A, B): A to the power B, broadcast like add; pow_scalar(X): X to attrs.exponent.
- * C's pow, so a negative base with a non-integer exponent gives NaN (as PyTorch). An
- * exponent of 2 (what exporters emit for x**2) is written X * X: exact and cheaper. */
+ * C's pow, so a negative base with a non-integer exponent gives NaN (as PyTorch). The
+ * exponents PyTorch computes without pow (its pow_tensor_scalar kernel: 2, 3, 0.5, -0.5,
+ * -1, -2; x**2 and x**0.5 are what exporters emit) are written the same way here, so that
+ * results match it to the bit and cost a multiply or a square root. */
 pk_status pk_op_text_pow(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, pk_strbuf *out) {
   if (op == PK_OP_POW) {
     const pk_op_input *a = &prm->in[0], *b = &prm->in[1];
@@ -308,11 +310,17 @@ pk_status pk_op_text_pow(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, pk
   if (!isfinite(e)) return pk_op_fail(ctx, op, "exponent %g must be finite", e);
   pk_op_emit_placeholder(out, "X", x->ndim, x->shape, x->dtype);
   pk_op_emit_compute_head(out, "Y", x->ndim, x->shape);
-  if (e == 2) {
-    pk_op_emit_read_all(out, "X", x->ndim);
-    pk_strbuf_append(out, " * ");
-    pk_op_emit_read_all(out, "X", x->ndim);
-  } else {
+  pk_strbuf xr;
+  pk_strbuf_init(&xr);
+  pk_op_emit_read_all(&xr, "X", x->ndim);
+  const char *v = xr.data;
+  if (e == 2) pk_strbuf_printf(out, "%s * %s", v, v);
+  else if (e == 3) pk_strbuf_printf(out, "%s * %s * %s", v, v, v);
+  else if (e == 0.5) pk_strbuf_printf(out, "sqrt(%s)", v);
+  else if (e == -0.5) pk_strbuf_printf(out, "rsqrt(%s)", v);
+  else if (e == -1) pk_strbuf_printf(out, "1.0 / %s", v);
+  else if (e == -2) pk_strbuf_printf(out, "1.0 / (%s * %s)", v, v);
+  else {
     pk_strbuf_append(out, "pow(");
     pk_op_emit_read_all(out, "X", x->ndim);
     pk_strbuf_append(out, ", ");
@@ -320,6 +328,7 @@ pk_status pk_op_text_pow(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, pk
     pk_strbuf_append(out, ")");
   }
   pk_strbuf_append(out, ")\n");
+  pk_strbuf_free(&xr);
   return PK_OK;
 }
 

@@ -153,6 +153,8 @@ static const pk_op_example examples[] = {
     {"pow_scalar_square", PK_OP_POW_SCALAR, {1, {{2, {7, 33}, F32}}, {.exponent = 2}}},
     {"pow_scalar_sqrt_f64", PK_OP_POW_SCALAR, {1, {{2, {33, 7}, F64}}, {.exponent = 0.5}}},
     {"pow_scalar_neg", PK_OP_POW_SCALAR, {1, {{1, {7}, F32}}, {.exponent = -1.5}}},
+    {"pow_scalar_cube", PK_OP_POW_SCALAR, {1, {{3, {2, 7, 3}, F32}}, {.exponent = 3}}},
+    {"pow_scalar_rsqrt_f64", PK_OP_POW_SCALAR, {1, {{1, {33}, F64}}, {.exponent = -0.5}}},
 };
 
 const pk_op_example *pk_op_examples(int *count) {

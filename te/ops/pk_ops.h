@@ -66,7 +66,8 @@
  *   - gelu: attrs.approximate PK_GELU_TANH is 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
  *     (PyTorch's approximate='tanh'); the default is the exact erf form;
  *   - pow(A, B): C's pow, broadcast like add (a negative base with a non-integer exponent
- *     gives NaN); pow_scalar(X): X ** attrs.exponent.
+ *     gives NaN); pow_scalar(X): X ** attrs.exponent, written without pow for 2, 3,
+ *     0.5, -0.5, -1 and -2 (x * x, sqrt, ...: PyTorch's special cases, bit for bit).
  */
 #ifndef PK_OPS_H
 #define PK_OPS_H
