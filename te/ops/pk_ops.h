@@ -48,8 +48,9 @@
  *     causal: key j is excluded for query i when j > i (PyTorch's is_causal: top-left
  *     aligned when Lq != Lk). Mask is additive float: (B, Lk) (a padding mask; extents
  *     may be 1) or the scores' rank with each extent equal or 1 ((B, 1, 1, Lk),
- *     (1, 1, Lq, Lk), ...): 0 keeps a key, -inf removes it. A row with no key left (every
- *     key -inf or causally excluded) yields Y = 0 and zero gradients, not NaN. A finite
+ *     (1, 1, Lq, Lk), ...): 0 keeps a key, -inf removes it. A rank-2 mask is always
+ *     (B, Lk), even for rank-3 Q: a (Lq, Lk) mask there is given as (1, Lq, Lk). A row
+ *     with no key left (every key -inf) yields Y = 0 and zero gradients, not NaN. A finite
  *     large negative (-1e9) only shifts the score, as in PyTorch: a row masked that way
  *     everywhere averages V by its unmasked scores. Two ops rather than an optional
  *     input, so that the table's arity and differentiable-input mask stay exact (the mask
