@@ -1,6 +1,7 @@
 /* test_ops.c — the operator library: every example instance builds, has the right result
  * shape, and its interpreted result equals a naive loop written here independently of the
- * TE text; softmax rows sum to 1, mean is sum / n; bad parameters give clear errors. */
+ * TE text; softmax rows sum to 1, mean is sum / n; bad parameters give clear errors; the
+ * attention family's results equal PyTorch's on fixed inputs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -616,9 +617,76 @@ static void test_bad_params_attn(pk_ctx *ctx) {
   expect_error(ctx, "bad_pow_scalar_exponent", PK_OP_POW_SCALAR, &pe, "exponent inf must be finite");
 }
 
+/* Interprets op at inputs ins and compares the result with want (PyTorch 1.13's values,
+ * f64, printed by repr), element by element to 1e-12 relative. */
+static void expect_values(pk_ctx *ctx, const char *label, pk_op_kind op, const pk_op_params *prm,
+                          const double *const *ins, const double *want, int64_t n) {
+  pk_te_program *p;
+  bool ok = pk_op_build(ctx, op, prm, &p) == PK_OK;
+  pk_te_ref *ref = ok ? pk_te_ref_new(ctx, p) : NULL;
+  for (int i = 0; ok && i < prm->ninputs; i++)
+    for (int64_t j = 0; j < ref->tensors[i].numel; j++) {
+      ref->tensors[i].val[j] = ins[i][j];
+      ref->tensors[i].mag[j] = fabs(ins[i][j]);
+    }
+  ok = ok && pk_te_interp_run(ctx, p, ref) == PK_OK;
+  const pk_te_ref_tensor *y = ok ? &ref->tensors[p->ntensors - 1] : NULL;
+  int64_t bad = ok && y->numel == n ? -1 : 0;
+  for (int64_t i = 0; ok && bad < 0 && i < n; i++)
+    if (!(fabs(y->val[i] - want[i]) <= 1e-12 * fmax(1, fabs(want[i])))) bad = i;
+  check(ok && bad < 0, label, "%s element %lld: got %.17g, torch %.17g",
+        ok ? "" : pk_ctx_error(ctx), (long long)bad, y && bad >= 0 ? y->val[bad] : 0.0,
+        bad >= 0 ? want[bad] : 0.0);
+  pk_ctx_clear_error(ctx);
+}
+
+/* The new ops against PyTorch itself (torch.softmax of masked scores, HF's rotate_half,
+ * F.adaptive_avg_pool2d, F.gelu(approximate='tanh'), torch.log_softmax) on inputs that are
+ * simple formulas of the element index, so the numbers below can be regenerated. */
+static void test_attn_torch_values(pk_ctx *ctx) {
+  const pkrt_dtype D = PKRT_DTYPE_F64;
+  double q[12], k[16], v[16], x[12], c[6], sn[6], xp[15], xg[11], xl[12];
+  for (int i = 0; i < 16; i++) k[i] = cos(0.3 * i), v[i] = 0.1 * i - 0.5;
+  for (int i = 0; i < 12; i++) q[i] = sin(0.7 * i + 0.1), x[i] = sin(0.37 * i), xl[i] = 3 * cos(1.3 * i);
+  for (int i = 0; i < 6; i++) c[i] = cos(0.5 * i), sn[i] = sin(0.25 * i + 0.1);
+  for (int i = 0; i < 15; i++) xp[i] = i * i * 0.1;
+  for (int i = 0; i < 11; i++) xg[i] = -2.5 + 0.5 * i;
+  const double mask[8] = {0, -INFINITY, 0, 0, 0, 0, 0, -INFINITY};
+  pk_op_params sd = {4, {{3, {2, 3, 2}, D}, {3, {2, 4, 2}, D}, {3, {2, 4, 2}, D}, {2, {2, 4}, D}},
+                     {.causal = true}};
+  expect_values(ctx, "sdpa_masked_causal_vs_torch", PK_OP_SDPA_MASKED, &sd,
+                (const double *[]){q, k, v, mask},
+                (double[]){-0.5, -0.4, -0.5, -0.4, -0.28314743178539, -0.18314743178539003,
+                           0.30000000000000004, 0.4, 0.4045711355735946, 0.5045711355735947,
+                           0.5031055468594896, 0.6031055468594895}, 12);
+  pk_op_params rp = {3, {{4, {1, 1, 3, 4}, D}, {2, {3, 2}, D}, {2, {3, 2}, D}}, {.causal = false}};
+  expect_values(ctx, "rope_vs_hf_rotate_half", PK_OP_ROPE, &rp, (const double *[]){x, c, sn},
+                (double[]){-0.06731646602149224, 0.010214281742487286, 0.674287911628145,
+                           0.9100466860237773, 0.08830201820912897, -0.32570632744326894,
+                           0.9927027846905712, 0.7592566542233519, 0.3970393028277919,
+                           0.9312792051282629, 0.3814383570743826, 0.4587013027055679}, 12);
+  pk_op_params ap = {1, {{4, {1, 1, 5, 3}, D}}, {.output_size = {3, 2}}};
+  expect_values(ctx, "adaptive_avg_pool2d_vs_torch", PK_OP_ADAPTIVE_AVG_POOL2D, &ap,
+                (const double *[]){xp},
+                (double[]){0.65, 1.15, 4.8500000000000005, 6.25, 12.350000000000001, 14.65}, 6);
+  pk_op_params gp = {1, {{1, {11}, D}}, {.approximate = PK_GELU_TANH}};
+  expect_values(ctx, "gelu_tanh_vs_torch", PK_OP_GELU, &gp, (const double *[]){xg},
+                (double[]){-0.015084266089998577, -0.04540230591222494, -0.10042842301976707,
+                           -0.1588080093917233, -0.15428599017485606, 0.0, 0.34571400982514394,
+                           0.8411919906082768, 1.3995715769802328, 1.954597694087775,
+                           2.484915733910001}, 11);
+  pk_op_params lp = {1, {{3, {2, 3, 2}, D}}, {.axis = 1}};
+  expect_values(ctx, "log_softmax_mid_vs_torch", PK_OP_LOG_SOFTMAX, &lp, (const double *[]){xl},
+                (double[]){-0.1879955162467316, -2.2452391184407148, -5.7586617763535735,
+                           -5.225532516914897, -1.7824455023456003, -0.1179727271304066,
+                           -2.646175175885636, -4.878040094810802, -4.49099420985527,
+                           -0.0920862724558346, -0.08570109322299467, -2.5212185979166213}, 12);
+}
+
 int main(void) {
   pk_ctx *ctx = pk_ctx_new();
   test_bad_params_attn(ctx);
+  test_attn_torch_values(ctx);
   test_table();
   int count;
   const pk_op_example *ex = pk_op_examples(&count);
