@@ -184,5 +184,16 @@ pk_status pk_fe_attrs(pk_fe *f, const char *where, pk_op_kind op, const cJSON *a
       (s = fe_real(f, where, attrs, "min", false, &a->clip_min)) != PK_OK ||
       (s = fe_real(f, where, attrs, "max", false, &a->clip_max)) != PK_OK)
     return s;
+  /* attention, softmax family, pooling, activations */
+  if ((s = fe_flag(f, where, attrs, "causal", &a->causal)) != PK_OK ||
+      (s = fe_real(f, where, attrs, "scale", true, &a->scale)) != PK_OK ||
+      (s = fe_pair(f, where, attrs, "output_size", 1, 2, a->output_size)) != PK_OK ||
+      (s = fe_real(f, where, attrs, "exponent", false, &a->exponent)) != PK_OK)
+    return s;
+  if ((v = pk_fe_get(attrs, "approximate"))) { /* PyTorch's and ONNX's spelling */
+    if (cJSON_IsString(v) && strcmp(v->valuestring, "tanh") == 0) a->approximate = PK_GELU_TANH;
+    else if (!cJSON_IsString(v) || strcmp(v->valuestring, "none") != 0)
+      return pk_fe_fail(f, where, "attr 'approximate' must be \"none\" or \"tanh\"");
+  }
   return PK_OK;
 }

@@ -9,9 +9,14 @@ autograd so Pock's compile-time backward is checked against it. Library only:
 
 Ops: matmul, batch_matmul, add, sub, mul, div, relu, sigmoid, tanh, gelu (erf form),
 silu, hardsigmoid, hardswish, relu6, leaky_relu, elu, clip, exp, log, sqrt, rsqrt, abs,
-neg, reciprocal, softmax, sum, mean, max, conv2d, max_pool2d, avg_pool2d, reshape, slice; broadcasting as numpy. A graph using any
-other op raises NotImplementedError (the fixtures do not use it).
+neg, reciprocal, softmax, sum, mean, max, conv2d, max_pool2d, avg_pool2d, reshape, slice;
+broadcasting as numpy. Attention family: log_softmax, sdpa, sdpa_masked (written with
+explicit matmuls: torch 1.13 has no F.scaled_dot_product_attention), rope,
+global_avg_pool2d, adaptive_avg_pool2d, gelu with approximate, pow, pow_scalar. A graph
+using any other op raises NotImplementedError (the fixtures do not use it).
 """
+import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -32,6 +37,56 @@ def _pad4(v):
     if len(v) == 2:
         return [v[0], v[1], v[0], v[1]]
     return list(v)
+
+
+# ---- attention, softmax family, pooling, activations ----
+
+def _sdpa(q, k, v, mask, a):
+    """softmax(Q K^T scale + mask) V, Pock's rules (pk_ops.h): causal keeps key j <= query i
+    (top-left aligned, as is_causal); a (B, keys) mask is a padding mask; a row with no key
+    left (every score -inf) gives 0, not NaN."""
+    s = torch.matmul(q, k.transpose(-1, -2)) * a.get("scale", 1.0 / math.sqrt(q.shape[-1]))
+    if mask is not None:
+        if mask.dim() == 2:  # (B, keys) -> (B, 1, ..., 1, keys)
+            mask = mask.reshape(mask.shape[0], *([1] * (s.dim() - 2)), mask.shape[1])
+        s = s + mask
+    if a.get("causal"):
+        keep = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool, device=s.device).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    # the shift does not change the result, so it carries no gradient; the floor keeps a
+    # fully masked row at exp(-inf) = 0 (L = 0 then, and P = 0 / max(L, 1) = 0)
+    m = s.amax(dim=-1, keepdim=True).detach().clamp(min=torch.finfo(s.dtype).min)
+    e = torch.exp(s - m)
+    p = e / e.sum(dim=-1, keepdim=True).clamp(min=1.0)
+    return torch.matmul(p, v)
+
+
+def _rope(x, cos, sin):
+    """LLaMA's rotate-half form: x cos + rotate_half(x) sin, tables (S, D/2) repeated twice."""
+    h = x.shape[-1] // 2
+    rot = torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+    return x * torch.cat((cos, cos), dim=-1) + rot * torch.cat((sin, sin), dim=-1)
+
+
+def _attn_family(op, ins, a):
+    """The ops of this family; None for the others."""
+    if op == "log_softmax":
+        return torch.log_softmax(ins[0], dim=a.get("axis", 0))
+    if op in ("sdpa", "sdpa_masked"):
+        return _sdpa(ins[0], ins[1], ins[2], ins[3] if op == "sdpa_masked" else None, a)
+    if op == "rope":
+        return _rope(ins[0], ins[1], ins[2])
+    if op == "global_avg_pool2d":
+        return F.adaptive_avg_pool2d(ins[0], 1)
+    if op == "adaptive_avg_pool2d":
+        return F.adaptive_avg_pool2d(ins[0], _pair(a["output_size"], 1))
+    if op == "gelu":
+        return F.gelu(ins[0], approximate=a.get("approximate", "none"))
+    if op == "pow":
+        return torch.pow(ins[0], ins[1])
+    if op == "pow_scalar":
+        return torch.pow(ins[0], a["exponent"])
+    return None
 
 
 class PockGraph(nn.Module):
@@ -81,6 +136,9 @@ class PockGraph(nn.Module):
 
     @staticmethod
     def _op(op, ins, a, batch):
+        y = _attn_family(op, ins, a)
+        if y is not None:
+            return y
         if op in ("matmul", "batch_matmul"):
             x, y = ins
             if a.get("trans_a"):

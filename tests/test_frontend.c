@@ -485,6 +485,24 @@ static const bad_case BAD[] = {
      HDR X W "\"nodes\":[" NODE("sum", "\"x\"", "y", ",\"attrs\":{\"axes\":[1]}") "],"
      "\"output\":\"y\"" TR("{\"loss\":\"softmax_cross_entropy\"}"),
      PK_ERR_CHECK, "training: loss softmax_cross_entropy needs a (batch, classes) output"},
+    /* attention, softmax family, pooling, activations */
+    {"gelu approximate erf",
+     HDR X W "\"nodes\":[" NODE("gelu", "\"x\"", "y", ",\"attrs\":{\"approximate\":\"erf\"}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': attr 'approximate' must be \"none\" or \"tanh\""},
+    {"pow_scalar without exponent", HDR X W "\"nodes\":[" NODE("pow_scalar", "\"x\"", "y", "") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': op 'pow_scalar' needs attr 'exponent'"},
+    {"adaptive pool output_size 0", HDR "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",1,4,4]}]," W
+     "\"nodes\":[" NODE("adaptive_avg_pool2d", "\"x\"", "y", ",\"attrs\":{\"output_size\":[2,0]}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': attr 'output_size'[1] is 0, outside 1.."},
+    {"sdpa scale 0", HDR "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",3,4]}]," W
+     "\"nodes\":[" NODE("sdpa", "\"x\",\"x\",\"x\"", "y", ",\"attrs\":{\"scale\":0}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': attr 'scale' must be a finite number > 0"},
+    {"sdpa causal not a bool", HDR "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",3,4]}]," W
+     "\"nodes\":[" NODE("sdpa", "\"x\",\"x\",\"x\"", "y", ",\"attrs\":{\"causal\":1}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': attr 'causal' must be true or false"},
+    {"sdpa without V", HDR "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",3,4]}]," W
+     "\"nodes\":[" NODE("sdpa", "\"x\",\"x\"", "y", "") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': "},
 };
 
 static void test_errors(void) {
@@ -552,6 +570,47 @@ static void test_errors(void) {
         pk_ctx_error(ctx));
   printf("%s error: batch 0, .onnx unsupported, absent file is an I/O error\n",
          s == PK_ERR_IO ? "PASS" : "FAIL");
+  pk_ctx_free(ctx);
+}
+
+/* attention, softmax family, pooling, activations: their attrs reach pk_op_attrs. */
+static void test_attn_attrs(void) {
+  static const char text[] =
+      HDR "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",3,4]}]," W
+      "\"nodes\":[{\"name\":\"a\",\"op\":\"gelu\",\"inputs\":[\"x\"],\"output\":\"ao\","
+      "\"attrs\":{\"approximate\":\"tanh\"}},"
+      "{\"name\":\"b\",\"op\":\"pow_scalar\",\"inputs\":[\"ao\"],\"output\":\"bo\","
+      "\"attrs\":{\"exponent\":0.5}},"
+      "{\"name\":\"c\",\"op\":\"sdpa\",\"inputs\":[\"bo\",\"x\",\"x\"],\"output\":\"co\","
+      "\"attrs\":{\"causal\":true,\"scale\":0.25}},"
+      "{\"name\":\"d\",\"op\":\"log_softmax\",\"inputs\":[\"co\"],\"output\":\"do\","
+      "\"attrs\":{\"axis\":-1}},"
+      "{\"name\":\"e\",\"op\":\"reshape\",\"inputs\":[\"do\"],\"output\":\"eo\","
+      "\"attrs\":{\"shape\":[\"N\",1,3,4]}},"
+      "{\"name\":\"f\",\"op\":\"adaptive_avg_pool2d\",\"inputs\":[\"eo\"],\"output\":\"y\","
+      "\"attrs\":{\"output_size\":[2,3]}}],"
+      OUT;
+  char path[300];
+  snprintf(path, sizeof path, "%s/attn.json", pk_test_tmpdir());
+  pk_ctx *ctx = pk_ctx_new();
+  pk_graph *g;
+  pk_status s = pk_frontend_json(ctx, text, strlen(text), path, 3, &g, NULL);
+  CHECK(s == PK_OK, "attention attrs: %s", pk_ctx_error(ctx));
+  if (s == PK_OK) {
+    const pk_gnode *a = node(g, "a"), *b = node(g, "b"), *c = node(g, "c"), *d = node(g, "d");
+    const pk_gnode *f = node(g, "f");
+    CHECK(a && a->prm.attrs.approximate == PK_GELU_TANH, "gelu approximate tanh");
+    CHECK(b && b->op == PK_OP_POW_SCALAR && b->prm.attrs.exponent == 0.5, "pow_scalar exponent");
+    CHECK(c && c->op == PK_OP_SDPA && c->prm.attrs.causal && c->prm.attrs.scale == 0.25,
+          "sdpa causal, scale");
+    CHECK(d && d->op == PK_OP_LOG_SOFTMAX && d->prm.attrs.axis == -1, "log_softmax axis");
+    CHECK(f && f->op == PK_OP_ADAPTIVE_AVG_POOL2D && f->prm.attrs.output_size[0] == 2 &&
+              f->prm.attrs.output_size[1] == 3 && shape_is(tensor(g, "y"), 4,
+                                                           (int64_t[]){3, 1, 2, 3}),
+          "adaptive_avg_pool2d output_size");
+  }
+  printf("%s attention attrs: approximate, exponent, causal, scale, axis, output_size\n",
+         s == PK_OK ? "PASS" : "FAIL");
   pk_ctx_free(ctx);
 }
 
@@ -786,6 +845,7 @@ int main(void) {
   test_cnn();
   test_weights();
   test_errors();
+  test_attn_attrs();
   test_digits();
   test_fuzz();
   pk_test_tmpdir_remove();

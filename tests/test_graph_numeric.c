@@ -153,5 +153,30 @@ int main(void) {
                               "\"channels\":0.25},{\"params\":[\"fc1.bias\",\"fc3.*\"]}]}"));
   check_step("mlp skip+partial", g);
   pk_ctx_free(ctx);
+  /* attention, softmax family, pooling, activations: causal attention over 3 positions of
+   * 4 features (its gradients read the saved row max and sum stages), gelu's tanh form */
+  ctx = pk_ctx_new();
+  g = pk_graph_new(ctx, N);
+  int xa = pk_graph_add_tensor(g, "x", PK_ROLE_INPUT, PKRT_DTYPE_F32, 2, (int64_t[]){N, 8});
+  int qkv[3], att, flat;
+  static const char *const qkv_names[3] = {"q", "k", "v"};
+  for (int i = 0; i < 3; i++) {
+    char rn[16];
+    snprintf(rn, sizeof rn, "%s.seq", qkv_names[i]);
+    int h = tg_linear(g, qkv_names[i], xa, 8, 12);
+    TG_OK(ctx, pk_graph_add_op(g, rn, PK_OP_RESHAPE,
+                               &(pk_op_attrs){.new_ndim = 3, .new_shape = {N, 3, 4}}, 1, &h, rn,
+                               &qkv[i]));
+  }
+  TG_OK(ctx, pk_graph_add_op(g, "attn", PK_OP_SDPA, &(pk_op_attrs){.causal = true}, 3, qkv,
+                             "attn", &att));
+  TG_OK(ctx, pk_graph_add_op(g, "flat", PK_OP_RESHAPE,
+                             &(pk_op_attrs){.new_ndim = 2, .new_shape = {N, 12}}, 1, &att,
+                             "flat", &flat));
+  flat = tg_unary(g, "gelu", PK_OP_GELU, &(pk_op_attrs){.approximate = PK_GELU_TANH}, flat);
+  g->output = tg_linear(g, "out", flat, 12, 5);
+  randomize_params(ctx, g);
+  check_step("causal attention", g);
+  pk_ctx_free(ctx);
   return tg_report("test_graph_numeric");
 }

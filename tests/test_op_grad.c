@@ -77,6 +77,8 @@ static void fill_input(pk_op_kind op, const pk_op_params *prm, int input, pk_te_
     if ((op == PK_OP_DIV && input == 1) || op == PK_OP_RECIPROCAL)
       u = (u < 0 ? -0.5 : 0.5) + u;
     if (op == PK_OP_LOG || op == PK_OP_SQRT || op == PK_OP_RSQRT) u = 0.25 + 0.875 * (u + 1);
+    /* pow's base: positive, as pk_te_ref_fill_random's domain (non-integer exponents) */
+    if ((op == PK_OP_POW && input == 0) || op == PK_OP_POW_SCALAR) u = 0.25 + 0.875 * (u + 1);
     bool loss = op == PK_OP_SOFTMAX_CROSS_ENTROPY || op == PK_OP_MSE_LOSS;
     if (loss && input == 0 && op == PK_OP_SOFTMAX_CROSS_ENTROPY) u *= 2;
     if (loss && input == 1 && op == PK_OP_SOFTMAX_CROSS_ENTROPY) u = (u + 1) / 2;
@@ -588,7 +590,86 @@ static void test_errors(void) {
   pk_ctx_free(ctx);
 }
 
+/* ---- attention, softmax family, pooling, activations ---- */
+
+/* dX of input `input` of op at inputs ins (forward run first, for stages), dY = dy. */
+static const pk_te_ref_tensor *grad_of(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                                       const double *const *ins, int input, const double *dy) {
+  pk_te_program *p;
+  pk_op_grad g;
+  pk_te_ref *ref = run_op(ctx, op, prm, ins, &p);
+  if (!ref || pk_op_grad_build(ctx, op, prm, input, &g) != PK_OK) return NULL;
+  return run_grad(ctx, &g, p, ref, dy);
+}
+
+/* Exact values (inf included) of a gradient. */
+static void check_grad_values(pk_ctx *ctx, const char *label, const pk_te_ref_tensor *got,
+                              const double *want, int64_t n) {
+  bool ok = got != NULL;
+  int64_t bad = -1;
+  for (int64_t i = 0; ok && i < n; i++)
+    if (!(got->val[i] == want[i] || fabs(got->val[i] - want[i]) <= 1e-12)) ok = false, bad = i;
+  check(ok, label, "%s element %lld: got %.17g, want %.17g", got ? "" : pk_ctx_error(ctx),
+        (long long)bad, bad >= 0 ? got->val[bad] : 0.0, bad >= 0 ? want[bad] : 0.0);
+  pk_ctx_clear_error(ctx);
+}
+
+/* torch.pow's gradient rules at 0 (values from PyTorch 1.13), and sdpa's rule for a row
+ * with every key masked: zero output and zero gradients, not NaN. */
+static void test_attn_family_rules(void) {
+  pk_ctx *ctx = pk_ctx_new();
+  const pkrt_dtype F = PKRT_DTYPE_F64;
+  pk_op_params pw = {2, {{1, {4}, F}, {1, {4}, F}}, {.groups = 0}};
+  const double a[4] = {0, 0, 2, 0}, b[4] = {0, 2, 0, 0.5}, ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  const double *ab[2] = {a, b};
+  check_grad_values(ctx, "pow_grad_base_at_0", grad_of(ctx, PK_OP_POW, &pw, ab, 0, ones),
+                    (double[]){0, 0, 0, INFINITY}, 4);
+  check_grad_values(ctx, "pow_grad_exponent_at_0", grad_of(ctx, PK_OP_POW, &pw, ab, 1, ones),
+                    (double[]){0, 0, log(2.0), 0}, 4);
+  const double x[2] = {0, 1};
+  const double *xs[1] = {x};
+  pk_op_params p0 = {1, {{1, {2}, F}}, {.exponent = 0}};
+  check_grad_values(ctx, "pow_scalar_grad_exponent_0", grad_of(ctx, PK_OP_POW_SCALAR, &p0, xs, 0, ones),
+                    (double[]){0, 0}, 2);
+  pk_op_params ph = {1, {{1, {2}, F}}, {.exponent = 0.5}};
+  check_grad_values(ctx, "pow_scalar_grad_sqrt_at_0", grad_of(ctx, PK_OP_POW_SCALAR, &ph, xs, 0, ones),
+                    (double[]){INFINITY, 0.5}, 2);
+
+  /* batch 0 keeps keys 0 and 2; batch 1 masks every key: its Y and gradients are 0 */
+  pk_op_params sd = {4, {{3, {2, 2, 3}, F}, {3, {2, 4, 3}, F}, {3, {2, 4, 2}, F}, {2, {2, 4}, F}},
+                     {.causal = false}};
+  double q[12], k[24], v[16], dy[8];
+  for (int i = 0; i < 24; i++) k[i] = sin(i + 1.0);
+  for (int i = 0; i < 12; i++) q[i] = cos(i + 0.5);
+  for (int i = 0; i < 16; i++) v[i] = 0.1 * i - 0.7;
+  for (int i = 0; i < 8; i++) dy[i] = 0.3 * i - 1;
+  const double mask[8] = {0, -INFINITY, 0, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  const double *ins[4] = {q, k, v, mask};
+  pk_te_program *p;
+  pk_te_ref *ref = run_op(ctx, PK_OP_SDPA_MASKED, &sd, ins, &p);
+  const pk_te_ref_tensor *y = ref ? &ref->tensors[p->ntensors - 1] : NULL;
+  bool ok = y != NULL;
+  for (int i = 0; ok && i < 8; i++) ok = isfinite(y->val[i]) && (i < 4 || y->val[i] == 0);
+  check(ok, "sdpa_fully_masked_row_is_0", "%s", ok ? "" : y ? "NaN or nonzero" : pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+  static const char *names[3] = {"sdpa_fully_masked_grad_q", "sdpa_fully_masked_grad_k",
+                                 "sdpa_fully_masked_grad_v"};
+  for (int in = 0; in < 3; in++) {
+    const pk_te_ref_tensor *gr = grad_of(ctx, PK_OP_SDPA_MASKED, &sd, ins, in, dy);
+    int64_t half = gr ? gr->numel / 2 : 0;
+    bool gok = gr != NULL, some = false;
+    for (int64_t i = 0; gok && i < gr->numel; i++) {
+      gok = isfinite(gr->val[i]) && (i < half || gr->val[i] == 0);
+      some |= i < half && gr->val[i] != 0;
+    }
+    check(gok && some, names[in], "%s", gr ? "NaN, or batch 1 not 0, or batch 0 all 0" : pk_ctx_error(ctx));
+    pk_ctx_clear_error(ctx);
+  }
+  pk_ctx_free(ctx);
+}
+
 int main(void) {
+  test_attn_family_rules();
   test_coverage();
   test_finite_differences();
   test_ties();

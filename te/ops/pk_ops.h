@@ -39,6 +39,36 @@
  *     dtype (so a window whose real elements are all -inf yields -FLT_MAX/-DBL_MAX);
  *     avg_pool2d divides by the number of in-bounds elements of each window (PyTorch's
  *     count_include_pad=False).
+ *   attention, softmax family, pooling, activations:
+ *   - softmax and log_softmax work over any axis (attrs.axis, negative from the end);
+ *     log_softmax = x - M - log(sum exp(x - M)), never log of an underflowed 0;
+ *   - sdpa(Q, K, V), sdpa_masked(Q, K, V, Mask): Y = softmax(Q K^T * scale + Mask) V over
+ *     the keys. Q (B, H, Lq, D), K (B, H, Lk, D), V (B, H, Lk, Dv), or rank 3 without H;
+ *     batch dims equal (no broadcasting, no grouped K/V heads). scale 0 means 1/sqrt(D).
+ *     causal: key j is excluded for query i when j > i (PyTorch's is_causal: top-left
+ *     aligned when Lq != Lk). Mask is additive float: (B, Lk) (a padding mask; extents
+ *     may be 1) or the scores' rank with each extent equal or 1 ((B, 1, 1, Lk),
+ *     (1, 1, Lq, Lk), ...): 0 keeps a key, -inf removes it. A rank-2 mask is always
+ *     (B, Lk), even for rank-3 Q: a (Lq, Lk) mask there is given as (1, Lq, Lk). A row
+ *     with no key left (every key -inf) yields Y = 0 and zero gradients, not NaN. A finite
+ *     large negative (-1e9) only shifts the score, as in PyTorch: a row masked that way
+ *     everywhere averages V by its unmasked scores. Two ops rather than an optional
+ *     input, so that the table's arity and differentiable-input mask stay exact (the mask
+ *     is not differentiable). Stages: S = Q K^T, M = row max, L = row sum of exp,
+ *     P = probabilities, Y; the gradients save M and L (compute 1 and 2), not P;
+ *   - rope(X, Cos, Sin): X (..., S, Dh), Dh even (layout (B, H, S, Dh) as HF applies it);
+ *     Cos, Sin (S, Dh / 2), the angle tables (not repeated). LLaMA's rotate-half form (HF
+ *     rotate_half): Y = X * [Cos, Cos] + [-X2, X1] * [Sin, Sin] with X1, X2 the halves
+ *     of the last dim, i.e. pair (d, d + Dh/2) is rotated by angle (s, d). Only X is
+ *     differentiable;
+ *   - global_avg_pool2d: (N, C, H, W) -> (N, C, 1, 1); adaptive_avg_pool2d: to
+ *     (N, C, OH, OW) = attrs.output_size, cell i averaging input
+ *     [floor(i H / OH), ceil((i + 1) H / OH)) (PyTorch; windows may overlap, OH > H works);
+ *   - gelu: attrs.approximate PK_GELU_TANH is 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+ *     (PyTorch's approximate='tanh'); the default is the exact erf form;
+ *   - pow(A, B): C's pow, broadcast like add (a negative base with a non-integer exponent
+ *     gives NaN); pow_scalar(X): X ** attrs.exponent, written without pow for 2, 3,
+ *     0.5, -0.5, -1 and -2 (x * x, sqrt, ...: PyTorch's special cases, bit for bit).
  */
 #ifndef PK_OPS_H
 #define PK_OPS_H
@@ -56,7 +86,10 @@
   X(KEEPDIMS, "keepdims") X(KERNEL, "kernel") X(STRIDE, "stride") X(DILATION, "dilation")    \
   X(PAD, "pad") X(GROUPS, "groups") X(SLICE_AXIS, "slice_axis")                              \
   X(SLICE_START, "slice_start") X(SLICE_LEN, "slice_len") X(SHAPE, "shape")                  \
-  X(ALPHA, "alpha") X(MIN, "min") X(MAX, "max")
+  X(ALPHA, "alpha") X(MIN, "min") X(MAX, "max")                                             \
+  /* attention, softmax family, pooling, activations */                                     \
+  X(CAUSAL, "causal") X(SCALE, "scale") X(OUTPUT_SIZE, "output_size")                       \
+  X(APPROXIMATE, "approximate") X(EXPONENT, "exponent")
 
 typedef enum pk_attr_key {
 #define PK_ATTR_X(id, key) PK_ATTR_KEY_##id,
@@ -145,7 +178,18 @@ typedef struct pk_op_attrs {
   double alpha;            /* >= 0; leaky_relu: negative slope, 0 means 0.01; elu: 0 means 1 */
   double clip_min, clip_max; /* clip: the range, finite with min <= max (graph JSON requires
                               * both; zero-initialised params clip to [0, 0]) */
+  /* attention, softmax family, pooling, activations */
+  bool causal;             /* sdpa, sdpa_masked: key j > query i is excluded (is_causal) */
+  double scale;            /* sdpa, sdpa_masked: score scale, finite >= 0; 0 means
+                            * 1 / sqrt(head_dim) */
+  int64_t output_size[2];  /* adaptive_avg_pool2d: (OH, OW), each >= 1 (required) */
+  int approximate;         /* gelu: PK_GELU_ERF (0, exact) or PK_GELU_TANH */
+  double exponent;         /* pow_scalar: the constant exponent, finite (graph JSON requires
+                            * it; zero-initialised params give x ** 0 = 1) */
 } pk_op_attrs;
+
+/* pk_op_attrs.approximate (graph JSON "approximate": "none" or "tanh", as PyTorch's). */
+enum { PK_GELU_ERF = 0, PK_GELU_TANH = 1 };
 
 typedef struct pk_op_params {
   int ninputs;                      /* pk_op_arity(op); 1..arity for PK_OPF_VARIADIC ops */
@@ -195,6 +239,10 @@ pk_status pk_op_build(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
  *   - broadcast inputs of add/sub/mul/div get dY summed over the broadcast dims;
  *   - conv2d dX handles stride, dilation, groups, asymmetric padding and rows/cols of the
  *     input that no window reads (gradient 0).
+ *   - pow: dA = B A^(B-1) but 0 where B == 0; dB = A^B log A but 0 where A == 0 and
+ *     B >= 0 (torch.pow's rules); pow_scalar: e X^(e-1), 0 for e == 0;
+ *   - sdpa: dQ, dK, dV read Q, K (V for dQ and dK; Mask) and the saved row max and row sum,
+ *     and recompute the probabilities (memory over recompute: see op_attention.c).
  *
  * Usage:
  *   pk_op_grad g;
