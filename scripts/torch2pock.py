@@ -589,7 +589,7 @@ class _FxConverter:
             return self.emit(n, "mul", [args[0], args[0]])
         if args[1].is_tensor:
             return self.emit(n, "pow", args[:2])
-        return self.emit(n, "pow", args[:1], {"exponent": float(args[1].py)})
+        return self.emit(n, "pow_scalar", args[:1], {"exponent": float(args[1].py)})
 
     def fn_cat(self, n, args, kw):
         xs = args[0]
