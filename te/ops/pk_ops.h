@@ -39,6 +39,24 @@
  *     dtype (so a window whose real elements are all -inf yields -FLT_MAX/-DBL_MAX);
  *     avg_pool2d divides by the number of in-bounds elements of each window (PyTorch's
  *     count_include_pad=False).
+ *   - normalizations (PyTorch's definitions; eps 0 means 1e-5; biased variance, two passes:
+ *     mean, then mean of (x - mean)^2):
+ *       batch_norm(X (N, C, ...), gamma, beta, running_mean, running_var (C,)): per channel
+ *         over N and the spatial dims, y = (x - mean) * rstd * gamma + beta with
+ *         rstd = rsqrt(var + eps); stages MEAN (0), VAR (1), RSTD (2), Y. The running stats
+ *         are read only with attrs.use_running_stats (frozen layers, evaluation): then the
+ *         stages are RSTD (0) = rsqrt(running_var + eps), Y. Batch statistics need N *
+ *         spatial >= 2 (PyTorch refuses 1 too);
+ *       layer_norm(X, gamma, beta): over the last normalized_ndim dims (gamma, beta shaped
+ *         like them); stages MEAN, VAR, RSTD (X's shape with those dims 1), Y;
+ *       rms_norm(X, gamma): y = x * rsqrt(mean(x^2) + eps) * gamma over the last
+ *         normalized_ndim dims (LLaMA's RMSNorm); stages MS, RR, Y;
+ *       group_norm(X (N, C, ...), gamma, beta (C,)): over each group of C / groups
+ *         consecutive channels and the spatial dims; stages MEAN, VAR, RSTD (N, groups), Y.
+ *     Their gradients read the saved MEAN and RSTD (RR) stages instead of recomputing;
+ *   - batch_norm_stats(X, running_mean, running_var) -> RM', RV' (a training op, run in place
+ *     like the optimizer updates): RM' = (1 - m) RM + m mean, RV' = (1 - m) RV + m var with
+ *     the UNBIASED variance (PyTorch's running_var rule); m = attrs.momentum (0: 0.1).
  */
 #ifndef PK_OPS_H
 #define PK_OPS_H
@@ -56,7 +74,9 @@
   X(KEEPDIMS, "keepdims") X(KERNEL, "kernel") X(STRIDE, "stride") X(DILATION, "dilation")    \
   X(PAD, "pad") X(GROUPS, "groups") X(SLICE_AXIS, "slice_axis")                              \
   X(SLICE_START, "slice_start") X(SLICE_LEN, "slice_len") X(SHAPE, "shape")                  \
-  X(ALPHA, "alpha") X(MIN, "min") X(MAX, "max")
+  X(ALPHA, "alpha") X(MIN, "min") X(MAX, "max")                                             \
+  /* normalization */                                                                        \
+  X(EPS, "eps") X(MOMENTUM, "momentum") X(NORMALIZED_NDIM, "normalized_ndim")
 
 typedef enum pk_attr_key {
 #define PK_ATTR_X(id, key) PK_ATTR_KEY_##id,
@@ -145,6 +165,12 @@ typedef struct pk_op_attrs {
   double alpha;            /* >= 0; leaky_relu: negative slope, 0 means 0.01; elu: 0 means 1 */
   double clip_min, clip_max; /* clip: the range, finite with min <= max (graph JSON requires
                               * both; zero-initialised params clip to [0, 0]) */
+  /* normalization: eps (above) is added to the variance, 0 means 1e-5; momentum (above) is
+   * batch_norm's running-stats factor in [0, 1], 0 means 0.1 (PyTorch's meaning); groups
+   * (above) is group_norm's, 0 means 1, and must divide C. */
+  int normalized_ndim;     /* layer_norm, rms_norm: normalize over the last n dims, 0 means 1 */
+  bool use_running_stats;  /* batch_norm: normalize with the running stats (frozen layers,
+                              evaluation); set by the graph compiler, not a JSON key */
 } pk_op_attrs;
 
 typedef struct pk_op_params {
