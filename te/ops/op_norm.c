@@ -290,8 +290,8 @@ static pk_status norm_check(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
 
 /* ---- forward ---- */
 
-/* Stages: MEAN (0), VAR (1), RSTD (2), Y; rms_norm: MS (0), RR (1), Y; frozen batch_norm:
- * RSTD (0), Y. */
+/* Stages: MEAN (0), VAR (1), RSTD (2), Y (frozen batch_norm: MEAN and VAR are the running
+ * stats); rms_norm: MS (0), RR (1), Y. */
 pk_status pk_op_text_norm(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                           pk_strbuf *out) {
   norm_view v;
@@ -301,7 +301,6 @@ pk_status pk_op_text_norm(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   static const char *const names[] = {"X", "G", "B", "RM", "RV"};
   emit_placeholders(out, prm, names);
   double eps = eps_of(&prm->attrs);
-  const char *stat = "MEAN", *rstd = "RSTD";
   if (op == PK_OP_RMS_NORM) {
     emit_axes(out, 0, v.nks, v.ks);
     pk_op_emit_compute_head(out, "MS", v.sr, v.sshape);
@@ -323,8 +322,13 @@ pk_status pk_op_text_norm(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
     return PK_OK;
   }
   if (frozen(op, &prm->attrs)) {
-    emit_rstd(out, &v, "RSTD", "RV", "i0", eps);
-    stat = "RM";
+    /* the same stages as training mode (copies of the running stats), so that switching
+     * a layer's mode keeps the graph node's outputs */
+    pk_op_emit_compute_head(out, "MEAN", 1, v.sshape);
+    pk_strbuf_append(out, "RM[i0])\n");
+    pk_op_emit_compute_head(out, "VAR", 1, v.sshape);
+    pk_strbuf_append(out, "RV[i0])\n");
+    emit_rstd(out, &v, "RSTD", "VAR", NULL, eps);
   } else {
     emit_mean_var(out, &v, 0, "MEAN", "VAR", false);
     emit_rstd(out, &v, "RSTD", "VAR", NULL, eps);
@@ -333,9 +337,9 @@ pk_status pk_op_text_norm(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   pk_strbuf_append(out, "(");
   pk_op_emit_read_all(out, "X", x->ndim);
   pk_strbuf_append(out, " - ");
-  emit_read(out, stat, v.s_at_x, 0);
+  emit_read(out, "MEAN", v.s_at_x, 0);
   pk_strbuf_append(out, ") * ");
-  emit_read(out, rstd, v.s_at_x, 0);
+  emit_read(out, "RSTD", v.s_at_x, 0);
   pk_strbuf_append(out, " * ");
   emit_read(out, "G", v.p_at_x, 0);
   pk_strbuf_append(out, " + ");
@@ -350,7 +354,7 @@ pk_status pk_op_text_norm(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
  *   dG = sum over the other dims of dY * xh;  dB = sum of dY.
  * rms_norm (y = x * rr * g, rr = rsqrt(mean(x^2) + eps)):
  *   dX = rr * (dY g - x * rr^2 * mean(dY g x));  dG = sum of dY * x * rr.
- * Frozen batch_norm is affine: dX = dY * g * rstd. */
+ * Frozen batch_norm is affine: dX = dY * g * rstd (its dG and dB are as above). */
 
 /* "DG = compute(<param shape>, (...) => sum(<body>, ...))" with body written by the caller
  * between emit_param_head and emit_param_close (no sum when nothing is reduced:
@@ -428,30 +432,6 @@ static pk_status grad_rms(const pk_op_params *prm, const pk_te_tensor *y, int in
   return PK_OK;
 }
 
-static pk_status grad_frozen_bn(const pk_op_params *prm, const pk_te_tensor *y, int input,
-                                const norm_view *v, pk_op_grad *g, pk_strbuf *out) {
-  const pk_op_input *x = &prm->in[0];
-  if (input == 0) {
-    pk_op_grad_add_arg(g, out, PK_GRAD_ARG_INPUT, 1, "G", prm, y);
-    pk_op_grad_add_stage(g, out, 0, "RSTD", 1, v->sshape, x->dtype);
-    pk_op_grad_add_arg(g, out, PK_GRAD_ARG_DY, 0, "DY", prm, y);
-    pk_op_emit_compute_head(out, "DX", x->ndim, x->shape);
-    pk_op_emit_read_all(out, "DY", x->ndim);
-    pk_strbuf_append(out, " * G[i1] * RSTD[i1])\n");
-    return PK_OK;
-  }
-  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_INPUT, 0, "X", prm, y);
-  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_INPUT, 3, "RM", prm, y);
-  pk_op_grad_add_stage(g, out, 0, "RSTD", 1, v->sshape, x->dtype);
-  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_DY, 0, "DY", prm, y);
-  emit_param_head(out, v, "DG");
-  emit_read(out, "DY", v->x_at_p, 0);
-  pk_strbuf_append(out, " * ");
-  emit_xhat_at_p(out, v, "RM", "RSTD");
-  emit_param_close(out, v);
-  return PK_OK;
-}
-
 pk_status pk_op_grad_norm(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                           const pk_te_tensor *y, int input, pk_op_grad *g, pk_strbuf *out) {
   norm_view v;
@@ -468,8 +448,16 @@ pk_status pk_op_grad_norm(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
     return PK_OK;
   }
   if (op == PK_OP_RMS_NORM) return grad_rms(prm, y, input, &v, g, out);
-  if (frozen(op, &prm->attrs)) return grad_frozen_bn(prm, y, input, &v, g, out);
-
+  if (frozen(op, &prm->attrs) && input == 0) { /* an affine map: dX = dY * g * rstd */
+    pk_op_grad_add_arg(g, out, PK_GRAD_ARG_INPUT, 1, "G", prm, y);
+    pk_op_grad_add_stage(g, out, 2, "R", v.sr, v.sshape, dt);
+    pk_op_grad_add_arg(g, out, PK_GRAD_ARG_DY, 0, "DY", prm, y);
+    pk_op_emit_compute_head(out, "DX", x->ndim, x->shape);
+    pk_op_emit_read_all(out, "DY", x->ndim);
+    pk_strbuf_append(out, " * G[i1] * R[i1])\n");
+    return PK_OK;
+  }
+  /* dgamma is the same in both batch_norm modes: MEAN and RSTD are whichever were used */
   pk_op_grad_add_arg(g, out, PK_GRAD_ARG_INPUT, 0, "X", prm, y);
   if (input == 0) pk_op_grad_add_arg(g, out, PK_GRAD_ARG_INPUT, 1, "G", prm, y);
   pk_op_grad_add_stage(g, out, 0, "M", v.sr, v.sshape, dt);

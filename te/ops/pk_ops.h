@@ -44,9 +44,9 @@
  *       batch_norm(X (N, C, ...), gamma, beta, running_mean, running_var (C,)): per channel
  *         over N and the spatial dims, y = (x - mean) * rstd * gamma + beta with
  *         rstd = rsqrt(var + eps); stages MEAN (0), VAR (1), RSTD (2), Y. The running stats
- *         are read only with attrs.use_running_stats (frozen layers, evaluation): then the
- *         stages are RSTD (0) = rsqrt(running_var + eps), Y. Batch statistics need N *
- *         spatial >= 2 (PyTorch refuses 1 too);
+ *         are read only with attrs.use_running_stats (frozen layers, evaluation): then
+ *         MEAN and VAR are copies of them (the same stages in both modes). Batch statistics
+ *         need N * spatial >= 2 (PyTorch refuses 1 too);
  *       layer_norm(X, gamma, beta): over the last normalized_ndim dims (gamma, beta shaped
  *         like them); stages MEAN, VAR, RSTD (X's shape with those dims 1), Y;
  *       rms_norm(X, gamma): y = x * rsqrt(mean(x^2) + eps) * gamma over the last
