@@ -9,8 +9,14 @@ autograd so Pock's compile-time backward is checked against it. Library only:
 
 Ops: matmul, batch_matmul, add, sub, mul, div, relu, sigmoid, tanh, gelu (erf form),
 silu, hardsigmoid, hardswish, relu6, leaky_relu, elu, clip, exp, log, sqrt, rsqrt, abs,
-neg, reciprocal, softmax, sum, mean, max, conv2d, reshape, slice; broadcasting as numpy. A graph using any
+neg, reciprocal, softmax, sum, mean, max, conv2d, reshape, slice; broadcasting as numpy;
+normalization: batch_norm, layer_norm, rms_norm, group_norm. A graph using any
 other op raises NotImplementedError (the fixtures do not use it).
+
+Params with "role": "buffer" or "constant" are registered buffers (named_pock_buffers).
+batch_norm follows Pock's modes: in train() a layer uses batch statistics and updates its
+running stats when its gamma or beta requires grad, or always with bn_mode="train"
+(PyTorch's own model.train()); otherwise, and in eval(), it uses the running stats.
 """
 import torch
 import torch.nn as nn
@@ -35,32 +41,62 @@ def _pad4(v):
 
 
 class PockGraph(nn.Module):
-    def __init__(self, graph, weights, dtype=torch.float64):
+    def __init__(self, graph, weights, dtype=torch.float64, bn_mode="auto"):
         super().__init__()
         self.graph = graph
+        self.bn_mode = bn_mode
         self.params = nn.ParameterDict()
         self.names = {}  # Pock name -> ParameterDict key (which may not contain dots)
+        self.buffer_names = {}  # buffers and constants: Pock name -> registered buffer name
         for p in graph["params"]:
             value = p["init"] if "init" in p else weights[p["name"]]
             t = torch.as_tensor(value, dtype=dtype).reshape(p["shape"]).clone()
             key = p["name"].replace(".", "__")
-            self.params[key] = nn.Parameter(t)
-            self.names[p["name"]] = key
+            if p.get("role", "param") == "param":
+                self.params[key] = nn.Parameter(t)
+                self.names[p["name"]] = key
+            else:
+                self.register_buffer("buf__" + key, t)
+                self.buffer_names[p["name"]] = "buf__" + key
 
     def named_pock_params(self):
         return [(n, self.params[k]) for n, k in self.names.items()]
+
+    def named_pock_buffers(self):
+        return [(n, getattr(self, k)) for n, k in self.buffer_names.items()]
 
     def forward(self, x):
         env = {self.graph["inputs"][0]["name"]: x}
         for n, k in self.names.items():
             env[n] = self.params[k]
+        for n, k in self.buffer_names.items():
+            env[n] = getattr(self, k)
         for node in self.graph["nodes"]:
             ins = [env[i] for i in node["inputs"]]
             env[node["output"]] = self._op(node["op"], ins, node.get("attrs", {}), x.shape[0])
         return env[self.graph["output"]]
 
+    def _op(self, op, ins, a, batch):
+        eps = a.get("eps", 1e-5)
+        if op == "batch_norm":
+            x, g, b, rm, rv = ins
+            train = self.training and (self.bn_mode == "train" or g.requires_grad or
+                                       b.requires_grad)
+            return F.batch_norm(x, rm, rv, g, b, training=train,
+                                momentum=a.get("momentum", 0.1), eps=eps)
+        if op in ("layer_norm", "rms_norm"):
+            k = a.get("normalized_ndim", 1)
+            if op == "layer_norm":
+                return F.layer_norm(ins[0], ins[0].shape[-k:], ins[1], ins[2], eps)
+            dims = list(range(ins[0].dim() - k, ins[0].dim()))
+            x = ins[0]
+            return x * torch.rsqrt(x.pow(2).mean(dim=dims, keepdim=True) + eps) * ins[1]
+        if op == "group_norm":
+            return F.group_norm(ins[0], a.get("groups", 1), ins[1], ins[2], eps)
+        return self._plain_op(op, ins, a, batch)
+
     @staticmethod
-    def _op(op, ins, a, batch):
+    def _plain_op(op, ins, a, batch):
         if op in ("matmul", "batch_matmul"):
             x, y = ins
             if a.get("trans_a"):
