@@ -198,6 +198,10 @@ static pk_status fe_node(pk_fe *f, int index, const cJSON *it) {
   if (!(pk_op_flags(op) & PK_OPF_VARIADIC) && n != arity)
     return pk_fe_fail(f, where, "op '%s' takes %d input%s, not %d", pk_op_name(op), arity,
                       arity == 1 ? "" : "s", n);
+  /* batch_norm's 6th input is the training step's H, which Pock adds itself */
+  if (op == PK_OP_BATCH_NORM && n != 5)
+    return pk_fe_fail(f, where, "op 'batch_norm' takes 5 inputs (X, gamma, beta, "
+                      "running_mean, running_var), not %d", n);
   int ids[PK_OP_MAX_INPUTS];
   int k = 0;
   for (const cJSON *v = ins->child; v; v = v->next, k++) {

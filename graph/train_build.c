@@ -194,7 +194,8 @@ static bool trains(const pk_graph *g, int t) {
 /* Sets each forward batch_norm's mode (running stats: eval, or a frozen layer unless
  * train_all) and rebuilds its program; the stages are the same in both modes, so its
  * output tensors stay. Each layer in training mode updates its running stats, which must
- * then be buffers. */
+ * then be buffers, and reads the step's H (made here when needed): the executor sets
+ * H[3] = 1 to evaluate, so the artifact's eval and infer plans use the running stats. */
 static pk_status set_bn_modes(pk_graph *g, int nfwd, bool train_all, bool eval) {
   pk_ctx *ctx = g->ctx;
   for (int k = 0; k < nfwd; k++) {
@@ -208,6 +209,23 @@ static pk_status set_bn_modes(pk_graph *g, int nfwd, bool train_all, bool eval) 
                       i == 3 ? "mean" : "var", g->tensors[n->inputs[i]]->name,
                       pk_role_name(g->tensors[n->inputs[i]]->role));
     n->prm.attrs.use_running_stats = !train;
+    if (train) { /* H[3] != 0 while the executor evaluates: then the running stats */
+      if (g->hyper < 0) {
+        const pk_gtensor *z = g->tensors[g->output];
+        g->hyper = pk_graph_push_tensor(g, pk_graph_unique_name(g, "hyper"), PK_ROLE_HYPER,
+                                        z->dtype, 1, (int64_t[]){4});
+      }
+      int *in = pk_alloc(ctx, sizeof(int) * 6);
+      memcpy(in, n->inputs, sizeof(int) * 5);
+      in[5] = g->hyper;
+      n->inputs = in;
+      n->ninputs = 6;
+      int one = g->hyper;
+      pk_op_params h;
+      pk_graph_params_of(g, 1, &one, NULL, &h);
+      n->prm.in[5] = h.in[0];
+      n->prm.ninputs = 6;
+    }
     pk_status s = pk_op_build(ctx, n->op, &n->prm, &n->prog);
     if (s != PK_OK) return pk_graph_refail(ctx, s, n->name);
   }
@@ -352,8 +370,9 @@ pk_status pk_train_build(const pk_graph *fwd, const pk_train_spec *spec, pk_grap
   if ((s = add_loss(g, &sp, &tb.loss_node)) != PK_OK) return s;
   if ((s = pk_train_autodiff(&tb)) != PK_OK) return s;
   const pk_gtensor *z = g->tensors[g->output];
-  g->hyper = pk_graph_push_tensor(g, pk_graph_unique_name(g, "hyper"), PK_ROLE_HYPER, z->dtype,
-                                  1, (int64_t[]){4});
+  if (g->hyper < 0) /* else made for batch norm's mode switch */
+    g->hyper = pk_graph_push_tensor(g, pk_graph_unique_name(g, "hyper"), PK_ROLE_HYPER,
+                                    z->dtype, 1, (int64_t[]){4});
   int first_update = g->nnodes;
   for (int w = 0; w < tb.n0; w++) {
     const pk_gtensor *wt = g->tensors[w];

@@ -331,7 +331,10 @@ def train_graph_torch(g, weights, opt, dtype, x, y, spec=FULL_SPEC):
     after = collections.OrderedDict((n, p.detach()) for n, p in m.named_pock_params()
                                     if p.requires_grad)
     after.update((n, b.detach()) for n, b in m.named_pock_buffers())
-    return after, losses
+    m.eval()  # batch 1 in evaluation mode: batch norm with its running stats
+    with torch.no_grad():
+        ev = F.cross_entropy(m(torch.from_numpy(x[0]).to(tdt)), torch.from_numpy(y[0]).long())
+    return after, losses, ev.item()
 
 
 def generate_graphs(out_dir, only=None):
@@ -347,6 +350,7 @@ def generate_graphs(out_dir, only=None):
     lines = ["# case model spec optimizer lr momentum weight_decay tolerance after"]
     loss_lines = ["# case: the mean loss of each of the %d steps (before its update)"
                   % GRAPH_STEPS]
+    eval_lines = ["# case: the mean loss of batch 1 evaluated (model.eval()) after training"]
     for mname in (m for m in GRAPH_MODELS if only in (None, m)):
         cases = graph_cases(mname)
         for scheme, spec, _, _ in cases:
@@ -356,7 +360,9 @@ def generate_graphs(out_dir, only=None):
         models = {d: save_graph_model(gdir, mname, d) for d in sorted({c[3] for c in cases})}
         for scheme, spec, opt, dtype in cases:
             case = "%s_%s_%s%s" % (mname, scheme, opt["kind"], "" if dtype == "f64" else "_f32")
-            after, losses = train_graph_torch(*models[dtype], opt, dtype, x, y, spec)
+            after, losses, ev = train_graph_torch(*models[dtype], opt, dtype, x, y, spec)
+            if mname == "bnnet":  # eval differs from the training forward only there
+                eval_lines.append("%s %.17g" % (case, ev))
             torch2pock.write_pkw(os.path.join(gdir, case + ".pkw"), after)
             lines.append("%s %s %s %s %.17g %.17g %.17g %g %s" % (
                 case, mname + ("" if dtype == "f64" else "_f32") + ".json",
@@ -367,6 +373,8 @@ def generate_graphs(out_dir, only=None):
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(gdir, "losses.txt"), "w") as f:
         f.write("\n".join(loss_lines) + "\n")
+    with open(os.path.join(gdir, "eval_losses.txt"), "w") as f:
+        f.write("\n".join(eval_lines) + "\n")
     return len(lines) - 1
 
 

@@ -78,6 +78,7 @@ static void fill_input(pk_op_kind op, const pk_op_params *prm, int input, pk_te_
       u = (u < 0 ? -0.5 : 0.5) + u;
     if (op == PK_OP_LOG || op == PK_OP_SQRT || op == PK_OP_RSQRT) u = 0.25 + 0.875 * (u + 1);
     if (op == PK_OP_BATCH_NORM && input == 4) u = 0.25 + 0.875 * (u + 1); /* a variance */
+    if (op == PK_OP_BATCH_NORM && input == 5) u = 0; /* H: H[3] = 0 is training */
     bool loss = op == PK_OP_SOFTMAX_CROSS_ENTROPY || op == PK_OP_MSE_LOSS;
     if (loss && input == 0 && op == PK_OP_SOFTMAX_CROSS_ENTROPY) u *= 2;
     if (loss && input == 1 && op == PK_OP_SOFTMAX_CROSS_ENTROPY) u = (u + 1) / 2;

@@ -149,6 +149,12 @@ static const grad_case grad_cases[] = {
      {5, {{2, {5, 3}, F32}, {1, {3}, F32}, {1, {3}, F32}, {1, {3}, F32}, {1, {3}, F32}},
       {.eps = 1e-3}},
      {"I0 I1 S0 S2 DY", "I0 S0 S2 DY", "DY"}},
+    /* the training graph's form: H[3] = 0 while training (test_op_grad fills it so) */
+    {"batch_norm_with_h", PK_OP_BATCH_NORM,
+     {6, {{3, {4, 2, 3}, F64}, {1, {2}, F64}, {1, {2}, F64}, {1, {2}, F64}, {1, {2}, F64},
+          {1, {4}, F64}},
+      NONE},
+     {"I0 I1 S0 S2 DY", "I0 S0 S2 DY", "DY"}},
     {"batch_norm_frozen", PK_OP_BATCH_NORM,
      {5, {{4, {2, 3, 2, 1}, F64}, {1, {3}, F64}, {1, {3}, F64}, {1, {3}, F64}, {1, {3}, F64}},
       {.use_running_stats = true, .eps = 0.01}},

@@ -341,7 +341,9 @@ static void naive_norm(pk_op_kind op, const pk_op_params *prm, double *const *x,
       unravel(f, in->ndim, in->shape, idx);
       norm_ids(op, prm, idx, &st, &pa);
       double mean = sum[st] / cnt[st], var = sq[st] / cnt[st];
-      if (op == PK_OP_BATCH_NORM && a->use_running_stats) mean = x[3][pa], var = x[4][pa];
+      bool eval = prm->ninputs == 6 && x[5][3] != 0; /* H[3]: the executor evaluates */
+      if (op == PK_OP_BATCH_NORM && (a->use_running_stats || eval))
+        mean = x[3][pa], var = x[4][pa];
       if (op == PK_OP_RMS_NORM) y->v[f] = x[0][f] / sqrt(var + eps) * x[1][pa];
       else y->v[f] = (x[0][f] - mean) / sqrt(var + eps) * x[1][pa] + x[2][pa];
     }
@@ -433,7 +435,10 @@ static void test_table(void) {
   bool covered[PK_OP_COUNT_] = {false}, arity_ok = true;
   for (int i = 0; i < count; i++) {
     covered[ex[i].op] = true;
-    arity_ok &= ex[i].prm.ninputs == pk_op_arity(ex[i].op);
+    /* a variadic op's examples may use fewer inputs (batch_norm: 5 without H) */
+    arity_ok &= pk_op_flags(ex[i].op) & PK_OPF_VARIADIC
+                    ? ex[i].prm.ninputs >= 1 && ex[i].prm.ninputs <= pk_op_arity(ex[i].op)
+                    : ex[i].prm.ninputs == pk_op_arity(ex[i].op);
   }
   int missing = -1;
   for (int op = 0; op < PK_OP_COUNT_; op++)
@@ -548,6 +553,11 @@ static void test_bad_params(pk_ctx *ctx) {
   pk_op_params bnr = {5, {{1, {4}, F}, {1, {4}, F}, {1, {4}, F}, {1, {4}, F}, {1, {4}, F}},
                       {.groups = 0}};
   expect_error(ctx, "bad_batch_norm_rank", PK_OP_BATCH_NORM, &bnr, "rank >= 2");
+  pk_op_params bn4 = {4, {{2, {4, 3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_batch_norm_4_inputs", PK_OP_BATCH_NORM, &bn4, "takes 5 inputs");
+  pk_op_params bnh = {6, {{2, {4, 3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F},
+                          {1, {3}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_batch_norm_h_shape", PK_OP_BATCH_NORM, &bnh, "input 5 (H)");
   pk_op_params ln = {3, {{2, {4, 3}, F}, {1, {3}, F}, {1, {3}, F}}, {.normalized_ndim = 3}};
   expect_error(ctx, "bad_layer_norm_ndim", PK_OP_LAYER_NORM, &ln, "normalized_ndim 3 out of range");
   pk_op_params lng = {3, {{2, {4, 3}, F}, {2, {4, 3}, F}, {1, {3}, F}}, {.groups = 0}};

@@ -119,6 +119,11 @@ static const pk_op_example examples[] = {
     {"batch_norm_nc_eps_f64", PK_OP_BATCH_NORM,
      {5, {{2, {33, 1}, F64}, {1, {1}, F64}, {1, {1}, F64}, {1, {1}, F64}, {1, {1}, F64}},
       {.eps = 1e-3, .momentum = 0.5}}},
+    /* with the training step's H: H[3] != 0 selects the running stats (evaluation) */
+    {"batch_norm_with_h", PK_OP_BATCH_NORM,
+     {6, {{3, {4, 3, 5}, F32}, {1, {3}, F32}, {1, {3}, F32}, {1, {3}, F32}, {1, {3}, F32},
+          {1, {4}, F32}},
+      NO_ATTRS}},
     {"batch_norm_frozen", PK_OP_BATCH_NORM,
      {5, {{4, {1, 3, 7, 1}, F32}, {1, {3}, F32}, {1, {3}, F32}, {1, {3}, F32}, {1, {3}, F32}},
       {.use_running_stats = true, .eps = 0.01}}},

@@ -250,11 +250,10 @@ static void emit_mean_var(pk_strbuf *out, const norm_view *v, int base, const ch
 
 /* "R = compute(<stats>, (...) => rsqrt(V[...] + eps))" */
 static void emit_rstd(pk_strbuf *out, const norm_view *v, const char *r, const char *var,
-                      const char *var_idx, double eps) {
+                      double eps) {
   pk_op_emit_compute_head(out, r, v->sr, v->sshape);
   pk_strbuf_append(out, "rsqrt(");
-  if (var_idx) emit_read(out, var, var_idx, 0);
-  else emit_self(out, var, v->sr);
+  emit_self(out, var, v->sr);
   pk_strbuf_append(out, " + ");
   pk_op_emit_float(out, eps);
   pk_strbuf_append(out, "))\n");
@@ -279,28 +278,56 @@ static pk_status norm_check(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
       return pk_op_fail(ctx, op, "batch statistics need more than 1 value per channel "
                         "(N * spatial = %.0f)", v->m);
   }
+  int nparams = prm->ninputs;
+  if (op == PK_OP_BATCH_NORM) { /* variadic only for the training graph's H */
+    if (prm->ninputs < 5)
+      return pk_op_fail(ctx, op, "takes 5 inputs (X, gamma, beta, running_mean, running_var), "
+                        "got %d", prm->ninputs);
+    const pk_op_input *h = &prm->in[5];
+    char sh[PK_OP_SHAPE_CHARS];
+    if (prm->ninputs == 6 && (h->ndim != 1 || h->shape[0] != 4))
+      return pk_op_fail(ctx, op, "input 5 (H) has shape %s; it must be (4,)",
+                        pk_op_shape_str(sh, h->ndim, h->shape));
+    nparams = 5;
+  }
   static const char *const names[] = {"gamma", "beta", "running_mean", "running_var"};
   int first = op == PK_OP_BATCH_NORM_STATS ? 1 : 0;
-  for (int i = 1; i < prm->ninputs; i++) {
+  for (int i = 1; i < nparams; i++) {
     s = check_param(ctx, op, prm, i, names[i - 1 + first * 2], v->pr, v->pshape);
     if (s != PK_OK) return s;
   }
   return PK_OK;
 }
 
+/* "select(H[3] != 0.0, R[idx], B[idx])": the running stat while the executor evaluates
+ * (H[3] = 1), the batch's while it trains (H[3] = 0); just B without H. */
+static void emit_stat(pk_strbuf *out, bool h, const char *running, const char *batch,
+                      const char *idx) {
+  if (h) {
+    pk_strbuf_append(out, "select(H[3] != 0.0, ");
+    emit_read(out, running, idx, 0);
+    pk_strbuf_append(out, ", ");
+  }
+  emit_read(out, batch, idx, 0);
+  if (h) pk_strbuf_append(out, ")");
+}
+
 /* ---- forward ---- */
 
 /* Stages: MEAN (0), VAR (1), RSTD (2), Y (frozen batch_norm: MEAN and VAR are the running
- * stats); rms_norm: MS (0), RR (1), Y. */
+ * stats); rms_norm: MS (0), RR (1), Y. A training-mode batch_norm given the training step's
+ * H (a 6th input) normalizes with the running stats while H[3] != 0 (evaluation: the
+ * same kernel, so the eval plan needs no nodes of its own); MEAN, VAR stay the batch's. */
 pk_status pk_op_text_norm(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                           pk_strbuf *out) {
   norm_view v;
   pk_status s = norm_check(ctx, op, prm, &v);
   if (s != PK_OK) return s;
   const pk_op_input *x = &prm->in[0];
-  static const char *const names[] = {"X", "G", "B", "RM", "RV"};
+  static const char *const names[] = {"X", "G", "B", "RM", "RV", "H"};
   emit_placeholders(out, prm, names);
   double eps = eps_of(&prm->attrs);
+  bool h = prm->ninputs == 6 && !frozen(op, &prm->attrs);
   if (op == PK_OP_RMS_NORM) {
     emit_axes(out, 0, v.nks, v.ks);
     pk_op_emit_compute_head(out, "MS", v.sr, v.sshape);
@@ -311,7 +338,7 @@ pk_status pk_op_text_norm(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
     pk_strbuf_append(out, " / ");
     pk_op_emit_float(out, v.m);
     emit_sum_close(out, 0, v.nks);
-    emit_rstd(out, &v, "RR", "MS", NULL, eps);
+    emit_rstd(out, &v, "RR", "MS", eps);
     pk_op_emit_compute_head(out, "Y", x->ndim, x->shape);
     pk_op_emit_read_all(out, "X", x->ndim);
     pk_strbuf_append(out, " * ");
@@ -328,16 +355,25 @@ pk_status pk_op_text_norm(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
     pk_strbuf_append(out, "RM[i0])\n");
     pk_op_emit_compute_head(out, "VAR", 1, v.sshape);
     pk_strbuf_append(out, "RV[i0])\n");
-    emit_rstd(out, &v, "RSTD", "VAR", NULL, eps);
+    emit_rstd(out, &v, "RSTD", "VAR", eps);
   } else {
     emit_mean_var(out, &v, 0, "MEAN", "VAR", false);
-    emit_rstd(out, &v, "RSTD", "VAR", NULL, eps);
+    if (h) { /* batch_norm: statistics are (C,) */
+      pk_op_emit_compute_head(out, "RSTD", 1, v.sshape);
+      pk_strbuf_append(out, "rsqrt(");
+      emit_stat(out, h, "RV", "VAR", "i0");
+      pk_strbuf_append(out, " + ");
+      pk_op_emit_float(out, eps);
+      pk_strbuf_append(out, "))\n");
+    } else {
+      emit_rstd(out, &v, "RSTD", "VAR", eps);
+    }
   }
   pk_op_emit_compute_head(out, "Y", x->ndim, x->shape);
   pk_strbuf_append(out, "(");
   pk_op_emit_read_all(out, "X", x->ndim);
   pk_strbuf_append(out, " - ");
-  emit_read(out, "MEAN", v.s_at_x, 0);
+  emit_stat(out, h, "RM", "MEAN", v.s_at_x);
   pk_strbuf_append(out, ") * ");
   emit_read(out, "RSTD", v.s_at_x, 0);
   pk_strbuf_append(out, " * ");
