@@ -45,8 +45,10 @@
  *         over N and the spatial dims, y = (x - mean) * rstd * gamma + beta with
  *         rstd = rsqrt(var + eps); stages MEAN (0), VAR (1), RSTD (2), Y. The running stats
  *         are read only with attrs.use_running_stats (frozen layers, evaluation): then
- *         MEAN and VAR are copies of them (the same stages in both modes). Batch statistics
- *         need N * spatial >= 2 (PyTorch refuses 1 too);
+ *         MEAN and VAR are copies of them (the same stages in both modes); or, in training
+ *         mode with the training step's H (4,) as a 6th input (the graph adds it; graph
+ *         JSON gives 5 inputs), by RSTD and Y while H[3] != 0. Batch statistics need
+ *         N * spatial >= 2 (PyTorch refuses 1 too);
  *       layer_norm(X, gamma, beta): over the last normalized_ndim dims (gamma, beta shaped
  *         like them); stages MEAN, VAR, RSTD (X's shape with those dims 1), Y;
  *       rms_norm(X, gamma): y = x * rsqrt(mean(x^2) + eps) * gamma over the last
@@ -272,7 +274,8 @@ pk_status pk_op_grad_text(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, i
  *       M' = b1 M + (1 - b1) g;  V' = b2 V + (1 - b2) g^2
  *       W' = W1 - H[0] * (M' / H[1]) / (sqrt(V' / H[2]) + eps)
  *   H = (lr, 1 - beta1^t, 1 - beta2^t, 0) for step t = 1, 2, ..., written by the executor
- *   each step (learning-rate schedules live there). clip(G) = G * min(1, c / (|G|_2 + 1e-6))
+ *   each step (learning-rate schedules live there); H[3] = 1 while it evaluates or infers
+ *   (a training-mode batch_norm given H as its 6th input then uses its running stats). clip(G) = G * min(1, c / (|G|_2 + 1e-6))
  *   when clip_norm = c > 0 (torch.nn.utils.clip_grad_norm_ on this tensor alone).
  *   Update ops are element-wise in W, M, V: the executor runs them in place (M' over M,
  *   V' over V, W' over W), which is safe because every output element depends only on the
