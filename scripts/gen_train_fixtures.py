@@ -163,7 +163,7 @@ def train_torch(model_name, scheme, opt, dtype, x, y, pock_shapes):
 
 
 # ---- graphs that are not nn.Sequential: hand-written Pock graphs, run by graph_torch ----
-GRAPH_MODELS = ("resnet", "attn", "bnnet")
+GRAPH_MODELS = ("resnet", "attn", "bnnet", "normnet")
 
 
 def _node(name, op, inputs, output, **attrs):
@@ -258,7 +258,29 @@ def bn_graph():
     return shapes, nodes, "fc.out"
 
 
-GRAPH_BUILDERS = {"resnet": resnet_graph, "attn": attention_graph, "bnnet": bn_graph}
+def norm_graph():
+    """(N, 64) as 4 tokens of width 16: layer_norm over the width, rms_norm over tokens and
+    width (normalized_ndim 2), group_norm (2 groups of the 4 channels), fc 64->10; gammas
+    around 1, eps off its default once."""
+    nodes = [_node("tokens", "reshape", ["x"], "t", shape=["N", 4, 16]),
+             _node("ln", "layer_norm", ["t", "ln.weight", "ln.bias"], "t1"),
+             _node("rms", "rms_norm", ["t1", "rms.weight"], "t2", normalized_ndim=2, eps=1e-3),
+             _node("gn", "group_norm", ["t2", "gn.weight", "gn.bias"], "t3", groups=2),
+             _node("flat", "reshape", ["t3"], "f", shape=["N", 64]),
+             _node("fc", "matmul", ["f", "fc.weight"], "fc.mm", trans_b=True),
+             _node("fc.add", "add", ["fc.mm", "fc.bias"], "fc.out")]
+
+    def gamma(r, s):
+        return 1 + 0.2 * r.uniform(-1, 1, size=s)
+    shapes = [("ln.weight", (16,), "param", gamma), ("ln.bias", (16,)),
+              ("rms.weight", (4, 16), "param", gamma),
+              ("gn.weight", (4,), "param", gamma), ("gn.bias", (4,)),
+              ("fc.weight", (10, 64)), ("fc.bias", (10,))]
+    return shapes, nodes, "fc.out"
+
+
+GRAPH_BUILDERS = {"resnet": resnet_graph, "attn": attention_graph, "bnnet": bn_graph,
+                  "normnet": norm_graph}
 FULL_SPEC = {"version": 1, "train": [{"all": True}]}
 
 
@@ -267,6 +289,8 @@ def graph_cases(mname):
     if mname == "bnnet":  # batch norm trained (batch statistics) and frozen (running stats)
         frozen = {"version": 1, "train": [{"params": ["conv0.*", "fc.*"]}]}
         return [("full", FULL_SPEC, SGD, "f64"), ("frozenbn", frozen, SGD, "f64")]
+    if mname == "normnet":  # layer_norm, rms_norm, group_norm: their gradients
+        return [("full", FULL_SPEC, SGD, "f64")]
     return [("full", FULL_SPEC, o, d) for o, d in ((SGD, "f64"), (ADAMW, "f64"), (SGD, "f32"))]
 GRAPH_STEPS = 5  # PyTorch and Pock both take 5 steps on these (the first 5 batches)
 
