@@ -195,5 +195,16 @@ pk_status pk_fe_attrs(pk_fe *f, const char *where, pk_op_kind op, const cJSON *a
     else if (!cJSON_IsString(v) || strcmp(v->valuestring, "none") != 0)
       return pk_fe_fail(f, where, "attr 'approximate' must be \"none\" or \"tanh\"");
   }
+  /* normalization: eps and momentum > 0 (0 in pk_op_attrs means the default); the op
+   * checks momentum <= 1 and normalized_ndim against the input's rank */
+  if ((s = fe_real(f, where, attrs, "eps", true, &a->eps)) != PK_OK ||
+      (s = fe_real(f, where, attrs, "momentum", true, &a->momentum)) != PK_OK)
+    return s;
+  int64_t nd;
+  if ((v = pk_fe_get(attrs, "normalized_ndim"))) {
+    if ((s = pk_fe_int_value(f, where, "attr 'normalized_ndim'", v, 1, PK_TE_MAX_DIMS, &nd)))
+      return s;
+    a->normalized_ndim = (int)nd;
+  }
   return PK_OK;
 }

@@ -12,8 +12,16 @@ silu, hardsigmoid, hardswish, relu6, leaky_relu, elu, clip, exp, log, sqrt, rsqr
 neg, reciprocal, softmax, sum, mean, max, conv2d, max_pool2d, avg_pool2d, reshape, slice;
 broadcasting as numpy. Attention family: log_softmax, sdpa, sdpa_masked (written with
 explicit matmuls: torch 1.13 has no F.scaled_dot_product_attention), rope,
-global_avg_pool2d, adaptive_avg_pool2d, gelu with approximate, pow, pow_scalar. A graph
-using any other op raises NotImplementedError (the fixtures do not use it).
+global_avg_pool2d, adaptive_avg_pool2d, gelu with approximate, pow, pow_scalar.
+Normalization: batch_norm, layer_norm, rms_norm, group_norm. A graph using any other op
+raises NotImplementedError (the fixtures do not use it).
+
+Params with "role": "buffer" or "constant" are registered buffers (named_pock_buffers);
+an integer one ("dtype": "i64"/"i32") keeps its dtype. batch_norm follows Pock's modes: in
+train() a layer uses batch statistics and updates its running stats when its gamma or
+beta requires grad, or always with bn_mode="train" (PyTorch's own model.train());
+otherwise, and in eval(), it uses the running stats. A graph with several inputs takes
+them in the order of its "inputs".
 """
 import math
 
@@ -90,25 +98,22 @@ def _attn_family(op, ins, a):
 
 
 class PockGraph(nn.Module):
-    """params are nn.Parameters; buffers (running statistics) and constants are torch
-    buffers, all initialized from the graph's inline "init" or from `weights`."""
-
-    def __init__(self, graph, weights, dtype=torch.float64):
+    def __init__(self, graph, weights, dtype=torch.float64, bn_mode="auto"):
         super().__init__()
         self.graph = graph
+        self.bn_mode = bn_mode
         self.params = nn.ParameterDict()
         self.names = {}  # Pock name -> ParameterDict key (which may not contain dots)
-        self.held = {}   # buffer/constant Pock name -> buffer attribute
+        self.buffer_names = {}  # buffers and constants: Pock name -> registered buffer name
         for p in graph["params"]:
             t = self._value(p, weights, dtype)
             key = p["name"].replace(".", "__")
-            self.params[key] = nn.Parameter(t)
-            self.names[p["name"]] = key
-        for kind in ("buffers", "constants"):
-            for i, p in enumerate(graph.get(kind, [])):
-                attr = "_%s_%d" % (kind, i)
-                self.register_buffer(attr, self._value(p, weights, dtype))
-                self.held[p["name"]] = attr
+            if p.get("role", "param") == "param":
+                self.params[key] = nn.Parameter(t)
+                self.names[p["name"]] = key
+            else:
+                self.register_buffer("buf__" + key, t)
+                self.buffer_names[p["name"]] = "buf__" + key
 
     @staticmethod
     def _value(p, weights, dtype):
@@ -119,6 +124,9 @@ class PockGraph(nn.Module):
     def named_pock_params(self):
         return [(n, self.params[k]) for n, k in self.names.items()]
 
+    def named_pock_buffers(self):
+        return [(n, getattr(self, k)) for n, k in self.buffer_names.items()]
+
     def forward(self, *inputs):
         if len(inputs) != len(self.graph["inputs"]):
             raise TypeError("graph_torch: the graph takes %d inputs, got %d"
@@ -126,16 +134,35 @@ class PockGraph(nn.Module):
         env = {i["name"]: x for i, x in zip(self.graph["inputs"], inputs)}
         for n, k in self.names.items():
             env[n] = self.params[k]
-        for n, attr in self.held.items():
-            env[n] = getattr(self, attr)
+        for n, k in self.buffer_names.items():
+            env[n] = getattr(self, k)
         for node in self.graph["nodes"]:
             ins = [env[i] for i in node["inputs"]]
             env[node["output"]] = self._op(node["op"], ins, node.get("attrs", {}),
                                            inputs[0].shape[0])
         return env[self.graph["output"]]
 
+    def _op(self, op, ins, a, batch):
+        eps = a.get("eps", 1e-5)
+        if op == "batch_norm":
+            x, g, b, rm, rv = ins
+            train = self.training and (self.bn_mode == "train" or g.requires_grad or
+                                       b.requires_grad)
+            return F.batch_norm(x, rm, rv, g, b, training=train,
+                                momentum=a.get("momentum", 0.1), eps=eps)
+        if op in ("layer_norm", "rms_norm"):
+            k = a.get("normalized_ndim", 1)
+            if op == "layer_norm":
+                return F.layer_norm(ins[0], ins[0].shape[-k:], ins[1], ins[2], eps)
+            dims = list(range(ins[0].dim() - k, ins[0].dim()))
+            x = ins[0]
+            return x * torch.rsqrt(x.pow(2).mean(dim=dims, keepdim=True) + eps) * ins[1]
+        if op == "group_norm":
+            return F.group_norm(ins[0], a.get("groups", 1), ins[1], ins[2], eps)
+        return self._plain_op(op, ins, a, batch)
+
     @staticmethod
-    def _op(op, ins, a, batch):
+    def _plain_op(op, ins, a, batch):
         y = _attn_family(op, ins, a)
         if y is not None:
             return y

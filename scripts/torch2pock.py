@@ -101,11 +101,11 @@ def _pair(v):
 
 
 class _Builder:
-    """Accumulates the graph's inputs, params, buffers, constants and nodes; `tensors` holds
-    the values that go into the .pkw file."""
+    """Accumulates the graph's inputs, params (buffers and constants are params with a
+    "role") and nodes; `tensors` holds the values that go into the .pkw file."""
 
     def __init__(self, dtype):
-        self.inputs, self.nodes, self.params, self.buffers, self.constants = [], [], [], [], []
+        self.inputs, self.nodes, self.params = [], [], []
         self.tensors = {}
         self.dtype = dtype
 
@@ -127,15 +127,17 @@ class _Builder:
         self.params.append({"name": name, "shape": list(a.shape)})
 
     def buffer(self, name, value):
+        """State the step updates but does not train (batch norm's running statistics)."""
         a = self._value(name, value)
-        self.buffers.append({"name": name, "shape": list(a.shape)})
+        self.params.append({"name": name, "shape": list(a.shape), "role": "buffer"})
 
     def constant(self, name, value, dtype):
+        """A tensor no step changes (a causal mask, rotary tables, a scalar operand)."""
         a = self._value(name, np.asarray(value) if isinstance(value, list) else value, dtype)
-        e = {"name": name, "shape": list(a.shape) or [1]}
+        e = {"name": name, "shape": list(a.shape) or [1], "role": "constant"}
         if dtype not in ("f32", "f64"):
             e["dtype"] = dtype
-        self.constants.append(e)
+        self.params.append(e)
 
     def node(self, name, op, inputs, output, attrs=None):
         n = {"name": name, "op": op, "inputs": inputs, "output": output}
@@ -670,10 +672,6 @@ def convert(module, input_shape=None, name="model", training=None, weights_file=
             g["weights_file"] = weights_file
         g["inputs"] = b.inputs
         g["params"] = b.params
-        if b.buffers:
-            g["buffers"] = b.buffers
-        if b.constants:
-            g["constants"] = b.constants
         g["nodes"] = b.nodes
         g["output"] = out
         if training:

@@ -79,6 +79,8 @@ static void fill_input(pk_op_kind op, const pk_op_params *prm, int input, pk_te_
     if (op == PK_OP_LOG || op == PK_OP_SQRT || op == PK_OP_RSQRT) u = 0.25 + 0.875 * (u + 1);
     /* pow's base: positive, as pk_te_ref_fill_random's domain (non-integer exponents) */
     if ((op == PK_OP_POW && input == 0) || op == PK_OP_POW_SCALAR) u = 0.25 + 0.875 * (u + 1);
+    if (op == PK_OP_BATCH_NORM && input == 4) u = 0.25 + 0.875 * (u + 1); /* a variance */
+    if (op == PK_OP_BATCH_NORM && input == 5) u = 0; /* H: H[3] = 0 is training */
     bool loss = op == PK_OP_SOFTMAX_CROSS_ENTROPY || op == PK_OP_MSE_LOSS;
     if (loss && input == 0 && op == PK_OP_SOFTMAX_CROSS_ENTROPY) u *= 2;
     if (loss && input == 1 && op == PK_OP_SOFTMAX_CROSS_ENTROPY) u = (u + 1) / 2;

@@ -399,8 +399,73 @@ static bool naive_attn_family(pk_op_kind op, const pk_op_params *prm, double *co
   return true;
 }
 
+/* normalization: each element of X belongs to one statistic (its row, channel or (sample,
+ * group)) and reads one element of the params. */
+static void norm_ids(pk_op_kind op, const pk_op_params *prm, const int64_t *idx, int64_t *stat,
+                     int64_t *param) {
+  const pk_op_input *in = &prm->in[0];
+  int k = prm->attrs.normalized_ndim ? prm->attrs.normalized_ndim : 1;
+  int64_t g = prm->attrs.groups ? prm->attrs.groups : 1;
+  *stat = *param = 0;
+  if (op == PK_OP_LAYER_NORM || op == PK_OP_RMS_NORM) {
+    for (int d = 0; d < in->ndim - k; d++) *stat = *stat * in->shape[d] + idx[d];
+    for (int d = in->ndim - k; d < in->ndim; d++) *param = *param * in->shape[d] + idx[d];
+  } else if (op == PK_OP_GROUP_NORM) {
+    *stat = idx[0] * g + idx[1] / (in->shape[1] / g);
+    *param = idx[1];
+  } else { /* batch_norm, batch_norm_stats: per channel */
+    *stat = *param = idx[1];
+  }
+}
+
+static void naive_norm(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  const pk_op_input *in = &prm->in[0];
+  const pk_op_attrs *a = &prm->attrs;
+  int64_t n = numel(in->ndim, in->shape), idx[PK_TE_MAX_DIMS], st, pa;
+  double eps = a->eps ? a->eps : 1e-5, mom = a->momentum ? a->momentum : 0.1;
+  double *sum = calloc((size_t)n, sizeof(double)), *sq = calloc((size_t)n, sizeof(double));
+  double *cnt = calloc((size_t)n, sizeof(double));
+  for (int64_t f = 0; f < n; f++) {
+    unravel(f, in->ndim, in->shape, idx);
+    norm_ids(op, prm, idx, &st, &pa);
+    sum[st] += x[0][f];
+    cnt[st] += 1;
+  }
+  for (int64_t f = 0; f < n; f++) { /* second pass: squares about the mean (or about 0) */
+    unravel(f, in->ndim, in->shape, idx);
+    norm_ids(op, prm, idx, &st, &pa);
+    double c = op == PK_OP_RMS_NORM ? 0 : sum[st] / cnt[st];
+    sq[st] += (x[0][f] - c) * (x[0][f] - c);
+  }
+  if (op == PK_OP_BATCH_NORM_STATS) {
+    int64_t C = in->shape[1];
+    alloc_out(y, 1, &C);
+    for (int64_t c = 0; c < C; c++)
+      y->v[c] = (1 - mom) * x[2][c] + mom * sq[c] / (cnt[c] - 1);
+  } else {
+    alloc_out(y, in->ndim, in->shape);
+    for (int64_t f = 0; f < n; f++) {
+      unravel(f, in->ndim, in->shape, idx);
+      norm_ids(op, prm, idx, &st, &pa);
+      double mean = sum[st] / cnt[st], var = sq[st] / cnt[st];
+      bool eval = prm->ninputs == 6 && x[5][3] != 0; /* H[3]: the executor evaluates */
+      if (op == PK_OP_BATCH_NORM && (a->use_running_stats || eval))
+        mean = x[3][pa], var = x[4][pa];
+      if (op == PK_OP_RMS_NORM) y->v[f] = x[0][f] / sqrt(var + eps) * x[1][pa];
+      else y->v[f] = (x[0][f] - mean) / sqrt(var + eps) * x[1][pa] + x[2][pa];
+    }
+  }
+  free(sum);
+  free(sq);
+  free(cnt);
+}
+
 static void naive(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
   if (naive_attn_family(op, prm, x, y)) return;
+  if (pk_op_flags(op) & PK_OPF_NORM || op == PK_OP_BATCH_NORM_STATS) {
+    naive_norm(op, prm, x, y);
+    return;
+  }
   if (op >= PK_OP_SOFTMAX_CROSS_ENTROPY) {
     naive_training(op, prm, x, y);
     return;
@@ -464,7 +529,8 @@ static void test_table(void) {
   for (int op = 0; op < PK_OP_COUNT_; op++) {
     ok &= pk_op_from_name(pk_op_name((pk_op_kind)op)) == (pk_op_kind)op;
     /* every op but the optimizer updates has a differentiable input */
-    bool update = op == PK_OP_SGD_UPDATE || op == PK_OP_ADAMW_UPDATE;
+    bool update = op == PK_OP_SGD_UPDATE || op == PK_OP_ADAMW_UPDATE ||
+                  op == PK_OP_BATCH_NORM_STATS;
     ok &= pk_op_arity((pk_op_kind)op) >= 1 && (pk_op_diff_inputs((pk_op_kind)op) != 0) != update;
     ok &= strcmp(pk_op_class_name(pk_op_class_of((pk_op_kind)op)), "?") != 0;
   }
@@ -477,7 +543,10 @@ static void test_table(void) {
   bool covered[PK_OP_COUNT_] = {false}, arity_ok = true;
   for (int i = 0; i < count; i++) {
     covered[ex[i].op] = true;
-    arity_ok &= ex[i].prm.ninputs == pk_op_arity(ex[i].op);
+    /* a variadic op's examples may use fewer inputs (batch_norm: 5 without H) */
+    arity_ok &= pk_op_flags(ex[i].op) & PK_OPF_VARIADIC
+                    ? ex[i].prm.ninputs >= 1 && ex[i].prm.ninputs <= pk_op_arity(ex[i].op)
+                    : ex[i].prm.ninputs == pk_op_arity(ex[i].op);
   }
   int missing = -1;
   for (int op = 0; op < PK_OP_COUNT_; op++)
@@ -578,6 +647,33 @@ static void test_bad_params(pk_ctx *ctx) {
   expect_error(ctx, "bad_alpha_nan", PK_OP_LEAKY_RELU, &alpha, "alpha nan out of range");
   pk_op_params nalpha = {1, {{1, {3}, F}}, {.alpha = -1}};
   expect_error(ctx, "bad_elu_negative_alpha", PK_OP_ELU, &nalpha, "alpha -1 out of range");
+  /* normalization */
+  pk_op_params bn1 = {5, {{2, {1, 3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F}},
+                      {.groups = 0}};
+  expect_error(ctx, "bad_batch_norm_one_value", PK_OP_BATCH_NORM, &bn1, "more than 1 value");
+  pk_op_params bnp = {5, {{2, {4, 3}, F}, {1, {3}, F}, {1, {4}, F}, {1, {3}, F}, {1, {3}, F}},
+                      {.groups = 0}};
+  expect_error(ctx, "bad_batch_norm_param_shape", PK_OP_BATCH_NORM, &bnp,
+               "beta (input 2) has shape (4,); it must be (3,)");
+  pk_op_params bnm = {5, {{2, {4, 3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F}},
+                      {.momentum = 1.5}};
+  expect_error(ctx, "bad_batch_norm_momentum", PK_OP_BATCH_NORM, &bnm, "momentum 1.5");
+  pk_op_params bnr = {5, {{1, {4}, F}, {1, {4}, F}, {1, {4}, F}, {1, {4}, F}, {1, {4}, F}},
+                      {.groups = 0}};
+  expect_error(ctx, "bad_batch_norm_rank", PK_OP_BATCH_NORM, &bnr, "rank >= 2");
+  pk_op_params bn4 = {4, {{2, {4, 3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_batch_norm_4_inputs", PK_OP_BATCH_NORM, &bn4, "takes 5 inputs");
+  pk_op_params bnh = {6, {{2, {4, 3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F},
+                          {1, {3}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_batch_norm_h_shape", PK_OP_BATCH_NORM, &bnh, "input 5 (H)");
+  pk_op_params ln = {3, {{2, {4, 3}, F}, {1, {3}, F}, {1, {3}, F}}, {.normalized_ndim = 3}};
+  expect_error(ctx, "bad_layer_norm_ndim", PK_OP_LAYER_NORM, &ln, "normalized_ndim 3 out of range");
+  pk_op_params lng = {3, {{2, {4, 3}, F}, {2, {4, 3}, F}, {1, {3}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_layer_norm_gamma", PK_OP_LAYER_NORM, &lng, "gamma (input 1)");
+  pk_op_params gn = {3, {{3, {2, 6, 5}, F}, {1, {6}, F}, {1, {6}, F}}, {.groups = 4}};
+  expect_error(ctx, "bad_group_norm_groups", PK_OP_GROUP_NORM, &gn, "groups 4 does not divide");
+  pk_op_params eps = {2, {{2, {4, 3}, F}, {1, {3}, F}}, {.eps = -1}};
+  expect_error(ctx, "bad_rms_norm_eps", PK_OP_RMS_NORM, &eps, "eps -1 out of range");
 }
 
 /* attention, softmax family, pooling, activations: each new error */

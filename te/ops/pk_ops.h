@@ -69,6 +69,26 @@
  *   - pow(A, B): C's pow, broadcast like add (a negative base with a non-integer exponent
  *     gives NaN); pow_scalar(X): X ** attrs.exponent, written without pow for 2, 3,
  *     0.5, -0.5, -1 and -2 (x * x, sqrt, ...: PyTorch's special cases, bit for bit).
+ *   - normalizations (PyTorch's definitions; eps 0 means 1e-5; biased variance, two passes:
+ *     mean, then mean of (x - mean)^2):
+ *       batch_norm(X (N, C, ...), gamma, beta, running_mean, running_var (C,)): per channel
+ *         over N and the spatial dims, y = (x - mean) * rstd * gamma + beta with
+ *         rstd = rsqrt(var + eps); stages MEAN (0), VAR (1), RSTD (2), Y. The running stats
+ *         are read only with attrs.use_running_stats (frozen layers, evaluation): then
+ *         MEAN and VAR are copies of them (the same stages in both modes); or, in training
+ *         mode with the training step's H (4,) as a 6th input (the graph adds it; graph
+ *         JSON gives 5 inputs), by RSTD and Y while H[3] != 0. Batch statistics need
+ *         N * spatial >= 2 (PyTorch refuses 1 too);
+ *       layer_norm(X, gamma, beta): over the last normalized_ndim dims (gamma, beta shaped
+ *         like them); stages MEAN, VAR, RSTD (X's shape with those dims 1), Y;
+ *       rms_norm(X, gamma): y = x * rsqrt(mean(x^2) + eps) * gamma over the last
+ *         normalized_ndim dims (LLaMA's RMSNorm); stages MS, RR, Y;
+ *       group_norm(X (N, C, ...), gamma, beta (C,)): over each group of C / groups
+ *         consecutive channels and the spatial dims; stages MEAN, VAR, RSTD (N, groups), Y.
+ *     Their gradients read the saved MEAN and RSTD (RR) stages instead of recomputing;
+ *   - batch_norm_stats(X, running_mean, running_var) -> RM', RV' (a training op, run in place
+ *     like the optimizer updates): RM' = (1 - m) RM + m mean, RV' = (1 - m) RV + m var with
+ *     the UNBIASED variance (PyTorch's running_var rule); m = attrs.momentum (0: 0.1).
  */
 #ifndef PK_OPS_H
 #define PK_OPS_H
@@ -89,7 +109,9 @@
   X(ALPHA, "alpha") X(MIN, "min") X(MAX, "max")                                             \
   /* attention, softmax family, pooling, activations */                                     \
   X(CAUSAL, "causal") X(SCALE, "scale") X(OUTPUT_SIZE, "output_size")                       \
-  X(APPROXIMATE, "approximate") X(EXPONENT, "exponent")
+  X(APPROXIMATE, "approximate") X(EXPONENT, "exponent")                                     \
+  /* normalization */                                                                        \
+  X(EPS, "eps") X(MOMENTUM, "momentum") X(NORMALIZED_NDIM, "normalized_ndim")
 
 typedef enum pk_attr_key {
 #define PK_ATTR_X(id, key) PK_ATTR_KEY_##id,
@@ -186,6 +208,12 @@ typedef struct pk_op_attrs {
   int approximate;         /* gelu: PK_GELU_ERF (0, exact) or PK_GELU_TANH */
   double exponent;         /* pow_scalar: the constant exponent, finite (graph JSON requires
                             * it; zero-initialised params give x ** 0 = 1) */
+  /* normalization: eps (above) is added to the variance, 0 means 1e-5; momentum (above) is
+   * batch_norm's running-stats factor in [0, 1], 0 means 0.1 (PyTorch's meaning); groups
+   * (above) is group_norm's, 0 means 1, and must divide C. */
+  int normalized_ndim;     /* layer_norm, rms_norm: normalize over the last n dims, 0 means 1 */
+  bool use_running_stats;  /* batch_norm: normalize with the running stats (frozen layers,
+                              evaluation); set by the graph compiler, not a JSON key */
 } pk_op_attrs;
 
 /* pk_op_attrs.approximate (graph JSON "approximate": "none" or "tanh", as PyTorch's). */
@@ -294,7 +322,8 @@ pk_status pk_op_grad_text(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, i
  *       M' = b1 M + (1 - b1) g;  V' = b2 V + (1 - b2) g^2
  *       W' = W1 - H[0] * (M' / H[1]) / (sqrt(V' / H[2]) + eps)
  *   H = (lr, 1 - beta1^t, 1 - beta2^t, 0) for step t = 1, 2, ..., written by the executor
- *   each step (learning-rate schedules live there). clip(G) = G * min(1, c / (|G|_2 + 1e-6))
+ *   each step (learning-rate schedules live there); H[3] = 1 while it evaluates or infers
+ *   (a training-mode batch_norm given H as its 6th input then uses its running stats). clip(G) = G * min(1, c / (|G|_2 + 1e-6))
  *   when clip_norm = c > 0 (torch.nn.utils.clip_grad_norm_ on this tensor alone).
  *   Update ops are element-wise in W, M, V: the executor runs them in place (M' over M,
  *   V' over V, W' over W), which is safe because every output element depends only on the
