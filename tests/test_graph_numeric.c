@@ -132,9 +132,10 @@ static void check_step(const char *what, pk_graph *fwd) {
   printf("%-24s %d elements checked against finite differences\n", what, checked);
 }
 
-/* Shape and data movement in a training graph: the MLP's logits split into two slices
- * (one strided; autodiff sums the pieces' gradients), a transposed round trip, a variadic
- * concat of three pieces, pad then slice back, and a column mean expanded over the rows. */
+/* Shape and data movement in a training graph: the MLP's logits split into three slices
+ * (two strided; autodiff sums the pieces' gradients), a transposed round trip, a variadic
+ * concat of four pieces (one of them twice), pad then slice back, and a column mean
+ * expanded over the rows. */
 static void check_shape_ops(void) {
   pk_ctx *ctx = pk_ctx_new();
   pk_graph *g = tg_mlp(ctx, N); /* logits (N, 10) */
@@ -150,8 +151,8 @@ static void check_shape_ops(void) {
   TG_OK(ctx, pk_graph_add_op(g, "t1", PK_OP_TRANSPOSE, NULL, 1, &lo, "t1", &t1));
   TG_OK(ctx, pk_graph_add_op(g, "t2", PK_OP_TRANSPOSE, &(pk_op_attrs){.nperm = 2, .perm = {1, 0}},
                              1, &t1, "t2", &t2));
-  TG_OK(ctx, pk_graph_add_op(g, "cat", PK_OP_CONCAT, &(pk_op_attrs){.axis = 1}, 3,
-                             (int[]){od, t2, ev}, "cat", &c));
+  TG_OK(ctx, pk_graph_add_op(g, "cat", PK_OP_CONCAT, &(pk_op_attrs){.axis = 1}, 4,
+                             (int[]){od, t2, ev, od}, "cat", &c)); /* od twice: summed */
   TG_OK(ctx, pk_graph_add_op(g, "pad", PK_OP_PAD,
                              &(pk_op_attrs){.pads = {1, 0, 2, 1}, .value = 0.5}, 1, &c, "pad", &p));
   TG_OK(ctx, pk_graph_add_op(g, "unpad", PK_OP_SLICE,
