@@ -13,8 +13,10 @@
 enum {
   USE_POSITIVE = 1, /* reaches the argument of log/sqrt/rsqrt or the base of pow */
   USE_INDEX = 2,    /* read inside an index expression */
-  USE_MASK = 4      /* an integer compared == or != with 0 in a condition: a mask (where,
+  USE_MASK = 4,     /* an integer compared == or != with 0 in a condition: a mask (where,
                        masked_fill), filled with 0 and 1 so both branches are exercised */
+  USE_OTHER = 8     /* read for anything but a mask test (so a mask that is also a value
+                       keeps the wide range) */
 };
 
 /* e is "<x> == 0" or "<x> != 0" (either order): x is tested as a mask. */
@@ -42,7 +44,7 @@ static void mark_uses(const pk_expr *e, unsigned use, unsigned *uses) {
   case PK_EXPR_FLOAT:
   case PK_EXPR_AXIS: return;
   case PK_EXPR_READ:
-    uses[e->tensor->id] |= use;
+    uses[e->tensor->id] |= use & USE_MASK ? use : use | USE_OTHER;
     mark_args(e, USE_INDEX, uses);
     return;
   case PK_EXPR_UNARY: mark_args(e, keep_index, uses); return;
