@@ -116,7 +116,7 @@ class PockGraph(nn.Module):
             return x.permute(a["perm"] if "perm" in a else list(range(x.dim()))[::-1])
         if op == "concat":
             return torch.cat(ins, dim=a.get("axis", 0))
-        if op == "pad":  # Pock's pads: (before, after) per dim from the first; F.pad's: from the last
+        if op == "pad":  # Pock: (before, after) per dim from the first; F.pad: from the last
             pads = a.get("pads", [0] * (2 * x.dim()))
             flat = [p for d in reversed(range(x.dim())) for p in pads[2 * d:2 * d + 2]]
             return F.pad(x, flat, mode="constant", value=a.get("value", 0.0))

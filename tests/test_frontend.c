@@ -486,15 +486,17 @@ static const bad_case BAD[] = {
      "\"output\":\"y\"" TR("{\"loss\":\"softmax_cross_entropy\"}"),
      PK_ERR_CHECK, "training: loss softmax_cross_entropy needs a (batch, classes) output"},
     /* shape and data movement */
-    {"pads length", HDR X W "\"nodes\":[" NODE("pad", "\"x\"", "y", ",\"attrs\":{\"pads\":[1,1]}") "],"
-     OUT, PK_ERR_CHECK, "node 'fc': attr 'pads' must be an array of 4 integers (before and after "
+    {"pads length",
+     HDR X W "\"nodes\":[" NODE("pad", "\"x\"", "y", ",\"attrs\":{\"pads\":[1,1]}") "]," OUT,
+     PK_ERR_CHECK, "node 'fc': attr 'pads' must be an array of 4 integers (before and after "
      "each of the input's 2 dims)"},
     {"pads negative",
      HDR X W "\"nodes\":[" NODE("pad", "\"x\"", "y", ",\"attrs\":{\"pads\":[0,0,-1,0]}") "],"
      OUT, PK_ERR_CHECK, "attr 'pads'[2]"},
     {"slice_step 0",
-     HDR X W "\"nodes\":[" NODE("slice", "\"x\"", "y", ",\"attrs\":{\"slice_len\":2,\"slice_step\":0}") "],"
-     OUT, PK_ERR_CHECK, "attr 'slice_step'"},
+     HDR X W "\"nodes\":["
+     NODE("slice", "\"x\"", "y", ",\"attrs\":{\"slice_len\":2,\"slice_step\":0}") "]," OUT,
+     PK_ERR_CHECK, "attr 'slice_step'"},
     {"perm not an array",
      HDR X W "\"nodes\":[" NODE("transpose", "\"x\"", "y", ",\"attrs\":{\"perm\":1}") "],"
      OUT, PK_ERR_CHECK, "node 'fc': attr 'perm' must be an array of 1..8 axes"},
@@ -507,8 +509,9 @@ static const bad_case BAD[] = {
     {"expand without shape", HDR X W "\"nodes\":[" NODE("expand", "\"x\"", "y", "") "]," OUT,
      PK_ERR_CHECK, "node 'fc': op 'expand' needs attr 'shape'"},
     {"concat of 9",
-     HDR X W "\"nodes\":[" NODE("concat", "\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\"", "y", "") "],"
-     OUT, PK_ERR_CHECK, "op 'concat' takes 1 to 8 inputs, not 9"},
+     HDR X W "\"nodes\":["
+     NODE("concat", "\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\"", "y", "") "]," OUT,
+     PK_ERR_CHECK, "op 'concat' takes 1 to 8 inputs, not 9"},
     {"value on transpose",
      HDR X W "\"nodes\":[" NODE("transpose", "\"x\"", "y", ",\"attrs\":{\"value\":1}") "],"
      OUT, PK_ERR_CHECK, "attr 'value' does not apply to op 'transpose'"},
