@@ -9,12 +9,13 @@ autograd so Pock's compile-time backward is checked against it. Library only:
 
 Ops: matmul, batch_matmul, add, sub, mul, div, relu, sigmoid, tanh, gelu (erf form),
 silu, hardsigmoid, hardswish, relu6, leaky_relu, elu, clip, exp, log, sqrt, rsqrt, abs,
-neg, reciprocal, softmax, sum, mean, max, conv2d, max_pool2d, avg_pool2d, reshape, slice;
-broadcasting as numpy. Attention family: log_softmax, sdpa, sdpa_masked (written with
-explicit matmuls: torch 1.13 has no F.scaled_dot_product_attention), rope,
-global_avg_pool2d, adaptive_avg_pool2d, gelu with approximate, pow, pow_scalar.
-Normalization: batch_norm, layer_norm, rms_norm, group_norm. A graph using any other op
-raises NotImplementedError (the fixtures do not use it).
+neg, reciprocal, softmax, sum, mean, max, conv2d, max_pool2d, avg_pool2d, reshape, slice
+(with slice_step), transpose, concat, pad, expand, where, masked_fill; broadcasting as
+numpy. Attention family: log_softmax, sdpa, sdpa_masked (written with explicit matmuls:
+torch 1.13 has no F.scaled_dot_product_attention), rope, global_avg_pool2d,
+adaptive_avg_pool2d, gelu with approximate, pow, pow_scalar. Normalization: batch_norm,
+layer_norm, rms_norm, group_norm. A graph using any other op raises NotImplementedError
+(the fixtures do not use it).
 
 Params with "role": "buffer" or "constant" are registered buffers (named_pock_buffers);
 an integer one ("dtype": "i64"/"i32") keeps its dtype. batch_norm follows Pock's modes: in
@@ -219,5 +220,25 @@ class PockGraph(nn.Module):
             shape = [batch if isinstance(d, str) else d for d in a["shape"]]
             return x.reshape(shape)
         if op == "slice":
-            return x.narrow(a.get("slice_axis", 0), a.get("slice_start", 0), a["slice_len"])
+            x = x.narrow(a.get("slice_axis", 0), a.get("slice_start", 0), a["slice_len"])
+            step = a.get("slice_step", 1)
+            if step == 1:
+                return x
+            axis = a.get("slice_axis", 0) % x.dim()
+            return x[(slice(None),) * axis + (slice(None, None, step),)]
+        # shape and data movement
+        if op == "transpose":
+            return x.permute(a["perm"] if "perm" in a else list(range(x.dim()))[::-1])
+        if op == "concat":
+            return torch.cat(ins, dim=a.get("axis", 0))
+        if op == "pad":  # Pock: (before, after) per dim from the first; F.pad: from the last
+            pads = a.get("pads", [0] * (2 * x.dim()))
+            flat = [p for d in reversed(range(x.dim())) for p in pads[2 * d:2 * d + 2]]
+            return F.pad(x, flat, mode="constant", value=a.get("value", 0.0))
+        if op == "expand":
+            return x.expand([batch if isinstance(d, str) else d for d in a["shape"]])
+        if op == "where":
+            return torch.where(ins[0] != 0, ins[1], ins[2])
+        if op == "masked_fill":
+            return x.masked_fill(ins[1] != 0, a.get("value", 0.0))
         raise NotImplementedError("graph_torch: op %r" % op)

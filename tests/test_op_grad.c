@@ -1,7 +1,8 @@
 /* test_op_grad.c — every gradient TE of te/ops (each op, each differentiable input) against
  * f64 central differences through the interpreter; PyTorch's tie rule for max and
  * max_pool2d; sgd_update and adamw_update against their formulas in C; slice and reshape
- * values; and the errors for non-differentiable inputs and bad training-op parameters. */
+ * values; and the errors for non-differentiable inputs (masks too) and bad training-op
+ * parameters. Integer inputs (masks) are filled with 0s and 1s and read as they are. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -56,6 +57,11 @@ static int activation_kinks(pk_op_kind op, const pk_op_attrs *a, double kink[2],
 static void fill_input(pk_op_kind op, const pk_op_params *prm, int input, pk_te_ref_tensor *t,
                        uint64_t *rng) {
   int64_t n = t->numel;
+  if (t->ival) { /* an integer input (PK_OPF_INT_INPUT): where's and masked_fill's masks */
+    for (int64_t i = 0; i < n; i++) t->ival[i] = (int64_t)(next_u64(rng) >> 63);
+    if (n > 1) t->ival[0] = 0, t->ival[n - 1] = 1; /* both branches, whatever the draw */
+    return;
+  }
   double kink[2], scale;
   int nkinks = activation_kinks(op, &prm->attrs, kink, &scale);
   if (op == PK_OP_MAX || op == PK_OP_MAX_POOL2D) {
@@ -135,6 +141,10 @@ static const pk_te_ref_tensor *run_grad(pk_ctx *ctx, const pk_op_grad *g,
   for (int a = 0; a < g->nargs; a++) {
     const pk_op_grad_arg *arg = &g->args[a];
     pk_te_ref_tensor *dst = &gref->tensors[a];
+    if (dst->ival) { /* integer inputs are read as they are */
+      memcpy(dst->ival, fref->tensors[arg->index].ival, (size_t)dst->numel * sizeof(int64_t));
+      continue;
+    }
     for (int64_t i = 0; i < dst->numel; i++) {
       double v = arg->kind == PK_GRAD_ARG_INPUT    ? fref->tensors[arg->index].val[i]
                  : arg->kind == PK_GRAD_ARG_OUTPUT ? fref->tensors[fwd->ntensors - 1].val[i]
@@ -530,6 +540,16 @@ static void expect_build_error(pk_ctx *ctx, const char *name, pk_op_kind op,
 static void test_errors(void) {
   pk_ctx *ctx = pk_ctx_new();
   const pkrt_dtype F = PKRT_DTYPE_F32;
+  /* shape and data movement: masks take no gradient */
+  pk_op_params wh = {3, {{1, {5}, PKRT_DTYPE_I32}, {1, {5}, F}, {1, {5}, F}}, {.groups = 0}};
+  expect_grad_error(ctx, "grad_where_mask_not_differentiable", PK_OP_WHERE, &wh, 0,
+                    "input 0 is not differentiable (differentiable inputs: 1, 2)");
+  pk_op_params mf = {2, {{1, {5}, F}, {1, {5}, PKRT_DTYPE_I64}}, {.groups = 0}};
+  expect_grad_error(ctx, "grad_masked_fill_mask_not_differentiable", PK_OP_MASKED_FILL, &mf, 1,
+                    "input 1 is not differentiable");
+  pk_op_params cat = {2, {{1, {5}, F}, {1, {3}, F}}, {.axis = 0}};
+  expect_grad_error(ctx, "grad_concat_no_such_input", PK_OP_CONCAT, &cat, 2,
+                    "no input 2 to differentiate (the op has 2)");
   pk_op_params sgd = {4, {{1, {5}, F}, {1, {5}, F}, {1, {5}, F}, {1, {4}, F}}, {.momentum = 0.9}};
   expect_grad_error(ctx, "grad_sgd_not_differentiable", PK_OP_SGD_UPDATE, &sgd, 0,
                     "sgd_update: input 0 is not differentiable (differentiable inputs: none)");

@@ -260,11 +260,12 @@ static void naive_training(pk_op_kind op, const pk_op_params *prm, double *const
     int ax = a->slice_axis < 0 ? a->slice_axis + in->ndim : a->slice_axis;
     int64_t shape[PK_TE_MAX_DIMS], idx[PK_TE_MAX_DIMS];
     memcpy(shape, in->shape, sizeof shape);
-    shape[ax] = a->slice_len;
+    int64_t step = a->slice_step ? a->slice_step : 1;
+    shape[ax] = (a->slice_len + step - 1) / step;
     alloc_out(y, in->ndim, shape);
     for (int64_t f = 0; f < numel(in->ndim, shape); f++) {
       unravel(f, in->ndim, shape, idx);
-      idx[ax] += a->slice_start;
+      idx[ax] = a->slice_start + idx[ax] * step;
       y->v[f] = x[0][ravel(idx, in->ndim, in->shape)];
     }
   } else if (op == PK_OP_RESHAPE) {
@@ -460,8 +461,86 @@ static void naive_norm(pk_op_kind op, const pk_op_params *prm, double *const *x,
   free(cnt);
 }
 
+/* Shape and data movement: each result element's source, found by walking indices (the
+ * opposite direction from the TE's reads where that is natural). False for other ops. */
+static bool naive_shape(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  const pk_op_input *in = &prm->in[0];
+  const pk_op_attrs *a = &prm->attrs;
+  int64_t shape[PK_TE_MAX_DIMS], idx[PK_TE_MAX_DIMS], src[PK_TE_MAX_DIMS];
+  int n = in->ndim;
+  switch (op) {
+  case PK_OP_TRANSPOSE: {
+    int perm[PK_TE_MAX_DIMS];
+    for (int d = 0; d < n; d++)
+      perm[d] = a->nperm ? (a->perm[d] < 0 ? a->perm[d] + n : a->perm[d]) : n - 1 - d;
+    for (int d = 0; d < n; d++) shape[d] = in->shape[perm[d]];
+    alloc_out(y, n, shape);
+    for (int64_t f = 0; f < numel(n, in->shape); f++) { /* scatter each input element */
+      unravel(f, n, in->shape, src);
+      for (int d = 0; d < n; d++) idx[d] = src[perm[d]];
+      y->v[ravel(idx, n, shape)] = x[0][f];
+    }
+    return true;
+  }
+  case PK_OP_CONCAT: {
+    int ax = a->axis < 0 ? a->axis + n : a->axis;
+    memcpy(shape, in->shape, sizeof shape);
+    shape[ax] = 0;
+    for (int i = 0; i < prm->ninputs; i++) shape[ax] += prm->in[i].shape[ax];
+    alloc_out(y, n, shape);
+    int64_t base = 0;
+    for (int i = 0; i < prm->ninputs; i++) {
+      for (int64_t f = 0; f < numel(n, prm->in[i].shape); f++) {
+        unravel(f, n, prm->in[i].shape, idx);
+        idx[ax] += base;
+        y->v[ravel(idx, n, shape)] = x[i][f];
+      }
+      base += prm->in[i].shape[ax];
+    }
+    return true;
+  }
+  case PK_OP_PAD:
+    for (int d = 0; d < n; d++) shape[d] = in->shape[d] + a->pads[2 * d] + a->pads[2 * d + 1];
+    alloc_out(y, n, shape);
+    for (int64_t f = 0; f < numel(n, shape); f++) y->v[f] = a->value;
+    for (int64_t f = 0; f < numel(n, in->shape); f++) {
+      unravel(f, n, in->shape, idx);
+      for (int d = 0; d < n; d++) idx[d] += a->pads[2 * d];
+      y->v[ravel(idx, n, shape)] = x[0][f];
+    }
+    return true;
+  case PK_OP_EXPAND:
+    alloc_out(y, a->new_ndim, a->new_shape);
+    for (int64_t f = 0; f < numel(a->new_ndim, a->new_shape); f++) {
+      unravel(f, a->new_ndim, a->new_shape, idx);
+      y->v[f] = x[0][bcast_flat(in, idx, a->new_ndim)];
+    }
+    return true;
+  case PK_OP_WHERE: {
+    int64_t s1[PK_TE_MAX_DIMS];
+    int n1 = broadcast_shape(in->ndim, in->shape, prm->in[1].ndim, prm->in[1].shape, s1);
+    int ny = broadcast_shape(n1, s1, prm->in[2].ndim, prm->in[2].shape, shape);
+    alloc_out(y, ny, shape);
+    for (int64_t f = 0; f < numel(ny, shape); f++) {
+      unravel(f, ny, shape, idx);
+      bool c = x[0][bcast_flat(&prm->in[0], idx, ny)] != 0;
+      y->v[f] = x[c ? 1 : 2][bcast_flat(&prm->in[c ? 1 : 2], idx, ny)];
+    }
+    return true;
+  }
+  case PK_OP_MASKED_FILL:
+    alloc_out(y, n, in->shape);
+    for (int64_t f = 0; f < numel(n, in->shape); f++) {
+      unravel(f, n, in->shape, idx);
+      y->v[f] = x[1][bcast_flat(&prm->in[1], idx, n)] != 0 ? a->value : x[0][f];
+    }
+    return true;
+  default: return false;
+  }
+}
+
 static void naive(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
-  if (naive_attn_family(op, prm, x, y)) return;
+  if (naive_attn_family(op, prm, x, y) || naive_shape(op, prm, x, y)) return;
   if (pk_op_flags(op) & PK_OPF_NORM || op == PK_OP_BATCH_NORM_STATS) {
     naive_norm(op, prm, x, y);
     return;
@@ -509,11 +588,26 @@ static void test_example(pk_ctx *ctx, const pk_op_example *ex) {
     return;
   }
   const pk_te_tensor *t = p->tensors[p->ntensors - 1];
-  double *x[PK_OP_MAX_INPUTS];
-  for (int i = 0; i < ex->prm.ninputs; i++) x[i] = ref->tensors[i].val;
+  /* integer inputs (masks, indices) as doubles, so the naive loops read every input alike */
+  double *x[PK_OP_MAX_INPUTS], *ints[PK_OP_MAX_INPUTS] = {NULL};
+  int masks_set = 0, masks_clear = 0;
+  for (int i = 0; i < ex->prm.ninputs; i++) {
+    const pk_te_ref_tensor *rt = &ref->tensors[i];
+    x[i] = rt->val;
+    if (rt->ival) {
+      x[i] = ints[i] = malloc((size_t)rt->numel * sizeof(double));
+      for (int64_t j = 0; j < rt->numel; j++) {
+        ints[i][j] = (double)rt->ival[j];
+        masks_set += rt->ival[j] == 1, masks_clear += rt->ival[j] == 0;
+      }
+    }
+  }
+  bool mask_op = ex->op == PK_OP_WHERE || ex->op == PK_OP_MASKED_FILL;
   dense want = {0, {0}, NULL};
   naive(ex->op, &ex->prm, x, &want);
-  bool shape_ok = t->ndim == want.ndim && t->dtype == ex->prm.in[0].dtype &&
+  int fl = 0; /* the first float input: the result has its dtype */
+  while (pk_op_flags(ex->op) & PK_OPF_INT_INPUT(fl)) fl++;
+  bool shape_ok = t->ndim == want.ndim && t->dtype == ex->prm.in[fl].dtype &&
                   memcmp(t->shape, want.shape, sizeof(int64_t) * (size_t)want.ndim) == 0;
   int64_t bad = -1;
   for (int64_t i = 0; shape_ok && i < res->numel && bad < 0; i++)
@@ -521,6 +615,13 @@ static void test_example(pk_ctx *ctx, const pk_op_example *ex) {
   check(shape_ok && bad < 0, ex->label,
         "rank %d vs %d, element %lld: interpreter %.17g, naive %.17g", t->ndim, want.ndim,
         (long long)bad, bad >= 0 ? res->val[bad] : 0.0, bad >= 0 ? want.v[bad] : 0.0);
+  /* pk_te_ref_fill_random gives masks 0s and 1s only, so both branches are exercised */
+  if (mask_op)
+    check(masks_set > 0 && masks_clear > 0 &&
+              masks_set + masks_clear == (int)ref->tensors[ex->op == PK_OP_WHERE ? 0 : 1].numel,
+          pk_sprintf(ctx, "%s_mask_is_0_or_1", ex->label), "%d ones, %d zeros", masks_set,
+          masks_clear);
+  for (int i = 0; i < ex->prm.ninputs; i++) free(ints[i]);
   free(want.v);
 }
 
@@ -739,6 +840,45 @@ static void expect_values(pk_ctx *ctx, const char *label, pk_op_kind op, const p
 /* The new ops against PyTorch itself (torch.softmax of masked scores, HF's rotate_half,
  * F.adaptive_avg_pool2d, F.gelu(approximate='tanh'), torch.log_softmax) on inputs that are
  * simple formulas of the element index, so the numbers below can be regenerated. */
+/* shape and data movement: each new error */
+static void test_bad_params_shape(pk_ctx *ctx) {
+  const pkrt_dtype F = PKRT_DTYPE_F32;
+  pk_op_params tp = {1, {{3, {2, 3, 4}, F}}, {.nperm = 2, .perm = {1, 0}}};
+  expect_error(ctx, "bad_transpose_perm_length", PK_OP_TRANSPOSE, &tp, "perm has 2 entries");
+  pk_op_params tdup = {1, {{3, {2, 3, 4}, F}}, {.nperm = 3, .perm = {0, 2, -1}}};
+  expect_error(ctx, "bad_transpose_perm_repeat", PK_OP_TRANSPOSE, &tdup, "lists axis 2 twice");
+  pk_op_params cat = {2, {{2, {2, 3}, F}, {2, {4, 5}, F}}, {.axis = 1}};
+  expect_error(ctx, "bad_concat_shapes", PK_OP_CONCAT, &cat, "only axis 1 may differ");
+  pk_op_params cat9 = {9, {{1, {1}, F}}, {.axis = 0}};
+  expect_error(ctx, "bad_concat_count", PK_OP_CONCAT, &cat9, "takes 1 to 8 inputs, got 9");
+  pk_op_params catr = {2, {{2, {2, 3}, F}, {1, {3}, F}}, {.axis = 0}};
+  expect_error(ctx, "bad_concat_rank", PK_OP_CONCAT, &catr, "input 1 has shape (3,)");
+  pk_op_params step = {1, {{1, {5}, F}}, {.slice_len = 2, .slice_step = -2}};
+  expect_error(ctx, "bad_slice_step", PK_OP_SLICE, &step, "slice_step -2 out of range");
+  pk_op_params pads = {1, {{2, {2, 3}, F}}, {.pads = {0, 0, 1, 1, 2, 0}}};
+  expect_error(ctx, "bad_pad_rank", PK_OP_PAD, &pads, "pads has entries for dim 2");
+  pk_op_params padn = {1, {{1, {3}, F}}, {.pads = {-1, 0}}};
+  expect_error(ctx, "bad_pad_negative", PK_OP_PAD, &padn, "pads -1 out of range");
+  pk_op_params padv = {1, {{1, {3}, F}}, {.pads = {1, 0}, .value = INFINITY}};
+  expect_error(ctx, "bad_pad_value", PK_OP_PAD, &padv, "value inf must be finite");
+  pk_op_params ex = {1, {{2, {3, 2}, F}}, {.new_ndim = 2, .new_shape = {3, 4}}};
+  expect_error(ctx, "bad_expand_dim", PK_OP_EXPAND, &ex, "cannot expand (3, 2) to (3, 4)");
+  pk_op_params exr = {1, {{2, {1, 2}, F}}, {.new_ndim = 1, .new_shape = {2}}};
+  expect_error(ctx, "bad_expand_rank", PK_OP_EXPAND, &exr, "cannot expand");
+  pk_op_params ex0 = {1, {{2, {1, 2}, F}}, {.new_ndim = 0}};
+  expect_error(ctx, "bad_expand_no_shape", PK_OP_EXPAND, &ex0, "needs the target shape");
+  pk_op_params wf = {3, {{1, {3}, F}, {1, {3}, F}, {1, {3}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_where_float_cond", PK_OP_WHERE, &wf, "must be i32 or i64");
+  pk_op_params wb = {3, {{1, {3}, PKRT_DTYPE_I32}, {1, {4}, F}, {1, {3}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_where_broadcast", PK_OP_WHERE, &wb, "do not broadcast");
+  pk_op_params wd = {3, {{1, {3}, PKRT_DTYPE_I32}, {1, {3}, F}, {1, {3}, PKRT_DTYPE_F64}},
+                     {.groups = 0}};
+  expect_error(ctx, "bad_where_mixed_dtypes", PK_OP_WHERE, &wd, "but the first float input");
+  pk_op_params mf = {2, {{2, {2, 3}, F}, {2, {4, 3}, PKRT_DTYPE_I64}}, {.groups = 0}};
+  expect_error(ctx, "bad_masked_fill_mask", PK_OP_MASKED_FILL, &mf,
+               "mask (4, 3) does not broadcast to the input's shape (2, 3)");
+}
+
 static void test_attn_torch_values(pk_ctx *ctx) {
   const pkrt_dtype D = PKRT_DTYPE_F64;
   double q[12], k[16], v[16], x[12], c[6], sn[6], xp[15], xg[11], xl[12];
@@ -777,11 +917,13 @@ static void test_attn_torch_values(pk_ctx *ctx) {
                            -5.225532516914897, -1.7824455023456003, -0.1179727271304066,
                            -2.646175175885636, -4.878040094810802, -4.49099420985527,
                            -0.0920862724558346, -0.08570109322299467, -2.5212185979166213}, 12);
+
 }
 
 int main(void) {
   pk_ctx *ctx = pk_ctx_new();
   test_bad_params_attn(ctx);
+  test_bad_params_shape(ctx);
   test_attn_torch_values(ctx);
   test_table();
   int count;

@@ -89,6 +89,23 @@
  *   - batch_norm_stats(X, running_mean, running_var) -> RM', RV' (a training op, run in place
  *     like the optimizer updates): RM' = (1 - m) RM + m mean, RV' = (1 - m) RV + m var with
  *     the UNBIASED variance (PyTorch's running_var rule); m = attrs.momentum (0: 0.1).
+ *   - shape and data movement (PyTorch's semantics; all are copies, class injective):
+ *     transpose(X): Y.shape[d] = X.shape[perm[d]] (permute; no perm reverses the axes);
+ *     concat(X0, ..., Xn-1) along axis: 1..8 inputs of one rank whose other dims agree
+ *     (torch.cat); the gradient of input i is the slice of dY it came from;
+ *     slice with slice_step s: elements start, start + s, ... of [start, start + len), so
+ *     ceil(len / s) of them (x[a:b:s]); its gradient puts dY back, zeros between;
+ *     there is no split op: a split is one slice per piece, and autodiff sums the pieces'
+ *     gradients into dX;
+ *     pad(X): pads[2d] elements of `value` before dim d and pads[2d + 1] after it (constant
+ *     padding, F.pad's mode='constant' with the pairs in dim order);
+ *     expand(X) to new_shape: dims of 1 stretch and new leading dims appear (expand, numpy
+ *     broadcasting of X to that shape); the gradient sums over the stretched dims;
+ *     where(C, A, B) = C != 0 ? A : B elementwise, C an i32/i64 mask, all three broadcast
+ *     like numpy (torch.where with a bool mask); masked_fill(X, M) = M != 0 ? value : X,
+ *     M an i32/i64 mask broadcast to X's shape (Tensor.masked_fill, for attention masks);
+ *     no gradient flows to the masks;
+ *     flatten, squeeze and unsqueeze are reshape (a row-major copy to new_shape).
  */
 #ifndef PK_OPS_H
 #define PK_OPS_H
@@ -111,7 +128,9 @@
   X(CAUSAL, "causal") X(SCALE, "scale") X(OUTPUT_SIZE, "output_size")                       \
   X(APPROXIMATE, "approximate") X(EXPONENT, "exponent")                                     \
   /* normalization */                                                                        \
-  X(EPS, "eps") X(MOMENTUM, "momentum") X(NORMALIZED_NDIM, "normalized_ndim")
+  X(EPS, "eps") X(MOMENTUM, "momentum") X(NORMALIZED_NDIM, "normalized_ndim") \
+  /* shape and data movement */                                                            \
+  X(PERM, "perm") X(SLICE_STEP, "slice_step") X(PADS, "pads") X(VALUE, "value")
 
 typedef enum pk_attr_key {
 #define PK_ATTR_X(id, key) PK_ATTR_KEY_##id,
@@ -214,6 +233,18 @@ typedef struct pk_op_attrs {
   int normalized_ndim;     /* layer_norm, rms_norm: normalize over the last n dims, 0 means 1 */
   bool use_running_stats;  /* batch_norm: normalize with the running stats (frozen layers,
                               evaluation); set by the graph compiler, not a JSON key */
+  /* shape and data movement (expand reads new_ndim/new_shape above as its target shape;
+   * concat reads axis) */
+  int nperm;               /* transpose: entries of perm; 0 = reverse every axis (numpy's
+                              default, .T of a matrix) */
+  int perm[PK_TE_MAX_DIMS];/* transpose: result dim d is input dim perm[d] (negative from the
+                              end): PyTorch's permute */
+  int64_t slice_step;      /* slice: every step-th element of the range, from its start;
+                              0 means 1 */
+  int64_t pads[2 * PK_TE_MAX_DIMS]; /* pad: elements added before and after dim d are
+                              pads[2d] and pads[2d + 1] (>= 0; entries past the rank are 0) */
+  double value;            /* pad: the fill value; masked_fill: the value where the mask is
+                              set (finite: write -1e9 rather than -inf for attention masks) */
 } pk_op_attrs;
 
 /* pk_op_attrs.approximate (graph JSON "approximate": "none" or "tanh", as PyTorch's). */
@@ -313,6 +344,7 @@ pk_status pk_op_grad_text(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, i
  *   mse_loss(P (N, ...), T (N, ...), R (N,)) -> (1,)
  *       loss = sum_n R[n] * mean over the other dims of (P - T)^2   (PyTorch's mean MSE).
  *   slice(X) -> X with axis slice_axis restricted to [slice_start, slice_start + slice_len)
+ *       (every slice_step-th element of it, see the semantics above)
  *   reshape(X) -> X with shape new_shape (a copy, row-major order kept)
  *   sgd_update(W, G, M, H (4,)) -> M', W'      (PyTorch SGD, dampening 0, no nesterov)
  *       g = clip(G) + weight_decay * W;  M' = momentum * M + g;  W' = W - H[0] * M'
