@@ -242,7 +242,22 @@ static void naive_training(pk_op_kind op, const pk_op_params *prm, double *const
   const pk_op_input *in = &prm->in[0];
   const pk_op_attrs *a = &prm->attrs;
   int64_t n = numel(in->ndim, in->shape), rows = in->shape[0], inner = n / rows;
-  if (op == PK_OP_SOFTMAX_CROSS_ENTROPY || op == PK_OP_MSE_LOSS) {
+  if (op == PK_OP_CROSS_ENTROPY) { /* integer labels: PyTorch's cross_entropy, mean */
+    int64_t k = in->shape[in->ndim - 1], nrows = n / k, count = 0;
+    double c = a->label_smoothing, sum = 0;
+    alloc_out(y, 1, (int64_t[]){1});
+    for (int64_t r = 0; r < nrows; r++) {
+      int64_t l = (int64_t)x[1][r];
+      if (l < 0 || l >= k || (a->has_ignore_index && l == a->ignore_index)) continue;
+      const double *z = x[0] + r * k;
+      double m = -INFINITY, s = 0, sz = 0;
+      for (int64_t j = 0; j < k; j++) m = fmax(m, z[j]);
+      for (int64_t j = 0; j < k; j++) s += exp(z[j] - m), sz += z[j];
+      sum += m + log(s) - (1 - c) * z[l] - c / (double)k * sz;
+      count++;
+    }
+    y->v[0] = sum / (double)(count > 0 ? count : 1);
+  } else if (op == PK_OP_SOFTMAX_CROSS_ENTROPY || op == PK_OP_MSE_LOSS) {
     alloc_out(y, 1, (int64_t[]){1});
     for (int64_t r = 0; r < rows; r++) {
       const double *z = x[0] + r * inner, *t = x[1] + r * inner;
@@ -336,10 +351,16 @@ static void test_example(pk_ctx *ctx, const pk_op_example *ex) {
     return;
   }
   const pk_te_tensor *t = p->tensors[p->ntensors - 1];
-  double *x[PK_OP_MAX_INPUTS];
-  for (int i = 0; i < ex->prm.ninputs; i++) x[i] = ref->tensors[i].val;
+  double *x[PK_OP_MAX_INPUTS], *xint[PK_OP_MAX_INPUTS] = {NULL}; /* integer inputs as doubles */
+  for (int i = 0; i < ex->prm.ninputs; i++) {
+    x[i] = ref->tensors[i].val;
+    if (x[i]) continue;
+    x[i] = xint[i] = malloc(sizeof(double) * (size_t)ref->tensors[i].numel);
+    for (int64_t e = 0; e < ref->tensors[i].numel; e++) xint[i][e] = (double)ref->tensors[i].ival[e];
+  }
   dense want = {0, {0}, NULL};
   naive(ex->op, &ex->prm, x, &want);
+  for (int i = 0; i < ex->prm.ninputs; i++) free(xint[i]);
   bool shape_ok = t->ndim == want.ndim && t->dtype == ex->prm.in[0].dtype &&
                   memcmp(t->shape, want.shape, sizeof(int64_t) * (size_t)want.ndim) == 0;
   int64_t bad = -1;

@@ -112,6 +112,15 @@ static const pk_op_example examples[] = {
      {5, {{3, {2, 3, 5}, F64}, {3, {2, 3, 5}, F64}, {3, {2, 3, 5}, F64}, {3, {2, 3, 5}, F64},
           {1, {4}, F64}},
       {.weight_decay = 1e-4, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6}}},
+    /* losses with integer labels (random labels span 0..7: some outside [0, K) too) */
+    {"cross_entropy_labels", PK_OP_CROSS_ENTROPY,
+     {2, {{2, {7, 33}, F32}, {1, {7}, PKRT_DTYPE_I64}}, NO_ATTRS}},
+    {"cross_entropy_tokens_ignore_smooth_f64", PK_OP_CROSS_ENTROPY,
+     {2, {{3, {3, 7, 7}, F64}, {2, {3, 7}, PKRT_DTYPE_I32}},
+      {.has_ignore_index = true, .ignore_index = 2, .label_smoothing = 0.1}}},
+    {"cross_entropy_1class_full_smooth", PK_OP_CROSS_ENTROPY,
+     {2, {{2, {1, 1}, F32}, {1, {1}, PKRT_DTYPE_I64}},
+      {.has_ignore_index = true, .ignore_index = -100, .label_smoothing = 1.0}}},
 };
 
 const pk_op_example *pk_op_examples(int *count) {

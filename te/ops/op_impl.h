@@ -49,6 +49,9 @@ pk_status pk_op_grad_slice(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_
                            int, pk_op_grad *, pk_strbuf *);
 pk_status pk_op_grad_reshape(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
                              int, pk_op_grad *, pk_strbuf *);
+/* losses with integer labels */
+pk_status pk_op_grad_cross_entropy(pk_ctx *, pk_op_kind, const pk_op_params *,
+                                   const pk_te_tensor *, int, pk_op_grad *, pk_strbuf *);
 
 pk_op_grad_fn pk_op_grad_builder(pk_op_kind op); /* NULL for ops with no differentiable input */
 

@@ -145,6 +145,12 @@ typedef struct pk_op_attrs {
   double alpha;            /* >= 0; leaky_relu: negative slope, 0 means 0.01; elu: 0 means 1 */
   double clip_min, clip_max; /* clip: the range, finite with min <= max (graph JSON requires
                               * both; zero-initialised params clip to [0, 0]) */
+  /* losses with integer labels (cross_entropy; training-only: set from the graph's
+   * "training" object, never from node attrs) */
+  bool has_ignore_index;   /* labels equal to ignore_index are ignored (besides those
+                              outside [0, K), always ignored) */
+  int64_t ignore_index;
+  double label_smoothing;  /* in [0, 1]: PyTorch's label_smoothing */
 } pk_op_attrs;
 
 typedef struct pk_op_params {
@@ -245,6 +251,15 @@ pk_status pk_op_grad_text(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, i
  *       decoupled: W1 = W * (1 - H[0] * wd), g = clip(G);  else W1 = W, g = clip(G) + wd * W
  *       M' = b1 M + (1 - b1) g;  V' = b2 V + (1 - b2) g^2
  *       W' = W1 - H[0] * (M' / H[1]) / (sqrt(V' / H[2]) + eps)
+ *   cross_entropy(Z (N, K) or (N, T, K), L (N) or (N, T) integers) -> (1,)
+ *       PyTorch's F.cross_entropy with class indices, mean reduction: a row (each label of
+ *       L) counts when 0 <= L < K and L != ignore_index (has_ignore_index); with
+ *       c = label_smoothing, row loss = lse(Z) - (1 - c) Z[L] - (c / K) sum_k Z[k];
+ *       loss = sum over counted rows / max(count, 1). So ignored rows (and padding rows of
+ *       a partial batch, fed with label -1) weigh nothing and do not count in the mean;
+ *       a batch with no counted row has loss 0 and gradient 0 (PyTorch: NaN). Labels are
+ *       read as integers, never expanded to one-hot. Stages: M = row max, S = row sum of
+ *       exp(Z - M), [SZ = row sum of Z when c > 0], C = count, P = row losses, Y.
  *   H = (lr, 1 - beta1^t, 1 - beta2^t, 0) for step t = 1, 2, ..., written by the executor
  *   each step (learning-rate schedules live there). clip(G) = G * min(1, c / (|G|_2 + 1e-6))
  *   when clip_norm = c > 0 (torch.nn.utils.clip_grad_norm_ on this tensor alone).
