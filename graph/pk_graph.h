@@ -169,6 +169,11 @@ typedef struct pk_train_spec {
   double lr_gamma;
   int64_t lr_total_steps;   /* COSINE: lr * (1 + cos(pi * t / T)) / 2, floor lr_min */
   double lr_min;
+  /* classification (PK_LOSS_SOFTMAX_XENT) trains with the integer-label cross_entropy op:
+   * labels are i64, one per row (prediction (N, K)) or per token ((N, T, K)) */
+  bool has_ignore_index;    /* labels equal to ignore_index weigh nothing (PyTorch's rule) */
+  int64_t ignore_index;
+  double label_smoothing;   /* [0, 1] */
 } pk_train_spec;
 
 /* From a validated forward graph (its output = prediction) whose params were marked by
@@ -181,7 +186,10 @@ typedef struct pk_train_spec {
  * *out is a new graph; fwd is unchanged; forward tensors keep their ids. Node order:
  * forward (each slice just before its layer), the loss, then backward with the updates
  * interleaved, so forward + loss is a prefix (evaluation may run just that prefix).
- * Made-up names: labels "target", "row_weight", the "loss", "hyper"; "grad(T)" (a second
+ * Classification: the loss is cross_entropy over integer labels "target" (i64, the
+ * prediction's shape without its class dim; padding rows of a partial batch are fed -1,
+ * which the op ignores) and there is no "row_weight"; mse keeps float targets and row
+ * weights. Made-up names: labels "target", "row_weight", the "loss", "hyper"; "grad(T)" (a second
  * contribution "grad(T)#2", summed by node "accumulate(grad(T))"); slices "X[:, :S]" and
  * weight views "W[:, :S]"; state "opt.m(W)", "opt.v(W)"; in-place outputs "opt.m(W)'",
  * "W'"; nodes "loss", "grad(NODE).INPUT", "slice(X)", "update(W)". PK_ERR_UNSUPPORTED for

@@ -8,28 +8,43 @@
 
 #define CHECKF(...) pk_ctx_fail(ctx, PK_ERR_CHECK, "graph: " __VA_ARGS__)
 
-/* Labels and the loss node. The labels share the prediction's dtype and batch dim. */
+/* Labels and the loss node. Classification: integer labels (i64, the prediction's shape
+ * without the class dim) and cross_entropy, whose ignored labels (-1 outside [0, K), and
+ * ignore_index) also make a partial batch's padding rows weigh nothing; mse: float targets
+ * shaped like the prediction and row weights (1/valid, 0 for padding). */
 static pk_status add_loss(pk_graph *g, const pk_train_spec *spec, int *loss_node) {
   pk_ctx *ctx = g->ctx;
   const pk_gtensor *z = g->tensors[g->output];
-  pk_op_kind op = spec->loss == PK_LOSS_MSE ? PK_OP_MSE_LOSS : PK_OP_SOFTMAX_CROSS_ENTROPY;
   if (spec->loss != PK_LOSS_MSE && spec->loss != PK_LOSS_SOFTMAX_XENT)
     return CHECKF("unknown loss kind %d", (int)spec->loss);
-  if (op == PK_OP_SOFTMAX_CROSS_ENTROPY && z->ndim != 2)
-    return CHECKF("softmax_cross_entropy needs a prediction of shape (N, K); '%s' has rank %d",
-                  z->name, z->ndim);
-  g->target = pk_graph_push_tensor(g, pk_graph_unique_name(g, "target"), PK_ROLE_LABEL,
-                                   z->dtype, z->ndim, z->shape);
-  g->row_weight = pk_graph_push_tensor(g, pk_graph_unique_name(g, "row_weight"), PK_ROLE_LABEL,
-                                       z->dtype, 1, z->shape);
-  int in[3] = {g->output, g->target, g->row_weight};
+  bool xent = spec->loss == PK_LOSS_SOFTMAX_XENT;
+  pk_op_kind op = xent ? PK_OP_CROSS_ENTROPY : PK_OP_MSE_LOSS;
+  if (xent && z->ndim != 2 && z->ndim != 3)
+    return CHECKF("cross-entropy needs a prediction of shape (N, K) or (N, T, K); '%s' has "
+                  "rank %d", z->name, z->ndim);
+  pk_op_attrs a = {.has_ignore_index = spec->has_ignore_index,
+                   .ignore_index = spec->ignore_index,
+                   .label_smoothing = spec->label_smoothing};
+  int in[3], nin = xent ? 2 : 3;
+  in[0] = g->output;
+  if (xent) {
+    g->target = pk_graph_push_tensor(g, pk_graph_unique_name(g, "target"), PK_ROLE_LABEL,
+                                     PKRT_DTYPE_I64, z->ndim - 1, z->shape);
+  } else {
+    g->target = pk_graph_push_tensor(g, pk_graph_unique_name(g, "target"), PK_ROLE_LABEL,
+                                     z->dtype, z->ndim, z->shape);
+    g->row_weight = pk_graph_push_tensor(g, pk_graph_unique_name(g, "row_weight"),
+                                         PK_ROLE_LABEL, z->dtype, 1, z->shape);
+    in[2] = g->row_weight;
+  }
+  in[1] = g->target;
   pk_op_params prm;
-  pk_graph_params_of(g, 3, in, NULL, &prm);
+  pk_graph_params_of(g, nin, in, xent ? &a : NULL, &prm);
   pk_te_program *prog;
   pk_status s = pk_op_build(ctx, op, &prm, &prog);
   if (s != PK_OK) return pk_graph_refail(ctx, s, pk_sprintf(ctx, "loss on '%s'", z->name));
-  *loss_node = pk_graph_push_prog(g, "loss", PK_GNODE_OP, op, &prm, -1, PK_PHASE_LOSS, prog, 3,
-                                  in, "loss", PK_ROLE_ACTIVATION, &g->loss);
+  *loss_node = pk_graph_push_prog(g, "loss", PK_GNODE_OP, op, &prm, -1, PK_PHASE_LOSS, prog,
+                                  nin, in, "loss", PK_ROLE_ACTIVATION, &g->loss);
   return PK_OK;
 }
 

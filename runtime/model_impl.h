@@ -87,6 +87,13 @@ typedef struct rt_manifest {
   rt_tensor *tensors;
   /* io.*: tensor indices, -1 when absent */
   int input, target_t, row_weight, output, loss, hyper;
+  /* Classification artifacts label rows with integers: target is i64, (batch) or
+   * (batch, T) for per-token labels (label_width = T), and has no row_weight: padding rows
+   * get label -1, which the loss ignores. Old one-hot artifacts: int_labels false. */
+  bool int_labels;
+  int64_t label_width;          /* labels per row: 1, or T */
+  bool has_ignore_index;        /* "ignore_index": a label value that is allowed and ignored */
+  int64_t ignore_index;
   int nkernels;
   rt_kernel *kernels;
   rt_optimizer opt;

@@ -32,8 +32,24 @@ static double load(const void *base, pkrt_dtype dt, int64_t i) {
   return dt == PKRT_DTYPE_F64 ? ((const double *)base)[i] : ((const float *)base)[i];
 }
 
+/* Integer labels: rows [valid, batch) of the label buffer get -1, which the loss ignores
+ * (they weigh nothing and do not count in the mean). */
+static void pad_int_labels(pkrt_model *m, int64_t valid) {
+  const rt_manifest *mf = &m->mf;
+  int64_t *tg = (int64_t *)rt_tensor_base(m, &mf->tensors[mf->target_t]);
+  for (int64_t i = valid * mf->label_width; i < mf->batch * mf->label_width; i++) tg[i] = -1;
+}
+
 static pkrt_status write_row_weights(pkrt_model *m, int64_t valid) {
   const rt_manifest *mf = &m->mf;
+  if (mf->int_labels) {
+    if (valid < 1 || valid > mf->batch)
+      return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "valid rows %lld out of range [1, %lld]",
+                           (long long)valid, (long long)mf->batch);
+    pad_int_labels(m, valid);
+    m->valid = valid;
+    return PKRT_OK;
+  }
   if (mf->row_weight < 0)
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "this model has no loss inputs (inference "
                                                 "artifact)");
@@ -60,13 +76,18 @@ int pkrt_model_set_labels(pkrt_model *m, const int32_t *labels, int64_t valid) {
                          (long long)valid, (long long)mf->batch);
   if (!labels) return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "labels is NULL");
   /* All labels are checked first: a refused batch leaves the previous one intact. */
-  for (int64_t r = 0; r < valid; r++)
-    if (labels[r] < 0 || labels[r] >= mf->classes)
+  for (int64_t r = 0; r < valid * mf->label_width; r++)
+    if ((labels[r] < 0 || labels[r] >= mf->classes) &&
+        !(mf->has_ignore_index && labels[r] == mf->ignore_index))
       return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
                            "label %d in row %lld is out of range for %lld classes",
                            (int)labels[r], (long long)r, (long long)mf->classes);
   const rt_tensor *t = &mf->tensors[mf->target_t];
   unsigned char *tg = rt_tensor_base(m, t);
+  if (mf->int_labels) { /* the labels themselves, label_width per row: no one-hot */
+    for (int64_t i = 0; i < valid * mf->label_width; i++) ((int64_t *)tg)[i] = labels[i];
+    return write_row_weights(m, valid);
+  }
   memset(tg, 0, (size_t)t->numel * pkrt_dtype_size(t->dtype));
   for (int64_t r = 0; r < valid; r++) store(tg, t->dtype, r * mf->classes + labels[r], 1.0);
   return write_row_weights(m, valid);

@@ -104,12 +104,16 @@ int pkrt_model_tensor(pkrt_model *m, const char *name, pkrt_tensor_info *out);
 /* ---- feeding a batch ----
  * The input buffer (batch rows, row-major, model dtype) is written in place; name NULL
  * means the model's one input. Labels: class ids in [0, classes) for classification
- * models (turned into one-hot targets), or pkrt_model_targets() for regression. Rows
- * valid..batch-1 are padding: they get weight 0 in the loss, which averages over the
- * valid rows only. */
+ * models (or the model's ignore_index: that row weighs nothing), valid x label width of
+ * them (1, or T for per-token labels: row-major (valid, T)); they are stored as i64
+ * integers, never as one-hot targets (old artifacts: one-hot). Regression:
+ * pkrt_model_targets(). Rows valid..batch-1 are padding: classification gives them label
+ * -1, which the loss ignores; regression weight 0. Either way the loss averages over the
+ * counted rows only. */
 void *pkrt_model_input(pkrt_model *m, const char *name);
 int pkrt_model_set_labels(pkrt_model *m, const int32_t *labels, int64_t valid);
-void *pkrt_model_targets(pkrt_model *m);        /* regression targets, (batch, ...) */
+void *pkrt_model_targets(pkrt_model *m);        /* regression targets, (batch, ...); for
+                                                   integer-label models the i64 labels */
 int pkrt_model_set_valid_rows(pkrt_model *m, int64_t valid);
 
 /* ---- running ---- */
