@@ -5,6 +5,8 @@
 #include "json_impl.h"
 
 static const char *const TRAINING_KEYS[] = {"loss", "classes", "optimizer", "lr_schedule",
+                                            /* classification with integer labels */
+                                            "ignore_index", "label_smoothing",
                                             NULL};
 static const char *const OPTIM_KEYS[] = {"kind", "lr", "momentum", "weight_decay", "betas",
                                          "eps", "clip_norm", "clip_global", NULL};
@@ -119,7 +121,8 @@ pk_status pk_fe_training(pk_fe *f, const cJSON *tr, pk_model_info *info) {
   t->eps = 1e-8;
   t->lr_sched = PK_LR_CONSTANT;
   const pk_gtensor *y = f->g->tensors[f->g->output];
-  int64_t out_classes = y->ndim == 2 ? y->shape[1] : 0;
+  /* (N, K), or (N, T, K) with a label per token */
+  int64_t out_classes = y->ndim == 2 || y->ndim == 3 ? y->shape[y->ndim - 1] : 0;
   info->has_training = tr != NULL;
   if (!tr) {
     /* No training object: classification when the output looks like (batch, classes). */
@@ -134,9 +137,10 @@ pk_status pk_fe_training(pk_fe *f, const cJSON *tr, pk_model_info *info) {
     return s;
   if (strcmp(loss, "softmax_cross_entropy") == 0) {
     t->loss = PK_LOSS_SOFTMAX_XENT;
-    if (y->ndim != 2)
+    if (y->ndim != 2 && y->ndim != 3)
       return pk_fe_fail(f, where,
-                        "loss softmax_cross_entropy needs a (batch, classes) output, %s is %s",
+                        "loss softmax_cross_entropy needs a (batch, classes) or (batch, tokens, "
+                        "classes) output, %s is %s",
                         pk_fe_quote(f, y->name), pk_fe_shape_str(f, y->ndim, y->shape));
     info->classes = out_classes;
     int64_t classes = out_classes;
@@ -145,9 +149,19 @@ pk_status pk_fe_training(pk_fe *f, const cJSON *tr, pk_model_info *info) {
     if (classes != out_classes)
       return pk_fe_fail(f, where, "classes is %lld, the output %s has %lld",
                         (long long)classes, pk_fe_quote(f, y->name), (long long)out_classes);
+    /* PyTorch's cross_entropy options; labels are integers (never one-hot) */
+    t->has_ignore_index = pk_fe_get(tr, "ignore_index") != NULL;
+    if ((s = pk_fe_int(f, where, tr, "ignore_index", false, -INT32_MAX, INT32_MAX,
+                       &t->ignore_index)) ||
+        (s = pk_fe_double(f, where, tr, "label_smoothing", false, 0, false, 1,
+                          &t->label_smoothing)))
+      return s;
   } else if (strcmp(loss, "mse") == 0) {
     t->loss = PK_LOSS_MSE;
-    if ((s = fe_not_here(f, where, tr, "classes", "applies to softmax_cross_entropy only")))
+    if ((s = fe_not_here(f, where, tr, "classes", "applies to softmax_cross_entropy only")) ||
+        (s = fe_not_here(f, where, tr, "ignore_index", "applies to softmax_cross_entropy only")) ||
+        (s = fe_not_here(f, where, tr, "label_smoothing",
+                         "applies to softmax_cross_entropy only")))
       return s;
   } else {
     return pk_fe_fail(f, where, "loss %s is not softmax_cross_entropy or mse",

@@ -255,6 +255,8 @@ static pk_status check_spec(pk_ctx *ctx, const pk_train_spec *spec) {
                        "clip_norm");
   if (spec->optim != PK_OPTIM_SGD && spec->optim != PK_OPTIM_ADAM && spec->optim != PK_OPTIM_ADAMW)
     return CHECKF("unknown optimizer kind %d", (int)spec->optim);
+  if (!(spec->label_smoothing >= 0 && spec->label_smoothing <= 1))
+    return CHECKF("label_smoothing %g must be in [0, 1]", spec->label_smoothing);
   const double v[] = {spec->lr, spec->momentum, spec->weight_decay, spec->beta1, spec->beta2,
                       spec->eps, spec->clip_norm};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)

@@ -270,6 +270,14 @@ static void naive_training(pk_op_kind op, const pk_op_params *prm, double *const
       }
       y->v[0] += x[2][r] * (op == PK_OP_MSE_LOSS ? se / (double)inner : m + log(s) - tz);
     }
+  } else if (op == PK_OP_GRAD_ACCUMULATE) { /* A' = (H[3] > 0 ? A : 0) + G / k */
+    double k = a->accum_steps > 1 ? (double)a->accum_steps : 1;
+    alloc_out(y, in->ndim, in->shape);
+    for (int64_t i = 0; i < n; i++) y->v[i] = (x[2][3] > 0.5 ? x[0][i] : 0) + x[1][i] / k;
+  } else if (op == PK_OP_CLIP_GRAD_NORM) {
+    alloc_out(y, in->ndim, in->shape);
+    for (int64_t i = 0; i < n; i++)
+      y->v[i] = x[0][i] * fmin(1.0, a->clip_norm / (sqrt(x[1][0]) + 1e-6));
   } else if (op == PK_OP_SLICE) {
     int ax = a->slice_axis < 0 ? a->slice_axis + in->ndim : a->slice_axis;
     int64_t shape[PK_TE_MAX_DIMS], idx[PK_TE_MAX_DIMS];
@@ -293,7 +301,13 @@ static void naive_training(pk_op_kind op, const pk_op_params *prm, double *const
     double b1 = a->beta1 ? a->beta1 : 0.9, b2 = a->beta2 ? a->beta2 : 0.999;
     double eps = a->eps ? a->eps : 1e-8;
     alloc_out(y, in->ndim, in->shape);
+    /* accumulation: only the group's last micro-step (H[3] = k - 1) changes W */
+    bool apply = a->accum_steps <= 1 || h[3] > (double)a->accum_steps - 1.5;
     for (int64_t i = 0; i < n; i++) {
+      if (!apply) {
+        y->v[i] = w[i];
+        continue;
+      }
       bool l2 = !adam || !a->decoupled;
       double gi = g[i] * scale + (l2 ? a->weight_decay * w[i] : 0);
       if (!adam) {
@@ -377,7 +391,8 @@ static void test_table(void) {
   for (int op = 0; op < PK_OP_COUNT_; op++) {
     ok &= pk_op_from_name(pk_op_name((pk_op_kind)op)) == (pk_op_kind)op;
     /* every op but the optimizer updates has a differentiable input */
-    bool update = op == PK_OP_SGD_UPDATE || op == PK_OP_ADAMW_UPDATE;
+    bool update = op == PK_OP_SGD_UPDATE || op == PK_OP_ADAMW_UPDATE ||
+                  op == PK_OP_GRAD_ACCUMULATE || op == PK_OP_CLIP_GRAD_NORM;
     ok &= pk_op_arity((pk_op_kind)op) >= 1 && (pk_op_diff_inputs((pk_op_kind)op) != 0) != update;
     ok &= strcmp(pk_op_class_name(pk_op_class_of((pk_op_kind)op)), "?") != 0;
   }

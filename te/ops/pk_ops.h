@@ -151,6 +151,10 @@ typedef struct pk_op_attrs {
                               outside [0, K), always ignored) */
   int64_t ignore_index;
   double label_smoothing;  /* in [0, 1]: PyTorch's label_smoothing */
+  /* gradient accumulation (training-only ops): micro-steps per optimizer step; 0 or 1 =
+   * none. grad_accumulate adds G / accum_steps; sgd_update and adamw_update then change
+   * W, M, V only on the last micro-step of each group (H[3] = accum_steps - 1) */
+  int64_t accum_steps;
 } pk_op_attrs;
 
 typedef struct pk_op_params {
@@ -260,7 +264,17 @@ pk_status pk_op_grad_text(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, i
  *       a batch with no counted row has loss 0 and gradient 0 (PyTorch: NaN). Labels are
  *       read as integers, never expanded to one-hot. Stages: M = row max, S = row sum of
  *       exp(Z - M), [SZ = row sum of Z when c > 0], C = count, P = row losses, Y.
- *   H = (lr, 1 - beta1^t, 1 - beta2^t, 0) for step t = 1, 2, ..., written by the executor
+ *   grad_accumulate(A, G, H (4,)) -> A'   (A' in place over A: a persistent buffer)
+ *       A' = (H[3] > 0 ? A : 0) + G / accum_steps: H[3] is the micro-step within the
+ *       accumulation group (0 .. accum_steps - 1), so the first one restarts the sum; the
+ *       result is the mean of the group's gradients (PyTorch users divide the loss by k).
+ *   clip_grad_norm(G, N (1,)) -> G * min(1, clip_norm / (sqrt(N[0]) + 1e-6))
+ *       N is the squared L2 norm of all trained gradients together: global-norm clipping
+ *       (torch.nn.utils.clip_grad_norm_ over every trained param).
+ *   With accum_steps > 1, sgd_update and adamw_update write M', V', W' equal to M, V, W
+ *   unless H[3] = accum_steps - 1 (the group's last micro-step): the optimizer steps once
+ *   per group.
+ *   H = (lr, 1 - beta1^t, 1 - beta2^t, micro-step) for optimizer step t = 1, 2, ..., written by the executor
  *   each step (learning-rate schedules live there). clip(G) = G * min(1, c / (|G|_2 + 1e-6))
  *   when clip_norm = c > 0 (torch.nn.utils.clip_grad_norm_ on this tensor alone).
  *   Update ops are element-wise in W, M, V: the executor runs them in place (M' over M,
