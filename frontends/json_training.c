@@ -9,9 +9,13 @@ static const char *const TRAINING_KEYS[] = {"loss", "classes", "optimizer", "lr_
                                             "ignore_index", "label_smoothing",
                                             NULL};
 static const char *const OPTIM_KEYS[] = {"kind", "lr", "momentum", "weight_decay", "betas",
-                                         "eps", "clip_norm", "clip_global", NULL};
+                                         "eps", "clip_norm", "clip_global",
+                                         /* gradient accumulation */
+                                         "accum_steps", NULL};
 static const char *const SCHED_KEYS[] = {"kind", "step_size", "gamma", "total_steps",
-                                         "min_lr", NULL};
+                                         "min_lr",
+                                         /* linear warmup before the schedule */
+                                         "warmup_steps", NULL};
 
 /* Refuses `key` in obj with a message saying what it is for. */
 static pk_status fe_not_here(pk_fe *f, const char *where, const cJSON *obj, const char *key,
@@ -44,6 +48,8 @@ static pk_status fe_optimizer(pk_fe *f, const cJSON *o, pk_train_spec *t) {
     return s;
   if (t->clip_global && t->clip_norm <= 0)
     return pk_fe_fail(f, where, "clip_global needs clip_norm > 0");
+  if ((s = pk_fe_int(f, where, o, "accum_steps", false, 1, INT32_MAX, &t->accum_steps)))
+    return s;
   if (t->optim == PK_OPTIM_SGD) {
     if ((s = fe_not_here(f, where, o, "betas", "applies to adam and adamw only")) ||
         (s = fe_not_here(f, where, o, "eps", "applies to adam and adamw only")))
@@ -103,11 +109,18 @@ static pk_status fe_schedule(pk_fe *f, const cJSON *o, pk_train_spec *t) {
       return s;
     if (t->lr_min > t->lr)
       return pk_fe_fail(f, where, "min_lr %g is above the optimizer's lr %g", t->lr_min, t->lr);
+    if ((s = pk_fe_int(f, where, o, "warmup_steps", false, 0, INT32_MAX, &t->lr_warmup_steps)))
+      return s;
+    if (t->lr_warmup_steps > 0 && t->lr_total_steps <= t->lr_warmup_steps)
+      return pk_fe_fail(f, where, "total_steps %lld must exceed warmup_steps %lld (the cosine "
+                        "runs over the steps after the warmup)", (long long)t->lr_total_steps,
+                        (long long)t->lr_warmup_steps);
+    return PK_OK;
   } else {
     return pk_fe_fail(f, where, "kind %s is not constant, step or cosine",
                       pk_fe_quote(f, kind));
   }
-  return PK_OK;
+  return pk_fe_int(f, where, o, "warmup_steps", false, 0, INT32_MAX, &t->lr_warmup_steps);
 }
 
 pk_status pk_fe_training(pk_fe *f, const cJSON *tr, pk_model_info *info) {

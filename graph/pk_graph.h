@@ -162,8 +162,9 @@ typedef struct pk_train_spec {
   double momentum, weight_decay;
   double beta1, beta2, eps; /* 0: 0.9, 0.999, 1e-8 */
   double clip_norm;         /* > 0: per-tensor clipping */
-  bool clip_global;         /* global-norm clipping: needs every gradient first, so
-                               updates all run after the backward pass (no in-place order) */
+  bool clip_global;         /* global-norm clipping with clip_norm (clip_grad_norm_ over
+                               every trained param): every gradient first, then one norm,
+                               then the updates (each still in place) */
   pk_lr_sched_kind lr_sched;
   int64_t lr_step_size;     /* STEP: multiply by lr_gamma every lr_step_size steps */
   double lr_gamma;
@@ -174,6 +175,11 @@ typedef struct pk_train_spec {
   bool has_ignore_index;    /* labels equal to ignore_index weigh nothing (PyTorch's rule) */
   int64_t ignore_index;
   double label_smoothing;   /* [0, 1] */
+  /* optimizer features transformers' training uses */
+  int64_t lr_warmup_steps;  /* linear warmup 0 -> lr over this many optimizer steps, then
+                               the schedule (transformers' get_*_schedule_with_warmup) */
+  int64_t accum_steps;      /* 0 or 1: none; k: the optimizer steps every k-th step on the
+                               mean of the k micro-batches' gradients */
 } pk_train_spec;
 
 /* From a validated forward graph (its output = prediction) whose params were marked by
@@ -192,8 +198,10 @@ typedef struct pk_train_spec {
  * weights. Made-up names: labels "target", "row_weight", the "loss", "hyper"; "grad(T)" (a second
  * contribution "grad(T)#2", summed by node "accumulate(grad(T))"); slices "X[:, :S]" and
  * weight views "W[:, :S]"; state "opt.m(W)", "opt.v(W)"; in-place outputs "opt.m(W)'",
- * "W'"; nodes "loss", "grad(NODE).INPUT", "slice(X)", "update(W)". PK_ERR_UNSUPPORTED for
- * clip_global (global-norm clipping). */
+ * "W'"; nodes "loss", "grad(NODE).INPUT", "slice(X)", "update(W)". Accumulation
+ * (accum_steps > 1) adds state "opt.acc(W)" and nodes "accumulate(W)" (in place), which the
+ * update then reads; clip_global adds "sumsq(W)" (mul "square(W)" + sum), their sum
+ * "grad_norm_sq" (chain "grad_norm_sq#k"), and "clip(W)" before each update. */
 pk_status pk_train_build(const pk_graph *fwd, const pk_train_spec *spec, pk_graph **out);
 /* Forward + loss only (evaluation) or forward only (inference), as a graph of its own. */
 pk_status pk_eval_build(const pk_graph *fwd, const pk_train_spec *spec, bool with_loss,

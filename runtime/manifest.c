@@ -402,6 +402,8 @@ static pkrt_status parse_optimizer(parser *P, const cJSON *root, rt_manifest *mf
       !get_num(P, j, "optimizer", "beta1", 0, 0.999999999, 0, 0.9, &o->beta1) ||
       !get_num(P, j, "optimizer", "beta2", 0, 0.999999999, 0, 0.999, &o->beta2))
     return P->st;
+  if (!get_int(P, j, "optimizer", "accum_steps", 1, INT32_MAX, 0, 1, &o->accum_steps))
+    return P->st;
   const cJSON *s = get(j, "schedule");
   if (!s || cJSON_IsNull(s)) return PKRT_OK;
   if (!cJSON_IsObject(s)) return fail(P, "optimizer.schedule: must be an object");
@@ -422,6 +424,8 @@ static pkrt_status parse_optimizer(parser *P, const cJSON *root, rt_manifest *mf
   } else if (strcmp(kind, "cosine") == 0) {
     o->sched = RT_SCHED_COSINE;
     if (o->total_steps < 1) return fail(P, "%s.total_steps: must be >= 1 for kind \"cosine\"", w);
+    if (o->warmup_steps > 0 && o->total_steps <= o->warmup_steps)
+      return fail(P, "%s.total_steps: must exceed warmup_steps for kind \"cosine\"", w);
   } else {
     return fail(P, "%s.kind: unknown schedule '%s' (constant, step, cosine)", w, kind);
   }

@@ -7,20 +7,29 @@
 #include "model_impl.h"
 
 double rt_lr_at(const rt_optimizer *o, double base, int64_t t) {
-  /* s = steps already taken, as PyTorch's schedulers count after each optimizer.step(). */
-  int64_t s = t > 0 ? t - 1 : 0;
+  /* s = optimizer steps already taken, as PyTorch's schedulers count after each
+   * optimizer.step(); the warmup's ramp, then the schedule over the steps after it. */
+  int64_t s = t > 0 ? t - 1 : 0, w = o->warmup_steps > 0 ? o->warmup_steps : 0;
+  if (s < w) return base * (double)s / (double)w;
+  s -= w;
   double lr = base;
   switch (o->sched) {
   case RT_SCHED_CONSTANT: break;
   case RT_SCHED_STEP: lr = base * pow(o->gamma, (double)(s / o->step_size)); break;
   case RT_SCHED_COSINE: {
-    double p = (double)(s < o->total_steps ? s : o->total_steps) / (double)o->total_steps;
+    int64_t T = o->total_steps - w; /* >= 1: the manifest checks total_steps > warmup */
+    double p = (double)(s < T ? s : T) / (double)T;
     lr = o->min_lr + (base - o->min_lr) * (1 + cos(M_PI * p)) / 2;
     break;
   }
   }
-  if (o->warmup_steps > 0 && t < o->warmup_steps) lr *= (double)t / (double)o->warmup_steps;
   return lr;
+}
+
+/* Optimizer steps are every accum_steps training steps: step t_opt (1, 2, ...) of the
+ * training step that follows `steps` taken ones, and the micro-step within its group. */
+static int64_t opt_step(const rt_optimizer *o, int64_t steps) {
+  return steps / (o->accum_steps > 1 ? o->accum_steps : 1) + 1;
 }
 
 static void store(void *base, pkrt_dtype dt, int64_t i, double v) {
@@ -160,16 +169,18 @@ int pkrt_model_train_step(pkrt_model *m, double *loss) {
   const rt_manifest *mf = &m->mf;
   if (!mf->train)
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "this is an inference artifact: it cannot train");
-  int64_t t = m->steps + 1;
+  /* H = (lr, Adam's bias corrections, micro-step): with accumulation the kernels add each
+   * step's gradient and update only on the group's last micro-step */
+  int64_t t = opt_step(&mf->opt, m->steps), k = mf->opt.accum_steps > 1 ? mf->opt.accum_steps : 1;
   const rt_tensor *h = &mf->tensors[mf->hyper];
   unsigned char *hb = rt_tensor_base(m, h);
   store(hb, h->dtype, 0, rt_lr_at(&mf->opt, m->lr, t));
   store(hb, h->dtype, 1, 1 - pow(mf->opt.beta1, (double)t));
   store(hb, h->dtype, 2, 1 - pow(mf->opt.beta2, (double)t));
-  store(hb, h->dtype, 3, 0);
+  store(hb, h->dtype, 3, (double)(m->steps % k));
   pkrt_status st = rt_plan_run(m, RT_PLAN_TRAIN);
   if (st != PKRT_OK) return st;
-  m->steps = t;
+  m->steps++;
   if (loss) *loss = read_loss(m);
   return PKRT_OK;
 }

@@ -293,6 +293,12 @@ static void metrics_check(loop *L, int rc) {
   L->metrics = NULL;
 }
 
+/* The optimizer step the last training step belonged to (accumulation groups k steps). */
+static int64_t last_opt_step(const pkrt_model *m) {
+  int64_t k = m->mf.opt.accum_steps > 1 ? m->mf.opt.accum_steps : 1;
+  return (m->steps + k - 1) / k;
+}
+
 static void print_epoch(loop *L, int epoch, const pkrt_train_result *r, double ms) {
   const pkrt_train_options *o = L->o;
   if (!o->quiet) {
@@ -311,7 +317,7 @@ static void print_epoch(loop *L, int epoch, const pkrt_train_result *r, double m
       rc = fprintf(L->metrics, ", \"val_loss\": %.17g, \"val_acc\": %.17g", r->val_loss, r->val_acc);
     if (rc >= 0)
       rc = fprintf(L->metrics, ", \"ms_per_step\": %.6f, \"lr\": %.17g}\n", ms,
-                   rt_lr_at(&L->m->mf.opt, L->m->lr, L->m->steps));
+                   rt_lr_at(&L->m->mf.opt, L->m->lr, last_opt_step(L->m)));
     metrics_check(L, rc);
   }
 }

@@ -408,8 +408,8 @@ static void test_eval_and_errors(void) {
   pk_train_stats_of(t, &st);
   TG_CHECK(st.backward_nodes == 0 && st.update_nodes == 0 && st.loss_nodes == 1, "frozen model");
 
-  sp.clip_global = true;
-  TG_CHECK(pk_train_build(g, &sp, &t) == PK_ERR_UNSUPPORTED &&
+  sp.clip_global = true; /* without clip_norm: refused */
+  TG_CHECK(pk_train_build(g, &sp, &t) == PK_ERR_CHECK &&
                strstr(pk_ctx_error(ctx), "clip_global"),
            "clip_global: %s", pk_ctx_error(ctx));
   pk_ctx_clear_error(ctx);
@@ -477,10 +477,60 @@ static void test_inplace_order(void) {
   pk_ctx_free(ctx);
 }
 
+/* Global-norm clipping and gradient accumulation: every update reads its param's clipped
+ * gradient, which reads the one global squared norm, whose adds run after every gradient
+ * (and its accumulation) exists; accumulators are in-place optimizer state. */
+static void test_clip_global_accum(void) {
+  pk_ctx *ctx = pk_ctx_new();
+  pk_train_spec sp = {.loss = PK_LOSS_SOFTMAX_XENT, .optim = PK_OPTIM_ADAMW, .lr = 1e-3,
+                      .clip_norm = 1.0, .clip_global = true, .accum_steps = 3};
+  pk_graph *g = tg_cnn(ctx, N);
+  TG_OK(ctx, tg_apply_text(g, tg_scheme_text[TG_FULL]));
+  pk_graph *t;
+  TG_OK(ctx, pk_train_build(g, &sp, &t));
+  int last_grad = -1, last_norm = -1, first_update = t->nnodes, nacc = 0, nclip = 0, nupd = 0;
+  bool ok = true;
+  for (int k = 0; k < t->nnodes; k++) {
+    const pk_gnode *n = t->nodes[k];
+    if (n->kind == PK_GNODE_GRAD) last_grad = k;
+    if (n->op == PK_OP_ADD && strncmp(n->name, "grad_norm_sq", 12) == 0) last_norm = k;
+    if (n->op == PK_OP_GRAD_ACCUMULATE) {
+      const pk_gtensor *o = t->tensors[n->outputs[0]];
+      ok &= o->base == n->inputs[0] && t->tensors[n->inputs[0]]->role == PK_ROLE_OPT_STATE &&
+            n->prm.attrs.accum_steps == 3;
+      nacc++;
+    }
+    if (n->op == PK_OP_CLIP_GRAD_NORM) {
+      ok &= t->tensors[n->inputs[1]]->producer == last_norm && last_norm >= 0;
+      nclip++;
+    }
+    if (n->op == PK_OP_ADAMW_UPDATE) {
+      const pk_gnode *c = t->nodes[t->tensors[n->inputs[1]]->producer];
+      ok &= c->op == PK_OP_CLIP_GRAD_NORM && n->prm.attrs.clip_norm == 0 &&
+            n->prm.attrs.accum_steps == 3;
+      if (k < first_update) first_update = k;
+      nupd++;
+    }
+  }
+  TG_CHECK(ok && nacc == 8 && nclip == 8 && nupd == 8, "clip_global + accum: %d accumulate, %d "
+           "clip, %d update nodes (want 8 each), wiring %s", nacc, nclip, nupd, ok ? "ok" : "bad");
+  TG_CHECK(last_grad < last_norm && last_norm < first_update,
+           "every gradient (last %d) before the norm (%d) before any update (%d)", last_grad,
+           last_norm, first_update);
+  pk_memplan *mp;
+  TG_OK(ctx, pk_memplan_build(t, NULL, &mp));
+  check_memplan("clip_global + accum", t, mp);
+  sp.lr_sched = PK_LR_COSINE, sp.lr_total_steps = 5, sp.lr_warmup_steps = 5;
+  TG_CHECK(pk_train_build(g, &sp, &t) == PK_ERR_CHECK && strstr(pk_ctx_error(ctx), "warmup"),
+           "cosine total_steps <= warmup: %s", pk_ctx_error(ctx));
+  pk_ctx_free(ctx);
+}
+
 int main(void) {
   test_inplace_order();
   test_schemes();
   test_mlp_adam_mse();
   test_eval_and_errors();
+  test_clip_global_accum();
   return tg_report("test_graph_train");
 }
