@@ -20,6 +20,7 @@ static const char usage[] =
     "                           [--sparse SPEC] [--weights W.pkw] [--reinit GLOB] [--batch B]\n"
     "                           [--db DB] [--inference] [--optimizer sgd|adam|adamw] [--lr X]\n"
     "                           [--momentum X] [--weight-decay X] [--print-memory]\n"
+    "                           [--warmup-steps N] [--accum-steps K] [--clip-global X]\n"
     "                           [--dump-after STAGE]\n"
     "  train OUT.pock --data FILE --epochs N   train on this device [--val FILE] [--lr X]\n"
     "                           [--seed S] [--threads T] [--save W.pkw] [--metrics M.jsonl]\n"

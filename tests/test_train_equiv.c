@@ -409,8 +409,9 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
 }
 
 /* test_train_equiv [--only PREFIX] [FIXTURE_DIR...]
- *   The committed fixtures are tests/fixtures/train (the digits models) and its graphs/
- *   (a residual net and an attention block written as Pock graphs, full update).
+ *   The committed fixtures are tests/fixtures/train (the digits models), its graphs/
+ *   (a residual net and an attention block written as Pock graphs, full update) and its
+ *   optim/ (ignore_index, label smoothing, global clipping, warmup, accumulation).
  *   --only: the cases whose name starts with PREFIX ("mlp", "cnn": ctest runs the two
  *   models as two tests, to keep each short); FIXTURE_DIRs: check these instead of the
  *   committed fixtures and skip the live check (debugging with gen_train_fixtures.py --out). */
@@ -429,9 +430,10 @@ int main(int argc, char **argv) {
   for (int i = 1; i <= ndirs; i++)
     failures += run_fixtures(argv[i], tmp, "", only, runs, &nruns, &matched);
   if (ndirs) goto done;
-  /* the digits models (10 steps), then the hand-written residual and attention graphs */
-  static const char *const dirs[] = {"", "/graphs"};
-  for (int i = 0; i < 2; i++) {
+  /* the digits models (10 steps), then the hand-written residual and attention graphs,
+   * then the loss and optimizer options on a small MLP (optim/, 5 steps) */
+  static const char *const dirs[] = {"", "/graphs", "/optim"};
+  for (int i = 0; i < 3; i++) {
     char dir[1024];
     pathf(dir, sizeof dir, "%s/tests/fixtures/train%s", PK_SOURCE_DIR, dirs[i]);
     failures += run_fixtures(dir, tmp, "", only, runs, &nruns, &matched);
@@ -456,7 +458,7 @@ int main(int argc, char **argv) {
       printf("FAIL live: %s\n", cmd);
       failures++;
     } else {
-      for (int i = 0; i < 2; i++) {
+      for (int i = 0; i < 3; i++) {
         char dir[1200];
         pathf(dir, sizeof dir, "%s%s", live, dirs[i]);
         failures += run_fixtures(dir, tmp, "live ", only, runs, &nruns, &matched);
