@@ -157,7 +157,11 @@ void pkrt_model_id(const pkrt_model *m, char hex[65]);
  *     label_column (0-based, negative counts from the end: -1 = last) and must be an
  *     integer; every other column is a feature, multiplied by scale.
  *   npy: X float32/float64 (rows, ...), C order, features = product of the other dims;
- *     Y int32/int64/uint8 (rows,) or (rows, 1) class ids. Versions 1-3 of the format.
+ *     Y int32/int64/uint8 (rows,) or (rows, 1) class ids, or (rows, T) for a model
+ *     whose output is (batch, T, classes) (a label per token: CSV cannot carry those).
+ *     Versions 1-3 of the format.
+ *   Labels are class ids in [0, classes), or the model's ignore_index (graph JSON
+ *   training.ignore_index), which the loss ignores.
  * Features are stored in the dtype the model uses, so a batch is one copy per row. */
 typedef struct pkrt_dataset pkrt_dataset;
 typedef struct pkrt_data_options {
@@ -177,18 +181,22 @@ int64_t pkrt_dataset_rows(const pkrt_dataset *d);
 int64_t pkrt_dataset_features(const pkrt_dataset *d);
 int pkrt_dataset_dtype(const pkrt_dataset *d);
 const void *pkrt_dataset_x(const pkrt_dataset *d);        /* rows x features, row-major */
-const int32_t *pkrt_dataset_labels(const pkrt_dataset *d); /* rows */
+const int32_t *pkrt_dataset_labels(const pkrt_dataset *d); /* rows x label width */
+int64_t pkrt_dataset_label_width(const pkrt_dataset *d);  /* 1, or T per-token labels */
 
 /* ---- the training loop ----
  * Each epoch visits every row once in an order drawn from a PRNG seeded by `seed`
  * (xoshiro256**, seeded through splitmix64; the same seed gives the same order). Batches
  * have the compiled batch size; the LAST PARTIAL BATCH is padded: its padding rows are
- * zeros with label weight 0, so the loss averages over its real rows only. Per epoch it
+ * zeros with label -1 (ignored; old one-hot artifacts: weight 0), so the loss averages
+ * over its real rows only. Per epoch it
  * prints (to `out`, stdout when NULL)
  *   epoch 3/30 loss 0.1234 acc 0.9512 val_loss 0.2000 val_acc 0.9300 ms/step 0.123
  * (val_* only with a validation set), with a progress bar in between when `out` is a
- * terminal; loss and accuracy are the means over the epoch's rows, accuracy the argmax of
- * the output against the label, measured during the step (before its update). At the end
+ * terminal; loss and accuracy are the means over the epoch's counted labels (its rows;
+ * its tokens for per-token labels; labels equal to ignore_index do not count), accuracy
+ * the argmax of the output against the label, measured during the step (before its
+ * update). At the end
  * it prints "trained N steps, ms/step X". When *stop becomes non-zero (a SIGINT handler)
  * the loop ends after the current step, saves the weights (save_path), prints
  * "interrupted after N steps" and returns 0 with result->interrupted set. A step whose
