@@ -19,6 +19,8 @@ Output (all small; see cases.txt for the list the C test reads):
   optim/                         a small MLP graph under the loss and optimizer options
                                  (ignore_index, label_smoothing, clip_global, lr warmup,
                                  gradient accumulation), 5 steps, one graph file per case
+  tokens/                        a per-token classifier (N, 8, 10) with labels (5, 4, 8)
+                                 (some ignored) and label smoothing, 5 SGD steps
   graphs/                        the same for hand-written graphs that are not
                                  nn.Sequential (a residual net, an attention block), full
                                  update over 5 steps, PyTorch running the graph itself
@@ -395,8 +397,7 @@ def train_optim_torch(g, weights, case, x, y):
     accumulation (each micro-batch's loss / k, step every k-th): ({name: tensor} after
     OPTIM_STEPS steps, [unscaled loss per step])."""
     import torch
-    import torch.nn.functional as F
-    from graph_torch import PockGraph
+    from graph_torch import PockGraph, training_loss
     opt, smooth, clip, warmup, sched, accum = OPTIM_CASES[case]
     m = PockGraph(g, weights, dtype=torch.float64)
     params = [p for _, p in m.named_pock_params()]
@@ -408,8 +409,7 @@ def train_optim_torch(g, weights, case, x, y):
     lr_sched = torch.optim.lr_scheduler.LambdaLR(o, lr_lambda(warmup, sched))
     losses = []
     for t in range(OPTIM_STEPS):
-        loss = F.cross_entropy(m(torch.from_numpy(x[t])), torch.from_numpy(y[t]).long(),
-                               ignore_index=IGNORE, label_smoothing=smooth)
+        loss = training_loss(g, m(torch.from_numpy(x[t])), torch.from_numpy(y[t]))
         (loss / accum).backward()
         losses.append(loss.item())
         if (t + 1) % accum == 0:
@@ -419,6 +419,72 @@ def train_optim_torch(g, weights, case, x, y):
             o.zero_grad()
             lr_sched.step()
     return collections.OrderedDict((n, p.detach()) for n, p in m.named_pock_params()), losses
+
+
+def token_graph():
+    """x (N, 64) as 8 tokens of width 8 -> linear 8 -> 10 per token -> (N, 8, 10): a
+    per-token classifier (a language model's head)."""
+    shapes = [("head.weight", (10, 8)), ("head.bias", (10,))]
+    nodes = [_node("tokens", "reshape", ["x"], "t", shape=[-1, 8]),
+             _node("head", "matmul", ["t", "head.weight"], "head.mm", trans_b=True),
+             _node("head.add", "add", ["head.mm", "head.bias"], "head.out"),
+             _node("per_token", "reshape", ["head.out"], "logits", shape=["N", 8, 10])]
+    return shapes, nodes, "logits"
+
+
+def generate_tokens(out_dir):
+    """out_dir/tokens: the per-token classifier with labels (steps, batch, 8) including
+    IGNORE, label smoothing 0.1, SGD: PyTorch's per-token cross_entropy. Returns 1."""
+    import torch
+    import torch2pock
+    from graph_torch import PockGraph, training_loss
+    tdir = os.path.join(out_dir, "tokens")
+    os.makedirs(tdir, exist_ok=True)
+    x, _ = make_batches()
+    x = x[:OPTIM_STEPS]
+    rng = np.random.default_rng(17)
+    y = rng.integers(0, 10, size=(OPTIM_STEPS, BATCH, 8)).astype(np.int32)
+    y[rng.random(y.shape) < 0.15] = IGNORE
+    np.save(os.path.join(tdir, "x.npy"), x)
+    np.save(os.path.join(tdir, "y.npy"), y)
+    with open(os.path.join(tdir, "full.json"), "w") as f:
+        json.dump({"version": 1, "train": [{"all": True}]}, f)
+        f.write("\n")
+    shapes, nodes, output = token_graph()
+    w = collections.OrderedDict(
+        (n, np.random.default_rng(19).uniform(-1, 1, size=sh) / np.sqrt(8)) for n, sh in shapes)
+    case = "tokens_smooth_ignore_sgd"
+    g = {"format": "pock-graph", "version": 1, "name": "fixture_" + case, "dtype": "f64",
+         "weights_file": case + ".pkw", "inputs": [{"name": "x", "shape": ["N", 64]}],
+         "params": [{"name": n, "shape": list(sh)} for n, sh in shapes],
+         "nodes": nodes, "output": output,
+         "training": optim_training(SGD, 0.1, 0, 0, None, 1)}
+    with open(os.path.join(tdir, case + ".json"), "w") as f:
+        json.dump(g, f, indent=1)
+        f.write("\n")
+    torch2pock.write_pkw(os.path.join(tdir, case + ".pkw"), w)
+    m = PockGraph(g, w, dtype=torch.float64)
+    params = [p for _, p in m.named_pock_params()]
+    o = torch.optim.SGD(params, lr=SGD["lr"], momentum=SGD["momentum"],
+                        weight_decay=SGD["weight_decay"])
+    losses = []
+    for t in range(OPTIM_STEPS):
+        loss = training_loss(g, m(torch.from_numpy(x[t])), torch.from_numpy(y[t]))
+        o.zero_grad()
+        loss.backward()
+        o.step()
+        losses.append(loss.item())
+    after = collections.OrderedDict((n, p.detach()) for n, p in m.named_pock_params())
+    torch2pock.write_pkw(os.path.join(tdir, case + ".after.pkw"), after)
+    with open(os.path.join(tdir, "cases.txt"), "w") as f:
+        f.write("# case model spec optimizer lr momentum weight_decay tolerance after\n")
+        f.write("%s %s full.json sgd %.17g %.17g %.17g %g %s\n" % (
+            case, case + ".json", SGD["lr"], SGD["momentum"], SGD["weight_decay"], TOL["f64"],
+            case + ".after.pkw"))
+    with open(os.path.join(tdir, "losses.txt"), "w") as f:
+        f.write("# case: the loss of each of the %d steps (before its update)\n" % OPTIM_STEPS)
+        f.write(case + " " + " ".join("%.17g" % v for v in losses) + "\n")
+    return 1
 
 
 def generate_optim(out_dir):
@@ -475,6 +541,8 @@ def generate(out_dir, only=None):
     os.makedirs(out_dir, exist_ok=True)
     if only == "optim":
         return generate_optim(out_dir)
+    if only == "tokens":
+        return generate_tokens(out_dir)
     x, y = make_batches()
     np.save(os.path.join(out_dir, "x.npy"), x)
     np.save(os.path.join(out_dir, "y.npy"), y)
@@ -511,13 +579,13 @@ def generate(out_dir, only=None):
     with open(os.path.join(out_dir, "losses.txt"), "w") as f:
         f.write("\n".join(loss_lines) + "\n")
     n = len(lines) - 1 + generate_graphs(out_dir, only)
-    return n + (generate_optim(out_dir) if only is None else 0)
+    return n + (generate_optim(out_dir) + generate_tokens(out_dir) if only is None else 0)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "train"))
-    ap.add_argument("--only", choices=("mlp", "cnn") + GRAPH_MODELS + ("optim",),
+    ap.add_argument("--only", choices=("mlp", "cnn") + GRAPH_MODELS + ("optim", "tokens"),
                     help="only this model's cases (the test's live check, one model a test)")
     a = ap.parse_args()
     n = generate(a.out, a.only)
