@@ -235,7 +235,8 @@ pkrt_status rt_csv_load(pkrt_ctx *rt, const char *path, const rt_data_opts *o,
 /* ---- the public loader ---- */
 
 static pkrt_status resolve(pkrt_ctx *rt, const pkrt_data_options *opts, rt_data_opts *o) {
-  *o = (rt_data_opts){.scale = 1, .label_column = -1, .dtype = PKRT_DTYPE_F32};
+  *o = (rt_data_opts){.scale = 1, .label_column = -1, .dtype = PKRT_DTYPE_F32,
+                      .label_width = 1};
   if (!opts) return PKRT_OK;
   o->scale = opts->scale != 0 ? opts->scale : 1;
   o->label_column = opts->label_column;
@@ -255,6 +256,12 @@ static pkrt_status resolve(pkrt_ctx *rt, const pkrt_data_options *opts, rt_data_
     return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "dataset dtype must be f32 or f64");
   o->classes = opts->classes;
   o->features = opts->features;
+  if (opts->label_width < 0 || opts->label_width > INT32_MAX)
+    return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "label_width %lld out of range",
+                         (long long)opts->label_width);
+  o->label_width = opts->label_width > 1 ? opts->label_width : 1;
+  o->has_ignore_index = opts->has_ignore_index != 0;
+  o->ignore_index = opts->ignore_index;
   return PKRT_OK;
 }
 

@@ -173,6 +173,10 @@ typedef struct pkrt_data_options {
   const pkrt_model *model;
   int64_t classes;       /* > 0 without a model: labels must be in [0, classes) */
   int64_t features;      /* > 0 without a model: required feature count */
+  /* without a model (with one they come from it): */
+  int64_t label_width;   /* > 1: labels per row (Y.npy is (rows, label_width)); 0 means 1 */
+  int has_ignore_index;  /* non-zero: ignore_index is a label allowed besides class ids */
+  int64_t ignore_index;
 } pkrt_data_options;
 int pkrt_dataset_load(const char *path, const pkrt_data_options *opts, pkrt_dataset **out,
                       char *err, size_t errcap);
