@@ -39,6 +39,8 @@ static const char train_help[] =
     "                          checkpoint given to --resume\n"
     "  --lr X                  base learning rate (default: the compiled one, or the\n"
     "                          checkpoint's)\n"
+    "  --warmup-steps N        linear lr warmup over N optimizer steps, then the schedule\n"
+    "                          (default: the compiled one; transformers' rule)\n"
     "  --seed S                shuffling seed (default 1)\n"
     "  --threads T             kernel threads (default 1)\n"
     "  --save W.pkw            write the trained weights (also on Ctrl-C)\n"
@@ -97,7 +99,7 @@ typedef struct run_options {
   const char *prog;         /* "pock" or "pock-rt", for messages and help */
   mode mode;
   const char *model, *data, *val, *save, *metrics, *weights, *checkpoint, *resume, *key;
-  int64_t epochs, seed, threads, label_column, every, max_steps;
+  int64_t epochs, seed, threads, label_column, every, max_steps, warmup_steps;
   double lr, scale;
   bool scores;
 } run_options;
@@ -137,6 +139,7 @@ static const int_opt int_opts[] = {
     {"--threads", offsetof(run_options, threads), 1, 512, false},
     {"--checkpoint-every", offsetof(run_options, every), 1, INT64_MAX, true},
     {"--max-steps", offsetof(run_options, max_steps), 1, INT64_MAX, true},
+    {"--warmup-steps", offsetof(run_options, warmup_steps), 1, INT32_MAX, true},
     {"--label-column", offsetof(run_options, label_column), -100000, 100000, false},
 };
 
@@ -247,7 +250,7 @@ static int train(const run_options *o, pkrt_model *m, const pkrt_dataset *data,
                           .val = val, .save_path = o->save, .metrics_path = o->metrics,
                           .stop = &stop_requested, .checkpoint_path = o->checkpoint,
                           .checkpoint_every = o->every, .resume_path = o->resume,
-                          .max_steps = o->max_steps};
+                          .max_steps = o->max_steps, .warmup_steps = o->warmup_steps};
   pkrt_train_result r;
   fflush(stdout);
   if (pkrt_train_run(m, data, &t, &r) != 0) return fail(o, "%s", pkrt_model_error(m));

@@ -280,6 +280,13 @@ static pkrt_status setup(loop *L, pkrt_train_result *r) {
   if (st == PKRT_OK && o->val) st = check_fits(m, o->val, "validation data");
   if (st == PKRT_OK && o->lr > 0) st = (pkrt_status)pkrt_model_set_lr(m, o->lr);
   if (st != PKRT_OK) return st;
+  if (o->warmup_steps < 0 || o->warmup_steps > INT32_MAX ||
+      (o->warmup_steps > 0 && m->mf.opt.sched == RT_SCHED_COSINE &&
+       m->mf.opt.total_steps <= o->warmup_steps))
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "warmup_steps %lld: must be in 0..%d and below "
+                         "the cosine schedule's total_steps (%lld)", (long long)o->warmup_steps,
+                         INT32_MAX, (long long)m->mf.opt.total_steps);
+  if (o->warmup_steps > 0) m->mf.opt.warmup_steps = o->warmup_steps;
   L->perm = malloc(sizeof(int64_t) * (size_t)L->d->rows);
   L->labels = malloc(sizeof(int32_t) * (size_t)(m->mf.batch * m->mf.label_width));
   if (!L->perm || !L->labels) return pkrt_ctx_fail(m->rt, PKRT_ERR_NOMEM, "out of memory");

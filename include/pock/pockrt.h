@@ -236,6 +236,9 @@ typedef struct pkrt_train_options {
   const char *resume_path;
   int64_t max_steps;               /* > 0: stop after this many steps of this run, as the
                                       stop flag does (result->interrupted is set) */
+  int64_t warmup_steps;            /* > 0: overrides the manifest's linear lr warmup
+                                      (optimizer steps; a cosine schedule's total_steps must
+                                      exceed it) */
 } pkrt_train_options;
 
 typedef struct pkrt_train_result {
