@@ -1,6 +1,8 @@
-/* op_loss.c — the losses that root a training graph: softmax_cross_entropy and mse_loss,
- * each a sum over rows weighted by R (so padding rows of a partial batch count 0), and
- * their gradients, which take no dY (the loss is the end of the chain). */
+/* op_loss.c — the losses that root a training graph: cross_entropy over integer labels
+ * (what classification trains with: ignored labels make padding rows count 0), and
+ * softmax_cross_entropy (one-hot targets) and mse_loss, each a sum over rows weighted by
+ * R (so padding rows of a partial batch count 0); their gradients take no dY (the loss is
+ * the end of the chain). */
 #include "op_impl.h"
 
 static bool same_shape(const pk_op_input *a, const pk_op_input *b) {

@@ -1,7 +1,9 @@
 /* op_update.c — optimizer updates as element-wise ops over a weight: sgd_update (PyTorch
  * SGD with momentum and L2 weight decay) and adamw_update (Adam / AdamW). Hyper-parameters
- * that never change are literals in the TE; the learning rate and Adam's bias corrections
- * arrive each step in H. Optional clipping of the gradient's L2 norm is a first stage. */
+ * that never change are literals in the TE; the learning rate, Adam's bias corrections and
+ * the accumulation micro-step arrive each step in H. Optional clipping of the gradient's
+ * L2 norm is a first stage. Also the ops around them: grad_accumulate (gradient
+ * accumulation) and clip_grad_norm (global-norm clipping). */
 #include "op_impl.h"
 
 /* Checks W, G, M (and V) share one shape and H is (4,). */
