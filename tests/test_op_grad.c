@@ -56,9 +56,13 @@ static int activation_kinks(pk_op_kind op, const pk_op_attrs *a, double kink[2],
 static void fill_input(pk_op_kind op, const pk_op_params *prm, int input, pk_te_ref_tensor *t,
                        uint64_t *rng) {
   int64_t n = t->numel;
-  if (t->ival) { /* integer labels: -1 .. K, so some fall outside [0, K) (ignored) */
+  if (t->ival && op == PK_OP_CROSS_ENTROPY) { /* labels -1 .. K: some outside [0, K) */
     int64_t k = prm->in[0].shape[prm->in[0].ndim - 1];
     for (int64_t i = 0; i < n; i++) t->ival[i] = (int64_t)(next_u64(rng) % (uint64_t)(k + 2)) - 1;
+    return;
+  }
+  if (t->ival) { /* another op's integer input: index 0 is always in range */
+    memset(t->ival, 0, sizeof(int64_t) * (size_t)n);
     return;
   }
   double kink[2], scale;
