@@ -113,7 +113,7 @@ pk_status drv_manifest(drv_state *S) {
   cJSON_AddStringToObject(m, "dtype", pkrt_dtype_name(g->tensors[input]->dtype));
   cJSON_AddNumberToObject(m, "batch", (double)g->batch);
   cJSON_AddNumberToObject(m, "classes", (double)S->info.classes);
-  if (!S->o->inference && S->spec.loss == PK_LOSS_SOFTMAX_XENT && S->spec.has_ignore_index)
+  if (S->spec.loss == PK_LOSS_SOFTMAX_XENT && S->spec.has_ignore_index)
     cJSON_AddNumberToObject(m, "ignore_index", (double)S->spec.ignore_index);
 
   cJSON *r = cJSON_CreateObject();

@@ -323,6 +323,11 @@ static pkrt_status parse_io(parser *P, const cJSON *root, rt_manifest *mf) {
     return fail(P, "io.row_weight: tensor '%s' must have shape (batch)",
                 mf->tensors[mf->row_weight].name);
   mf->label_width = 1;
+  /* an inference artifact of a per-token classifier: output (batch, T, classes) */
+  if (mf->target_t < 0 && mf->classes > 0 && mf->output >= 0 &&
+      mf->tensors[mf->output].ndim == 3 &&
+      mf->tensors[mf->output].shape[2] == mf->classes)
+    mf->label_width = mf->tensors[mf->output].shape[1];
   if (mf->int_labels) {
     const rt_tensor *t = &mf->tensors[mf->target_t];
     if (t->ndim > 2)
