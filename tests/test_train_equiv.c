@@ -466,6 +466,10 @@ int main(int argc, char **argv) {
       for (int i = 0; i < 4; i++) {
         char dir[1200];
         pathf(dir, sizeof dir, "%s%s", live, dirs[i]);
+        /* --only regenerates one model's directory (optim/, tokens/ stand alone) */
+        char cases[1300];
+        pathf(cases, sizeof cases, "%s/cases.txt", dir);
+        if (only && access(cases, F_OK) != 0) continue;
         failures += run_fixtures(dir, tmp, "live ", only, runs, &nruns, &matched);
       }
     }
