@@ -243,6 +243,18 @@ static const grad_case grad_cases[] = {
      {NULL, "I0 DY", "I0 DY"}},
     {"masked_fill", PK_OP_MASKED_FILL,
      {2, {{3, {2, 3, 4}, F64}, {2, {1, 4}, PKRT_DTYPE_I32}}, {.value = 0.75}}, {"I1 DY"}},
+    /* losses with integer labels: labels -1 .. K (some ignored); reads the forward's
+     * M, S and C stages */
+    {"cross_entropy_labels", PK_OP_CROSS_ENTROPY,
+     {2, {{2, {6, 7}, F32}, {1, {6}, PKRT_DTYPE_I64}}, NONE}, {"I0 I1 S0 S1 S2"}},
+    {"cross_entropy_tokens_ignore_smooth_f64", PK_OP_CROSS_ENTROPY,
+     {2, {{3, {2, 4, 5}, F64}, {2, {2, 4}, PKRT_DTYPE_I32}},
+      {.has_ignore_index = true, .ignore_index = 1, .label_smoothing = 0.2}},
+     {"I0 I1 S0 S1 S3"}},
+    {"cross_entropy_1row_full_smooth", PK_OP_CROSS_ENTROPY,
+     {2, {{2, {1, 3}, F64}, {1, {1}, PKRT_DTYPE_I64}},
+      {.has_ignore_index = true, .ignore_index = -100, .label_smoothing = 1.0}},
+     {"I0 I1 S0 S1 S3"}},
 };
 
 #define GRAD_CASES ((int)(sizeof grad_cases / sizeof grad_cases[0]))

@@ -77,6 +77,9 @@ pk_status pk_op_grad_pow(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te
 /* normalization */
 pk_status pk_op_grad_norm(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *, int,
                           pk_op_grad *, pk_strbuf *);
+/* losses with integer labels */
+pk_status pk_op_grad_cross_entropy(pk_ctx *, pk_op_kind, const pk_op_params *,
+                                   const pk_te_tensor *, int, pk_op_grad *, pk_strbuf *);
 
 pk_op_grad_fn pk_op_grad_builder(pk_op_kind op); /* NULL for ops with no differentiable input */
 
