@@ -95,6 +95,26 @@ const pk_te_tensor *space_product_stage(const pk_te_program *p) {
   return NULL;
 }
 
+/* sum(a * b) or sum(select(c, a * b, 0.0)) */
+static bool sum_of_product(const pk_te_tensor *t) {
+  if (t->kind != PK_TE_COMPUTE || t->body->kind != PK_EXPR_REDUCE || t->body->op != PK_EOP_SUM)
+    return false;
+  const pk_expr *e = t->body->args[0];
+  if (e->kind == PK_EXPR_SELECT) e = e->args[1];
+  return e->kind == PK_EXPR_BINARY && e->op == PK_EOP_MUL;
+}
+
+int space_sibling_stages(const pk_te_program *p, const pk_te_tensor *t,
+                         const pk_te_tensor **out, int max) {
+  int n = 0;
+  for (int i = t->id + 1; i < p->ntensors && n < max; i++) {
+    const pk_te_tensor *u = p->tensors[i];
+    if (sum_of_product(u) && u->ndim == t->ndim && u->body->naxes == t->body->naxes)
+      out[n++] = u;
+  }
+  return n;
+}
+
 /* ---- the space ---- */
 
 /* Knobs JSON lists keys in byte order (the project's canonical JSON): a few knobs, so an

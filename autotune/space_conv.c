@@ -18,7 +18,11 @@ typedef struct conv_plan {
   int oc, h, w;  /* dims: output channels, rows (-1: none), columns */
   const char *weight; /* operand read at bare oc ("t1"); NULL: none */
   int weight_dim;
+  int nsib;           /* stages shaped like this one (a strided dX's phases): same knobs */
+  space_names *sib;
 } conv_plan;
+
+#define CV_MAX_SIBLINGS 16
 
 static pk_status conv_init(pk_space *sp) {
   const pk_te_program *prog = sp->task->prog;
@@ -38,6 +42,10 @@ static pk_status conv_init(pk_space *sp) {
       p->weight_dim = d;
     }
   }
+  const pk_te_tensor *sibs[CV_MAX_SIBLINGS];
+  p->nsib = space_sibling_stages(prog, t, sibs, CV_MAX_SIBLINGS);
+  p->sib = pk_alloc(ctx, (size_t)(p->nsib ? p->nsib : 1) * sizeof *p->sib);
+  for (int i = 0; i < p->nsib; i++) space_names_of(sp, sibs[i], &p->sib[i]);
   sp->plan = p;
 
   int64_t OC = t->shape[p->oc], W = t->shape[p->w], H = p->h >= 0 ? t->shape[p->h] : 1;
@@ -140,8 +148,8 @@ static pk_status conv_unroll_and_vectorize(const conv_plan *p, pk_schedule *s, c
   return PK_OK;
 }
 
-static pk_status conv_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
-  const conv_plan *p = sp->plan;
+/* Shapes the product stage p->n.stage (the main one or a sibling). */
+static pk_status conv_apply_stage(const conv_plan *p, pk_schedule *s, const int64_t *v) {
   const char *T = p->n.stage;
   bool local = v[CV_CACHE_WRITE] != 0;
   conv_loops l;
@@ -167,6 +175,38 @@ static pk_status conv_apply(const pk_space *sp, pk_schedule *s, const int64_t *v
     /* the first tile loop: batch dims are often 1 */
     int first = l.nouter - (p->h >= 0 ? 3 : 2);
     SPACE_TRY(pk_sched_parallel(s, T, l.outer[first]));
+  }
+  return PK_OK;
+}
+
+/* The knob values for a sibling stage, whose extents may be smaller than the main stage's
+ * (a phase has a row fewer, a kernel tap fewer): tiles, vectors and unroll depths clamped
+ * to them; the weight is packed for the main stage only. */
+static void conv_fit(const conv_plan *q, pk_schedule *s, const int64_t *v, int64_t *out) {
+  const pk_stage *st = pk_sched_find_stage(s, q->n.stage);
+  const int64_t *shape = st->tensor->shape;
+  memcpy(out, v, CV_NKNOBS * sizeof *out);
+  if (out[CV_TILE_OC] > shape[q->oc]) out[CV_TILE_OC] = shape[q->oc];
+  if (q->h >= 0 && out[CV_TILE_H] > shape[q->h]) out[CV_TILE_H] = shape[q->h];
+  if (out[CV_TILE_W] > shape[q->w]) out[CV_TILE_W] = shape[q->w];
+  if (out[CV_VECTOR] > out[CV_TILE_W]) out[CV_VECTOR] = out[CV_TILE_W];
+  if (out[CV_VECTOR] < 2) out[CV_VECTOR] = 1;
+  out[CV_PACK_W] = 0;
+  const char *k = q->n.k[q->n.orders[v[CV_REDUCE_ORDER]][q->n.nreduce - 1]];
+  const pk_iter *it = pk_sched_find_iter(st, k);
+  if (it && out[CV_UNROLL_K] > it->extent) out[CV_UNROLL_K] = it->extent <= 64 ? 0 : 1;
+}
+
+static pk_status conv_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
+  const conv_plan *p = sp->plan;
+  SPACE_TRY(conv_apply_stage(p, s, v));
+  for (int i = 0; i < p->nsib; i++) {
+    conv_plan q = *p;
+    int64_t w[CV_NKNOBS];
+    q.n = p->sib[i];
+    q.weight = NULL;
+    conv_fit(&q, s, v, w);
+    SPACE_TRY(conv_apply_stage(&q, s, w));
   }
   for (int i = 0; i < p->n.nother; i++) {
     const pk_stage *st = pk_sched_find_stage(s, p->n.other[i]);

@@ -24,9 +24,13 @@ typedef struct gemm_plan {
   space_names n;
   int v, r;           /* dims: vector lanes, register rows (-1: none) */
   int64_t ev, er;     /* their extents (er 1 without rows) */
-  const char *packed; /* the operand read at bare V ("t1") */
+  const char *packed; /* the operand read at bare V ("t1"); NULL: not packed (siblings) */
   int packed_dim;
+  int nsib;           /* stages shaped like this one (a strided dX's phases): same knobs */
+  space_names *sib;
 } gemm_plan;
+
+#define CG_MAX_SIBLINGS 16
 
 /* The product of a sum: sum(a * b) or sum(select(c, a * b, 0)) (a transposed window's
  * guard); *guard gets c or NULL. */
@@ -102,6 +106,10 @@ static pk_status gemm_init(pk_space *sp) {
   gemm_plan *p = pk_alloc(sp->ctx, sizeof *p);
   if (!choose_axes(sp, t, mul, guard, p)) return PK_ERR_UNSUPPORTED;
   space_names_of(sp, t, &p->n);
+  const pk_te_tensor *sibs[CG_MAX_SIBLINGS];
+  p->nsib = space_sibling_stages(prog, t, sibs, CG_MAX_SIBLINGS);
+  p->sib = pk_alloc(sp->ctx, (size_t)(p->nsib ? p->nsib : 1) * sizeof *p->sib);
+  for (int i = 0; i < p->nsib; i++) space_names_of(sp, sibs[i], &p->sib[i]);
   sp->plan = p;
 
   int64_t EV = p->ev = t->shape[p->v], ER = p->er = p->r >= 0 ? t->shape[p->r] : 1;
@@ -184,10 +192,10 @@ static pk_status shape_acc(const gemm_plan *p, pk_schedule *s, const char *stage
   return PK_OK;
 }
 
-static pk_status gemm_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
-  const gemm_plan *p = sp->plan;
+/* Shapes the accumulating stage p->n.stage (the main one or a sibling). */
+static pk_status gemm_apply_stage(const gemm_plan *p, pk_schedule *s, const int64_t *v) {
   const char *T = p->n.stage;
-  if (v[CG_PACK]) {
+  if (v[CG_PACK] && p->packed) {
     const char *readers[] = {T};
     SPACE_TRY(pk_sched_cache_read(s, p->packed, "ws", 1, readers, p->packed_dim, v[CG_TILE_V]));
   }
@@ -212,6 +220,35 @@ static pk_status gemm_apply(const pk_space *sp, pk_schedule *s, const int64_t *v
     nouter = outer_loops(p, s, v, outer);
   }
   if (v[CG_PARALLEL]) SPACE_TRY(pk_sched_parallel(s, T, outer[0]));
+  return PK_OK;
+}
+
+/* The knob values for a sibling stage, whose extents may be smaller than the main stage's:
+ * tiles, vectors and unroll depths clamped to them; no packing. */
+static void gemm_fit(const gemm_plan *q, pk_schedule *s, const int64_t *v, int64_t *out) {
+  const pk_stage *st = pk_sched_find_stage(s, q->n.stage);
+  const int64_t *shape = st->tensor->shape;
+  memcpy(out, v, CG_NKNOBS * sizeof *out);
+  if (q->r >= 0 && out[CG_TILE_ROWS] > shape[q->r]) out[CG_TILE_ROWS] = shape[q->r];
+  if (out[CG_TILE_V] > shape[q->v]) out[CG_TILE_V] = shape[q->v];
+  if (out[CG_VECTOR] > out[CG_TILE_V]) out[CG_VECTOR] = out[CG_TILE_V];
+  if (out[CG_VECTOR] < 2) out[CG_VECTOR] = 1;
+  const char *k = q->n.k[q->n.orders[v[CG_REDUCE_ORDER]][q->n.nreduce - 1]];
+  const pk_iter *it = pk_sched_find_iter(st, k);
+  if (it && out[CG_UNROLL_K] > it->extent) out[CG_UNROLL_K] = it->extent <= 64 ? 0 : 1;
+}
+
+static pk_status gemm_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
+  const gemm_plan *p = sp->plan;
+  SPACE_TRY(gemm_apply_stage(p, s, v));
+  for (int i = 0; i < p->nsib; i++) {
+    gemm_plan q = *p;
+    int64_t w[CG_NKNOBS];
+    q.n = p->sib[i];
+    q.packed = NULL;
+    gemm_fit(&q, s, v, w);
+    SPACE_TRY(gemm_apply_stage(&q, s, w));
+  }
   for (int i = 0; i < p->n.nother; i++) {
     const pk_stage *st = pk_sched_find_stage(s, p->n.other[i]);
     if (st) SPACE_TRY(space_schedule_injective(s, st, v[CG_VECTOR], 1, v[CG_PARALLEL] != 0, false, false));

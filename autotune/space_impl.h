@@ -70,6 +70,11 @@ int64_t space_pick(const pk_space *sp, int k, int64_t want);
 const char *space_name(pk_schedule *s, const char *base, const char *suffix);
 /* The compute that classifies the task: the first sum of a product (matmul, conv). */
 const pk_te_tensor *space_product_stage(const pk_te_program *p);
+/* The other computes shaped like t: sums of products (possibly guarded) with t's rank and
+ * number of reduce axes, after t (the phase stages of a strided conv2d's dX, which a
+ * template shapes as it shapes t). Up to max tensors into out; returns how many. */
+int space_sibling_stages(const pk_te_program *p, const pk_te_tensor *t,
+                         const pk_te_tensor **out, int max);
 /* The index of the dim of READ r that is exactly the bare axis ax, or -1. */
 int space_bare_dim(const pk_expr *r, const pk_te_axis *ax);
 

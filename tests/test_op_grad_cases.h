@@ -139,6 +139,17 @@ static const grad_case grad_cases[] = {
      {1, {{4, {2, 3, 1, 5}, F32}}, {.new_ndim = 2, .new_shape = {2, 15}}}, {"DY"}},
     {"reshape_regroup", PK_OP_RESHAPE,
      {1, {{2, {6, 5}, F64}}, {.new_ndim = 3, .new_shape = {5, 3, 2}}}, {"DY"}},
+    /* conv2d dX as phase convolutions (stride > 1): remainders, padding 0..2 */
+    {"conv2d_phases_s2_k3_rem", PK_OP_CONV2D,
+     {2, {{4, {1, 2, 9, 10}, F64}, {4, {2, 2, 3, 3}, F64}}, {.stride = {2, 2}, .pad = {0, 1, 2, 0}}},
+     {"I1 DY", "I0 DY"}},
+    {"conv2d_phases_s3_k5_pad2", PK_OP_CONV2D,
+     {2, {{4, {1, 1, 11, 8}, F32}, {4, {2, 1, 5, 4}, F32}}, {.stride = {3, 2}, .pad = {2, 1, 1, 2}}},
+     {"I1 DY", "I0 DY"}},
+    /* k <= s: each row reached by one window element, no phases ("direct") */
+    {"conv2d_direct_k2_s3_pad1", PK_OP_CONV2D,
+     {2, {{4, {1, 2, 8, 7}, F64}, {4, {2, 2, 2, 2}, F64}}, {.stride = {3, 3}, .pad = {1, 1, 0, 1}}},
+     {"I1 DY", "I0 DY"}},
 };
 
 #define GRAD_CASES ((int)(sizeof grad_cases / sizeof grad_cases[0]))
