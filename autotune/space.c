@@ -130,10 +130,15 @@ int space_thread_values(const pk_space *sp, const pk_te_tensor *t, int64_t *out)
   out[n++] = 0;
   if (!sp->opts.allow_parallel || t->body->kind != PK_EXPR_REDUCE) return n;
   int64_t longest = 0;
+  double length = 1;
   for (int a = 0; a < t->body->naxes; a++) {
     int64_t e = t->body->axes[a]->hi - t->body->axes[a]->lo;
     if (e > longest) longest = e;
+    length *= (double)e;
   }
+  /* only where the output is small relative to the reduction: elsewhere its tiles give
+   * every core work (and the space stays as it was) */
+  if ((double)pk_te_tensor_numel(t) > length) return n;
   for (int64_t f = 2; f <= 8 && f <= longest; f *= 2) out[n++] = f;
   return n;
 }

@@ -106,7 +106,8 @@ bool space_uses_axis(const pk_expr *e, const pk_te_axis *ax);
 
 /* ---- reductions split across threads (weight gradients: few outputs, long sums) ----
  * The values of an rfactor_threads knob: 0 (off), then 2, 4, 8 up to t's longest reduce
- * axis, when the space may run loops in parallel; into out, returning how many. */
+ * axis, when the space may run loops in parallel and t has at most as many elements as
+ * its reduction is long (all reduce extents multiplied); into out, returning how many. */
 int space_thread_values(const pk_space *sp, const pk_te_tensor *t, int64_t *out);
 /* What a preset takes for knob k (rfactor_threads): 0 when the loop the template runs in
  * parallel has at least as many iterations as the target has cores (cores from the target
