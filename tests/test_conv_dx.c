@@ -241,6 +241,10 @@ static void test_schedules(void) {
                        {.stride = {2, 1}, .pad = {0, 1, 1, 1}}};
   check_schedules(ctx, cc, rt, "schedules_dx_small_image", &small, "conv_gemm", 3);
   check_schedules(ctx, cc, rt, "schedules_dx_wide_image", &wide, "conv", 3);
+  /* stride 1 keeps the transposed-window form; the conv template serves it too now */
+  pk_op_params wide1 = {2, {{4, {1, 3, 4, 40}, PKRT_DTYPE_F32}, {4, {4, 3, 3, 3}, PKRT_DTYPE_F32}},
+                        {.pad = {1, 1, 1, 1}}};
+  check_schedules(ctx, cc, rt, "schedules_dx_stride1_wide_image", &wide1, "conv", 3);
   pkrt_ctx_free(rt);
   pk_ctx_free(ctx);
 }

@@ -1,6 +1,7 @@
 /* test_rfactor_threads.c — weight gradients whose reduction is split across threads (the
  * rfactor_threads knob): every value of the knob, in sampled configs of a depthwise conv2d
- * dW (C, 1, 3, 3) and of a linear layer's dW, builds, replays from its trace and equals the
+ * dW (C, 1, 3, 3) (conv template), a 4-channel conv2d dW (conv-as-GEMM template) and a
+ * linear layer's dW (matmul template), builds, replays from its trace and equals the
  * interpreter when run on 3 threads; the knob is offered only to spaces that may run loops
  * in parallel; and a preset takes it exactly when the output alone cannot fill the cores. */
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "pk_ops.h"
 #include "pk_search.h"
 #include "pk_target.h"
+#include "space_impl.h" /* the template a space chose */
 #include "pk_test.h"
 
 typedef struct rf_case {
@@ -18,6 +20,7 @@ typedef struct rf_case {
   pk_op_kind op;
   pk_op_params prm;
   int input; /* the gradient */
+  const char *template_name; /* the space's template */
 } rf_case;
 
 /* Schedules of the gradient, per value of rfactor_threads: `per_value` sampled configs
@@ -52,8 +55,8 @@ static void check_case(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const rf_case *c, i
   char lanes_parallel[96];
   snprintf(lanes_parallel, sizeof lanes_parallel, "\"step\":\"parallel\",\"stage\":\"t%d.rf\",\"axis\":\"i%d\"",
            dw->id, dw->ndim);
-  /* both cases leave one tile of output channels / columns to run in parallel: the preset
-   * splits unless the target has a single core */
+  /* every case leaves one tile of output channels / lanes / columns to run in parallel:
+   * the preset splits unless the target has a single core */
   const pk_target *target;
   bool want_split = pk_task_target(ctx, &task, &target) != PK_OK || target->cores != 1;
   pk_config c0;
@@ -114,12 +117,12 @@ static void check_case(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const rf_case *c, i
   /* the serial space's preset (the default schedule) never splits */
   pk_config cs;
   bool serial_preset = pk_space_preset(serial, &cs);
-  printf("     %s: %d candidates (preset rfactor_threads %lld), %d wrong\n", what, n,
-         (long long)preset_threads, bad);
-  check(built && !bad && !unsplit && (preset_threads > 0) == want_split && serial_preset &&
+  printf("     %s: template %s, %d candidates (preset rfactor_threads %lld), %d wrong\n", what,
+         sp->cls->name, n, (long long)preset_threads, bad);
+  check(!strcmp(sp->cls->name, c->template_name) && built && !bad && !unsplit && (preset_threads > 0) == want_split && serial_preset &&
             pk_space_knob(serial, ks)->values[cs.idx[ks]] == 0,
-        what, "%d of %d candidates, build %s; %d wrong; preset rfactor_threads %lld; serial "
-        "preset %s", n, want, built ? "ok" : pk_ctx_error(ctx), bad, (long long)preset_threads,
+        what, "template %s (want %s); %d of %d candidates, build %s; %d wrong; preset rfactor_threads %lld; serial "
+        "preset %s", sp->cls->name, c->template_name, n, want, built ? "ok" : pk_ctx_error(ctx), bad, (long long)preset_threads,
         serial_preset ? "ok" : "refused");
   if (m) pkrt_module_free(m);
   pk_space_free(sp);
@@ -139,10 +142,15 @@ int main(void) {
       /* MobileNet's depthwise layer in small: dW (8, 1, 3, 3) sums over 2 x 12 x 12 */
       {"depthwise_conv2d_dW", PK_OP_CONV2D,
        {2, {{4, {2, 8, 12, 12}, PKRT_DTYPE_F32}, {4, {8, 1, 3, 3}, PKRT_DTYPE_F32}},
-        {.groups = 8, .pad = {1, 1, 1, 1}}}, 1},
+        {.groups = 8, .pad = {1, 1, 1, 1}}}, 1, "conv"},
+      /* a conv2d of 4 channels (the conv-as-GEMM template): dW (4, 4, 3, 3) sums over
+       * 4 x 10 x 10 */
+      {"conv2d_dW_4ch", PK_OP_CONV2D,
+       {2, {{4, {4, 4, 10, 10}, PKRT_DTYPE_F32}, {4, {4, 4, 3, 3}, PKRT_DTYPE_F32}},
+        {.pad = {1, 1, 1, 1}}}, 1, "conv_gemm"},
       /* a linear layer on 300 tokens, Y = X W^T: dW (16, 8) sums over the tokens */
       {"linear_dW", PK_OP_MATMUL,
-       {2, {{2, {300, 8}, PKRT_DTYPE_F32}, {2, {16, 8}, PKRT_DTYPE_F32}}, {.trans_b = true}}, 1},
+       {2, {{2, {300, 8}, PKRT_DTYPE_F32}, {2, {16, 8}, PKRT_DTYPE_F32}}, {.trans_b = true}}, 1, "matmul"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(ctx, cc, rt, &cases[i], 2);
   pkrt_ctx_free(rt);
