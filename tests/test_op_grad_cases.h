@@ -146,9 +146,13 @@ static const grad_case grad_cases[] = {
     {"conv2d_phases_s3_k5_pad2", PK_OP_CONV2D,
      {2, {{4, {1, 1, 11, 8}, F32}, {4, {2, 1, 5, 4}, F32}}, {.stride = {3, 2}, .pad = {2, 1, 1, 2}}},
      {"I1 DY", "I0 DY"}},
-    /* k <= s: each row reached by one window element, no phases ("direct") */
-    {"conv2d_direct_k2_s3_pad1", PK_OP_CONV2D,
+    /* k < s: the phases some window element reaches, zeros for the others */
+    {"conv2d_phases_k2_s3_pad1", PK_OP_CONV2D,
      {2, {{4, {1, 2, 8, 7}, F64}, {4, {2, 2, 2, 2}, F64}}, {.stride = {3, 3}, .pad = {1, 1, 0, 1}}},
+     {"I1 DY", "I0 DY"}},
+    /* k = s (patches): one window element per row, no phases ("direct"); rows 6, 7 unread */
+    {"conv2d_direct_patch_k3_s3", PK_OP_CONV2D,
+     {2, {{4, {1, 2, 8, 9}, F32}, {4, {2, 2, 3, 3}, F32}}, {.stride = {3, 3}}},
      {"I1 DY", "I0 DY"}},
 };
 

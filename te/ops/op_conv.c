@@ -1,5 +1,6 @@
 /* op_conv.c — conv2d, NCHW: stride, per-side padding (a select guard reading 0.0),
- * dilation and groups; then its gradients, dX (a transposed convolution) and dW. */
+ * dilation and groups; then its gradients, dX (a transposed convolution; with stride, dense
+ * phase convolutions interleaved) and dW. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,8 +107,10 @@ pk_status pk_op_text_conv2d(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
  * o = q + b - j * dg (b = (t + pad - r0 * d) / s, dg = d / gcd(s, d)), affine with no
  * remainder to test. Each phase is then a dense correlation of dY with the sub-sampled,
  * flipped kernel, writing rows t, t + s, ... of dX; a last compute interleaves the phases.
- * A dim with d = 1 and k <= s ("direct") needs no phases: r = (x + pad) mod s is the only
- * window element reaching x (read when r < k) and o = (x + pad) / s. */
+ * A dim with d = 1 and k = s ("direct", patches) needs no phases: r = (x + pad) mod s is the
+ * only window element reaching x and o = (x + pad) / s. With k < s that form also holds
+ * (r < k guarded) but visits the s - k rows of each s that no window reads, so it serves
+ * only where the phases would be too many. */
 
 /* More phases than this keep the transposed-window form (the program would grow a stage
  * per phase; strides up to 4 x 4 split). */
@@ -165,10 +168,12 @@ static bool dx_phase_init(const pk_op_window *w, int64_t t, dx_phase *ph) {
   return true;
 }
 
-static void dx_dim_init(dx_dim *dd, const pk_op_window *w) {
+/* loose: the direct form also for k < s, where rows no window element reaches are
+ * visited and guarded to 0 (the phase form skips them, at a stage per phase). */
+static void dx_dim_init(dx_dim *dd, const pk_op_window *w, bool loose) {
   memset(dd, 0, sizeof *dd);
   dd->w = w;
-  if (w->s > 1 && w->d == 1 && w->k <= w->s) {
+  if (w->s > 1 && w->d == 1 && (w->k == w->s || (loose && w->k < w->s))) {
     dd->direct = true;
     dd->nphases = 1;
     dd->ph[0] = (dx_phase){.t = -1, .rows = w->in};
@@ -263,10 +268,16 @@ static bool emit_dx_phases(pk_strbuf *out, const pk_op_input *x, const pk_op_win
                            const pk_op_window *ww, int64_t groups, int64_t cg, const char *oc) {
   if (wh->s == 1 && ww->s == 1) return false;
   dx_dim dims[2], *dh = &dims[0], *dw = &dims[1];
-  dx_dim_init(dh, wh);
-  dx_dim_init(dw, ww);
+  dx_dim_init(dh, wh, false);
+  dx_dim_init(dw, ww, false);
+  if (dh->nphases * dw->nphases > DX_MAX_PHASES) { /* small kernels, large strides */
+    dx_dim_init(dh, wh, true);
+    dx_dim_init(dw, ww, true);
+  }
   int nphases = dh->nphases * dw->nphases;
   bool ok = nphases >= 1 && nphases <= DX_MAX_PHASES;
+  /* direct in both dims: the one "phase" is dX itself */
+  bool whole = nphases == 1 && dh->ph[0].t < 0 && dw->ph[0].t < 0;
   for (int p = 0; ok && p < nphases; p++) {
     const dx_phase *ph = &dh->ph[p / dw->nphases], *pw = &dw->ph[p % dw->nphases];
     char jh[16], jw[16];
@@ -277,7 +288,8 @@ static bool emit_dx_phases(pk_strbuf *out, const pk_op_input *x, const pk_op_win
     if (!dw->direct)
       pk_strbuf_printf(out, "%s = reduce_axis(%lld, %lld)\n", jw, (long long)pw->jlo, (long long)pw->jhi);
     int64_t shape[4] = {x->shape[0], x->shape[1], ph->rows, pw->rows};
-    pk_strbuf_printf(out, "P%d = compute(", p);
+    if (whole) pk_strbuf_append(out, "DX = compute(");
+    else pk_strbuf_printf(out, "P%d = compute(", p);
     pk_op_emit_shape(out, 4, shape);
     pk_strbuf_append(out, ", (i0, i1, i2, i3) => sum(");
     pk_strbuf guard;
@@ -306,10 +318,10 @@ static bool emit_dx_phases(pk_strbuf *out, const pk_op_input *x, const pk_op_win
     if (!dw->direct) pk_strbuf_printf(out, ", %s", jw);
     pk_strbuf_append(out, "))\n");
   }
-  if (ok) {
-    /* dX[x] = the phase holding row x, or 0 for rows no window reads */
+  if (ok && !whole) {
+    /* dX[x] = the phase holding row x, or 0 for rows no window reads; not whole, so some
+     * dim splits into phases and each has a condition */
     pk_op_emit_compute_head(out, "DX", 4, x->shape);
-    int open = 0;
     for (int p = 0; p < nphases; p++) {
       const dx_phase *ph = &dh->ph[p / dw->nphases], *pw = &dw->ph[p % dw->nphases];
       pk_strbuf cond;
@@ -317,21 +329,17 @@ static bool emit_dx_phases(pk_strbuf *out, const pk_op_input *x, const pk_op_win
       bool first = true;
       dx_emit_pick(&cond, dh, ph, "i2", &first);
       dx_emit_pick(&cond, dw, pw, "i3", &first);
-      if (!first) {
-        pk_strbuf_printf(out, "select(%s, ", cond.data);
-        open++;
-      }
+      PK_ASSERT(!first);
+      pk_strbuf_printf(out, "select(%s, ", cond.data);
       pk_strbuf_free(&cond);
       pk_strbuf_printf(out, "P%d[i0, i1, ", p);
       dx_emit_row(out, ph, wh, "i2");
       pk_strbuf_append(out, ", ");
       dx_emit_row(out, pw, ww, "i3");
-      pk_strbuf_append(out, "]");
-      if (first) break; /* one phase covering every element (direct in both dims) */
-      pk_strbuf_append(out, ", ");
+      pk_strbuf_append(out, "], ");
     }
-    if (open) pk_strbuf_append(out, "0.0");
-    for (int i = 0; i < open; i++) pk_strbuf_append(out, ")");
+    pk_strbuf_append(out, "0.0");
+    for (int i = 0; i < nphases; i++) pk_strbuf_append(out, ")");
     pk_strbuf_append(out, ")\n");
   }
   return ok;

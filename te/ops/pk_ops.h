@@ -197,9 +197,10 @@ pk_status pk_op_build(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
  *     input that no window reads (gradient 0). With stride s > 1 it is s² dense phase
  *     convolutions (computes P0, P1, ...: rows x = t + s q of phase t get dY correlated
  *     with the window elements that reach them, no skipped terms), then dX interleaves
- *     them; a dim with dilation 1 and kernel <= stride needs no phases (x reads dY at
- *     (x + pad) / s, window element (x + pad) mod s). Over 16 phases (s > 4 with k > s)
- *     keeps the transposed-window form, which visits every window element per row.
+ *     them; a dim with dilation 1 and kernel = stride (patches) needs no phases (x reads
+ *     dY at (x + pad) / s, window element (x + pad) mod s). Over 16 phases, dims with
+ *     dilation 1 and kernel < stride take that form too (guarded), and if still over 16
+ *     the transposed-window form stays, which visits every window element per row.
  *
  * Usage:
  *   pk_op_grad g;
