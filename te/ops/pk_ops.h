@@ -307,7 +307,13 @@ pk_status pk_op_build(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
  *     in row-major scan order (ties happen after relu);
  *   - broadcast inputs of add/sub/mul/div get dY summed over the broadcast dims;
  *   - conv2d dX handles stride, dilation, groups, asymmetric padding and rows/cols of the
- *     input that no window reads (gradient 0).
+ *     input that no window reads (gradient 0). With stride s > 1 it is s² dense phase
+ *     convolutions (computes P0, P1, ...: rows x = t + s q of phase t get dY correlated
+ *     with the window elements that reach them, no skipped terms), then dX interleaves
+ *     them; a dim with dilation 1 and kernel = stride (patches) needs no phases (x reads
+ *     dY at (x + pad) / s, window element (x + pad) mod s). Over 16 phases, dims with
+ *     dilation 1 and kernel < stride take that form too (guarded), and if still over 16
+ *     the transposed-window form stays, which visits every window element per row.
  *   - pow: dA = B A^(B-1) but 0 where B == 0; dB = A^B log A but 0 where A == 0 and
  *     B >= 0 (torch.pow's rules); pow_scalar: e X^(e-1), 0 for e == 0;
  *   - sdpa: dQ, dK, dV read Q, K (V for dQ and dK; Mask) and the saved row max and row sum,
