@@ -184,5 +184,7 @@ pk_status pk_fe_attrs(pk_fe *f, const char *where, pk_op_kind op, const cJSON *a
       (s = fe_real(f, where, attrs, "min", false, &a->clip_min)) != PK_OK ||
       (s = fe_real(f, where, attrs, "max", false, &a->clip_max)) != PK_OK)
     return s;
+  /* indexing and dropout: p's range [0, 1) is the operator library's check */
+  if ((s = fe_real(f, where, attrs, "p", false, &a->drop_p)) != PK_OK) return s;
   return PK_OK;
 }

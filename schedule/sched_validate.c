@@ -171,8 +171,30 @@ static pk_status check_coverage(const sched_op *op, const pk_stage *st) {
                     tg->name, st->name);
 }
 
+/* A scatter_add has one fixed schedule (docs/te.md: its loops run serially, so repeated
+ * destinations never race): no step may change its stage, rewrite its value (cache_read of
+ * what it reads) or put another stage inside its loops. */
+static pk_status check_scatter_fixed(const sched_op *op, const pk_stage *st) {
+  const pk_schedule *s = op->s;
+  if (st->attach_stage && st->attach_stage->tensor->dom_ndim)
+    return sched_fail(op, "%s cannot be computed inside scatter_add %s (its schedule is fixed)",
+                      st->name, st->attach_stage->name);
+  if (!st->tensor->dom_ndim) return PK_OK;
+  bool fixed = st->attach == PK_ATTACH_ROOT && st->scope == PK_SCOPE_GLOBAL &&
+               st->param >= 0 && st->param < s->orig->ntensors &&
+               s->orig->tensors[st->param] == st->tensor && st->nleaf == st->nroot &&
+               st->niters == st->nroot;
+  for (int i = 0; fixed && i < st->nleaf; i++) fixed = st->leaf[i]->kind == PK_LOOP_SERIAL;
+  if (!fixed)
+    return sched_fail(op, "%s is a scatter_add: its schedule is fixed (serial loops, computed "
+                      "at the root into its output)", st->name);
+  return PK_OK;
+}
+
 pk_status sched_validate(const sched_op *op) {
   const pk_schedule *s = op->s;
+  for (int i = 0; i < s->nstages; i++)
+    if (check_scatter_fixed(op, s->stages[i]) != PK_OK) return PK_ERR_SCHEDULE;
   if (check_acyclic(op) != PK_OK) return PK_ERR_SCHEDULE;
   pk_stage **readers = pk_alloc(s->ctx, (size_t)(s->nstages + 1) * sizeof *readers);
   for (int i = 0; i < s->nstages; i++) {

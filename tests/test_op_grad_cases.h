@@ -139,6 +139,19 @@ static const grad_case grad_cases[] = {
      {1, {{4, {2, 3, 1, 5}, F32}}, {.new_ndim = 2, .new_shape = {2, 15}}}, {"DY"}},
     {"reshape_regroup", PK_OP_RESHAPE,
      {1, {{2, {6, 5}, F64}}, {.new_ndim = 3, .new_shape = {5, 3, 2}}}, {"DY"}},
+    /* indexing and dropout: ids repeat (more ids than rows), so the scatter-add must
+     * accumulate; fill_input draws ids inside [0, extent) */
+    {"gather_mid_axis", PK_OP_GATHER,
+     {2, {{3, {3, 5, 2}, F64}, {2, {2, 4}, PKRT_DTYPE_I64}}, {.axis = 1}}, {"I1 DY"}},
+    {"gather_last_axis_i32", PK_OP_GATHER,
+     {2, {{2, {4, 3}, F32}, {1, {7}, PKRT_DTYPE_I32}}, {.axis = -1}}, {"I1 DY"}},
+    {"embedding_2d_ids", PK_OP_EMBEDDING,
+     {2, {{2, {5, 3}, F64}, {2, {4, 3}, PKRT_DTYPE_I64}}, NONE}, {"I1 DY"}},
+    {"embedding_1row_i32", PK_OP_EMBEDDING,
+     {2, {{2, {1, 7}, F32}, {1, {3}, PKRT_DTYPE_I32}}, NONE}, {"I1 DY"}},
+    {"dropout", PK_OP_DROPOUT,
+     {2, {{2, {7, 5}, F64}, {1, {2}, PKRT_DTYPE_I64}}, {.drop_p = 0.3}}, {"I1 DY"}},
+    {"dropout_p0", PK_OP_DROPOUT, {2, {{1, {4}, F32}, {1, {2}, PKRT_DTYPE_I64}}, NONE}, {"I1 DY"}},
 };
 
 #define GRAD_CASES ((int)(sizeof grad_cases / sizeof grad_cases[0]))

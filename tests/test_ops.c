@@ -292,7 +292,49 @@ static void naive_training(pk_op_kind op, const pk_op_params *prm, double *const
   }
 }
 
+/* indexing and dropout */
+static uint64_t mix64(uint64_t z) { /* splitmix64's finaliser, as docs/te.md defines hash */
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static void naive_index(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  const pk_op_input *in = &prm->in[0], *ix = &prm->in[1];
+  if (op == PK_OP_DROPOUT) {
+    double p = prm->attrs.drop_p;
+    uint64_t t = (uint64_t)floor(ldexp(p, 53));
+    alloc_out(y, in->ndim, in->shape);
+    for (int64_t i = 0; i < numel(in->ndim, in->shape); i++) {
+      uint64_t h = mix64(mix64(mix64((uint64_t)(int64_t)x[1][0]) ^ (uint64_t)(int64_t)x[1][1]) ^
+                         (uint64_t)i) >> 11;
+      y->v[i] = h >= t ? x[0][i] * (1.0 / (1.0 - p)) : 0.0;
+    }
+    return;
+  }
+  int axis = op == PK_OP_GATHER ? prm->attrs.axis : 0;
+  if (axis < 0) axis += in->ndim;
+  int64_t shape[PK_TE_MAX_DIMS], idx[PK_TE_MAX_DIMS], src[PK_TE_MAX_DIMS];
+  int nd = 0;
+  for (int d = 0; d < axis; d++) shape[nd++] = in->shape[d];
+  for (int d = 0; d < ix->ndim; d++) shape[nd++] = ix->shape[d];
+  for (int d = axis + 1; d < in->ndim; d++) shape[nd++] = in->shape[d];
+  alloc_out(y, nd, shape);
+  for (int64_t f = 0; f < numel(nd, shape); f++) {
+    unravel(f, nd, shape, idx);
+    int64_t id = (int64_t)x[1][ravel(idx + axis, ix->ndim, ix->shape)];
+    for (int d = 0; d < in->ndim; d++)
+      src[d] = d < axis ? idx[d] : d == axis ? id : idx[d - 1 + ix->ndim];
+    y->v[f] = id >= 0 && id < in->shape[axis] ? x[0][ravel(src, in->ndim, in->shape)] : 0.0;
+  }
+}
+
 static void naive(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  if (op == PK_OP_GATHER || op == PK_OP_EMBEDDING || op == PK_OP_DROPOUT) {
+    naive_index(op, prm, x, y);
+    return;
+  }
   if (op >= PK_OP_SOFTMAX_CROSS_ENTROPY) {
     naive_training(op, prm, x, y);
     return;
@@ -337,9 +379,17 @@ static void test_example(pk_ctx *ctx, const pk_op_example *ex) {
   }
   const pk_te_tensor *t = p->tensors[p->ntensors - 1];
   double *x[PK_OP_MAX_INPUTS];
-  for (int i = 0; i < ex->prm.ninputs; i++) x[i] = ref->tensors[i].val;
+  double *ints[PK_OP_MAX_INPUTS] = {NULL}; /* integer inputs as doubles, for naive() */
+  for (int i = 0; i < ex->prm.ninputs; i++) {
+    const pk_te_ref_tensor *rt = &ref->tensors[i];
+    x[i] = rt->val;
+    if (rt->val) continue;
+    x[i] = ints[i] = malloc(sizeof(double) * (size_t)rt->numel);
+    for (int64_t k = 0; k < rt->numel; k++) ints[i][k] = (double)rt->ival[k];
+  }
   dense want = {0, {0}, NULL};
   naive(ex->op, &ex->prm, x, &want);
+  for (int i = 0; i < ex->prm.ninputs; i++) free(ints[i]);
   bool shape_ok = t->ndim == want.ndim && t->dtype == ex->prm.in[0].dtype &&
                   memcmp(t->shape, want.shape, sizeof(int64_t) * (size_t)want.ndim) == 0;
   int64_t bad = -1;

@@ -56,7 +56,8 @@
   X(KEEPDIMS, "keepdims") X(KERNEL, "kernel") X(STRIDE, "stride") X(DILATION, "dilation")    \
   X(PAD, "pad") X(GROUPS, "groups") X(SLICE_AXIS, "slice_axis")                              \
   X(SLICE_START, "slice_start") X(SLICE_LEN, "slice_len") X(SHAPE, "shape")                  \
-  X(ALPHA, "alpha") X(MIN, "min") X(MAX, "max")
+  X(ALPHA, "alpha") X(MIN, "min") X(MAX, "max")                                             \
+  /* indexing and dropout */ X(P, "p")
 
 typedef enum pk_attr_key {
 #define PK_ATTR_X(id, key) PK_ATTR_KEY_##id,
@@ -145,6 +146,8 @@ typedef struct pk_op_attrs {
   double alpha;            /* >= 0; leaky_relu: negative slope, 0 means 0.01; elu: 0 means 1 */
   double clip_min, clip_max; /* clip: the range, finite with min <= max (graph JSON requires
                               * both; zero-initialised params clip to [0, 0]) */
+  /* indexing and dropout */
+  double drop_p;           /* dropout: probability of zeroing an element, in [0, 1); 0 = identity */
 } pk_op_attrs;
 
 typedef struct pk_op_params {
