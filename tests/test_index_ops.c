@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pk_autotune.h"
 #include "pk_codegen.h"
 #include "pk_loopir.h"
 #include "pk_ops.h"
 #include "pk_schedule.h"
+#include "pk_search.h"
 #include "pk_verify.h"
 
 static int failures;
@@ -322,6 +324,47 @@ static void test_dropout_codegen(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt) {
   if (m) pkrt_module_free(m);
 }
 
+/* `pock tune` gets a config space for each new kernel, and its configs build or are
+ * refused as illegal candidates (PK_ERR_SCHEDULE: the tuner records and skips those, as an
+ * unroll deeper than a loop); a scatter_add's stage keeps its fixed schedule under all. */
+static void test_tune_spaces(pk_ctx *ctx) {
+  const pkrt_dtype F = PKRT_DTYPE_F32, L = PKRT_DTYPE_I64;
+  struct { const char *label; pk_op_kind op; pk_op_params prm; int grad; } cases[] = {
+      {"tune_space_gather", PK_OP_GATHER, {2, {{2, {7, 33}, F}, {1, {5}, L}}, {.axis = 1}}, -1},
+      {"tune_space_embedding_grad", PK_OP_EMBEDDING, {2, {{2, {50, 16}, F}, {2, {4, 8}, L}}, {.groups = 0}}, 0},
+      {"tune_space_gather_grad", PK_OP_GATHER, {2, {{3, {2, 9, 4}, F}, {1, {6}, L}}, {.axis = 1}}, 0},
+      {"tune_space_dropout", PK_OP_DROPOUT, {2, {{2, {7, 33}, F}, {1, {2}, L}}, {.drop_p = 0.5}}, -1},
+      {"tune_space_dropout_grad", PK_OP_DROPOUT, {2, {{2, {7, 33}, F}, {1, {2}, L}}, {.drop_p = 0.5}}, 0},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    pk_te_program *p = NULL;
+    pk_op_grad g;
+    if (cases[c].grad < 0) pk_op_build(ctx, cases[c].op, &cases[c].prm, &p);
+    else if (pk_op_grad_build(ctx, cases[c].op, &cases[c].prm, cases[c].grad, &g) == PK_OK) p = g.prog;
+    pk_task task;
+    pk_space *sp = NULL;
+    bool ok = p && pk_task_from_program(ctx, p, "c", &task) == PK_OK &&
+              pk_space_new(ctx, &task, &sp) == PK_OK && pk_space_nknobs(sp) > 0;
+    pk_rng rng;
+    pk_rng_seed(&rng, 3);
+    int built = 0, illegal = 0;
+    for (int i = 0; ok && i < 12; i++) {
+      pk_config cfg;
+      pk_candidate cand;
+      pk_space_sample(sp, &rng, &cfg);
+      pk_status s = pk_space_build(sp, &cfg, &cand);
+      built += s == PK_OK;
+      illegal += s == PK_ERR_SCHEDULE;
+      ok = s == PK_OK || s == PK_ERR_SCHEDULE;
+      pk_ctx_clear_error(ctx);
+    }
+    check(ok && built > 0, cases[c].label, "%d of 12 configs built, %d illegal: %s", built,
+          illegal, pk_ctx_error(ctx));
+    pk_ctx_clear_error(ctx);
+    pk_space_free(sp);
+  }
+}
+
 int main(void) {
   pk_ctx *ctx = pk_ctx_new();
   pkrt_ctx *rt = pkrt_ctx_new(1);
@@ -337,6 +380,7 @@ int main(void) {
   test_embedding_bad_ids(ctx, cc, rt);
   test_dropout(ctx);
   test_dropout_codegen(ctx, cc, rt);
+  test_tune_spaces(ctx);
   pkrt_ctx_free(rt);
   pk_ctx_free(ctx);
   printf("%s index_ops\n", failures ? "FAIL" : "PASS");
