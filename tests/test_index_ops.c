@@ -3,7 +3,8 @@
  * definition in the interpreter and in generated C; gather/embedding with out-of-range
  * ids (zero rows forward, dropped updates backward) through generated C; the embedding
  * gradient's work (O(tokens x D), no sweep over the vocabulary); dropout's mask rate,
- * reproducibility, step dependence, forward/backward agreement and p = 0. */
+ * reproducibility, step dependence, forward/backward agreement, p = 0 and evaluation
+ * steps (step < 0); a config space for each new kernel. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -279,6 +280,11 @@ static void test_dropout(pk_ctx *ctx) {
   bool identity = zero;
   for (int64_t i = 0; zero && i < DROP_N; i++) identity &= y2[i] == 1.0 && dx2[i] == 1.0;
   check(identity, "dropout_p0_identity", "%s", pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+  bool eval = run_dropout(ctx, p, 1234, -1, y2, dx2);
+  identity = eval;
+  for (int64_t i = 0; eval && i < DROP_N; i++) identity &= y2[i] == 1.0;
+  check(identity, "dropout_negative_step_is_eval_identity", "%s", pk_ctx_error(ctx));
   pk_ctx_clear_error(ctx);
   pk_op_params badp = {2, {{1, {4}, PKRT_DTYPE_F32}, {1, {2}, PKRT_DTYPE_I64}}, {.drop_p = 1.0}};
   pk_te_program *q;

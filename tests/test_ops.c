@@ -309,7 +309,7 @@ static void naive_index(pk_op_kind op, const pk_op_params *prm, double *const *x
     for (int64_t i = 0; i < numel(in->ndim, in->shape); i++) {
       uint64_t h = mix64(mix64(mix64((uint64_t)(int64_t)x[1][0]) ^ (uint64_t)(int64_t)x[1][1]) ^
                          (uint64_t)i) >> 11;
-      y->v[i] = h >= t ? x[0][i] * (1.0 / (1.0 - p)) : 0.0;
+      y->v[i] = x[1][1] < 0 ? x[0][i] : h >= t ? x[0][i] * (1.0 / (1.0 - p)) : 0.0;
     }
     return;
   }

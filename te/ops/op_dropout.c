@@ -1,6 +1,8 @@
 /* op_dropout.c — dropout with a mask that is never stored: each element's keep bit is
  * hash(seed, step, flat index) >= T (the TE hash intrinsic, docs/te.md), so the gradient
- * regenerates exactly the forward mask from the same (seed, step) tensor S. */
+ * regenerates exactly the forward mask from the same (seed, step) tensor S. A negative
+ * step means evaluation (model.eval()): every element passes unscaled, so one compiled
+ * forward kernel serves training and evaluation steps. */
 #include <math.h>
 #include <stdio.h>
 
@@ -25,8 +27,9 @@ static void emit_flat_index(pk_strbuf *b, int ndim, const int64_t *shape) {
   if (first) pk_strbuf_append(b, "0");
 }
 
-/* "select(hash(S[0], S[1], <flat>) >= T, <src>[i..] * scale, 0.0)", or the plain read when
- * p = 0 (every element kept, scale 1: the identity, bit for bit). */
+/* "select(S[1] < 0, <src>[i..], select(hash(S[0], S[1], <flat>) >= T, <src>[i..] * scale,
+ * 0.0))", or the plain read when p = 0 (every element kept, scale 1: the identity, bit for
+ * bit). The gradient uses the same text: it only runs in training steps. */
 static void emit_masked(pk_strbuf *b, const pk_op_params *prm, const char *src) {
   const pk_op_input *x = &prm->in[0];
   double p = prm->attrs.drop_p;
@@ -34,13 +37,15 @@ static void emit_masked(pk_strbuf *b, const pk_op_params *prm, const char *src) 
     pk_op_emit_read_all(b, src, x->ndim);
     return;
   }
-  pk_strbuf_append(b, "select(hash(S[0], S[1], ");
+  pk_strbuf_append(b, "select(S[1] < 0, ");
+  pk_op_emit_read_all(b, src, x->ndim);
+  pk_strbuf_append(b, ", select(hash(S[0], S[1], ");
   emit_flat_index(b, x->ndim, x->shape);
   pk_strbuf_printf(b, ") >= %lld, ", (long long)drop_threshold(p));
   pk_op_emit_read_all(b, src, x->ndim);
   pk_strbuf_append(b, " * ");
   pk_op_emit_float(b, 1.0 / (1.0 - p));
-  pk_strbuf_append(b, ", 0.0)");
+  pk_strbuf_append(b, ", 0.0))");
 }
 
 static pk_status check_seed(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm) {

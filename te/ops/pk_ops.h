@@ -39,6 +39,21 @@
  *     dtype (so a window whose real elements are all -inf yields -FLT_MAX/-DBL_MAX);
  *     avg_pool2d divides by the number of in-bounds elements of each window (PyTorch's
  *     count_include_pad=False).
+ *   - indexing and dropout:
+ *     gather(X, I) with attrs.axis: Y = X with dim `axis` replaced by all of I's dims
+ *       (ONNX Gather; torch.index_select when I is 1-D): Y[a.., j.., b..] = X[a.., I[j..], b..];
+ *     embedding(W (V, D), I (N...)) -> (N..., D): gather along axis 0 (nn.Embedding);
+ *     I is i32 or i64. An index outside [0, extent) — negative included, which ONNX would
+ *     wrap — reads 0 and receives no gradient (PyTorch raises; see docs/te.md). The
+ *     gradient wrt X/W is a scatter_add of dY (docs/te.md): O(elements of dY) updates plus
+ *     the zero fill, repeated indices accumulating in order; I is not differentiable.
+ *     dropout(X, S) with attrs.drop_p = p in [0, 1): S is an integer (2,) tensor holding
+ *       (seed, step). Y = X * 1/(1-p) where hash(seed, step, flat index) >= floor(p * 2^53),
+ *       else 0 (the hash of docs/te.md; flat index row-major over X). Nothing is stored:
+ *       the gradient dX = dY * 1/(1-p) on the same elements regenerates the mask from S.
+ *       p = 0 is the identity, and so is a negative step (evaluation: the executor writes
+ *       step -1 outside training steps). The mask differs from PyTorch's RNG (same
+ *       distribution); the training executor writes S each step (docs/te.md).
  */
 #ifndef PK_OPS_H
 #define PK_OPS_H
