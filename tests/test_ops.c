@@ -520,6 +520,20 @@ static void test_bad_params(pk_ctx *ctx) {
   expect_error(ctx, "bad_alpha_nan", PK_OP_LEAKY_RELU, &alpha, "alpha nan out of range");
   pk_op_params nalpha = {1, {{1, {3}, F}}, {.alpha = -1}};
   expect_error(ctx, "bad_elu_negative_alpha", PK_OP_ELU, &nalpha, "alpha -1 out of range");
+  /* indexing and dropout */
+  const pkrt_dtype L = PKRT_DTYPE_I64;
+  pk_op_params gax = {2, {{2, {3, 4}, F}, {1, {5}, L}}, {.axis = -3}};
+  expect_error(ctx, "bad_gather_axis", PK_OP_GATHER, &gax, "axis -3 out of range");
+  pk_op_params gfl = {2, {{2, {3, 4}, F}, {1, {5}, F}}, {.axis = 0}};
+  expect_error(ctx, "bad_gather_float_indices", PK_OP_GATHER, &gfl, "must be i32 or i64");
+  pk_op_params grk = {2, {{5, {2, 2, 2, 2, 2}, F}, {4, {2, 2, 2, 2}, L}}, {.axis = 0}};
+  expect_error(ctx, "bad_gather_result_rank", PK_OP_GATHER, &grk, "result rank 9");
+  pk_op_params erk = {2, {{3, {3, 4, 5}, F}, {1, {5}, L}}, {.groups = 0}};
+  expect_error(ctx, "bad_embedding_weight_rank", PK_OP_EMBEDDING, &erk, "rank 2 (V, D)");
+  pk_op_params dp = {2, {{1, {4}, F}, {1, {2}, L}}, {.drop_p = 1.0}};
+  expect_error(ctx, "bad_dropout_p", PK_OP_DROPOUT, &dp, "p 1 out of range");
+  pk_op_params ds = {2, {{1, {4}, F}, {1, {3}, L}}, {.drop_p = 0.5}};
+  expect_error(ctx, "bad_dropout_seed_shape", PK_OP_DROPOUT, &ds, "shape (2,) holding (seed, step)");
 }
 
 int main(void) {
