@@ -526,7 +526,7 @@ static void test_bad_params(pk_ctx *ctx) {
   expect_error(ctx, "bad_gather_axis", PK_OP_GATHER, &gax, "axis -3 out of range");
   pk_op_params gfl = {2, {{2, {3, 4}, F}, {1, {5}, F}}, {.axis = 0}};
   expect_error(ctx, "bad_gather_float_indices", PK_OP_GATHER, &gfl, "must be i32 or i64");
-  pk_op_params grk = {2, {{5, {2, 2, 2, 2, 2}, F}, {4, {2, 2, 2, 2}, L}}, {.axis = 0}};
+  pk_op_params grk = {2, {{5, {2, 2, 2, 2, 2}, F}, {5, {2, 2, 2, 2, 2}, L}}, {.axis = 0}};
   expect_error(ctx, "bad_gather_result_rank", PK_OP_GATHER, &grk, "result rank 9");
   pk_op_params erk = {2, {{3, {3, 4, 5}, F}, {1, {5}, L}}, {.groups = 0}};
   expect_error(ctx, "bad_embedding_weight_rank", PK_OP_EMBEDDING, &erk, "rank 2 (V, D)");
