@@ -87,6 +87,7 @@ typedef struct rt_manifest {
   rt_tensor *tensors;
   /* io.*: tensor indices, -1 when absent */
   int input, target_t, row_weight, output, loss, hyper;
+  int rng;                      /* io.rng: i64 (seed, step) of dropout masks; -1 when absent */
   int nkernels;
   rt_kernel *kernels;
   rt_optimizer opt;
@@ -129,6 +130,7 @@ struct pkrt_model {
   void *workspace;
   unsigned char *workspace_owned;
   int64_t steps;                /* training steps taken */
+  int64_t seed;                 /* dropout's seed, written to io.rng (pkrt_model_set_seed) */
   double lr;                    /* base lr */
   int64_t valid;                /* rows of the current batch that are real */
   int64_t features;             /* input elements per row */
