@@ -200,7 +200,8 @@ static pk_status check_structure(checker *C, const pk_expr *e, const pk_expr *re
     if (t->id < 0 || t->id >= C->p->ntensors || C->p->tensors[t->id] != t)
       return FAIL_EXPR(C, e, "read of '%s', which is not in this program", t->name);
     if (t == C->cur) return FAIL_EXPR(C, e, "compute '%s' reads itself", t->name);
-    /* Its elements are only final after every update: lowering keeps it out of fusion. */
+    /* Its elements are final only after the last update: a reader in the same kernel
+     * would need a barrier between the nests, which kernels do not have. */
     if (t->kind == PK_TE_COMPUTE && t->dom_ndim)
       return FAIL_EXPR(C, e, "'%s' is a scatter_add result, which no compute may read", t->name);
     if (t->id > C->cur->id)
@@ -470,11 +471,8 @@ static pk_status check_scatter(checker *C, pk_te_tensor *t) {
 
 static pk_status check_compute(checker *C, pk_te_tensor *t) {
   if (!t->axes) return FAIL_TENSOR(C, t, "compute '%s' has no axes", t->name);
-  if (t->dom_ndim) {
-    if (check_spatial_axes(C, t) != PK_OK) return pk_ctx_status(C->ctx);
-    return check_scatter(C, t);
-  }
   if (check_spatial_axes(C, t) != PK_OK) return pk_ctx_status(C->ctx);
+  if (t->dom_ndim) return check_scatter(C, t);
   if (!t->body) return FAIL_TENSOR(C, t, "compute '%s' has no body", t->name);
   if (check_depth(C, t->body, 1) != PK_OK || check_structure(C, t->body, NULL, true) != PK_OK)
     return pk_ctx_status(C->ctx);
