@@ -113,6 +113,54 @@ static void test_scatter_errors(pk_ctx *ctx) {
   pk_ctx_clear_error(ctx);
 }
 
+/* Every primitive that would touch a scatter_add's stage is refused (never another
+ * status); inlining an elementwise producer into its value is allowed (lowering substitutes
+ * it), and that kernel equals the interpreter. */
+static void test_scatter_schedules(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt) {
+  static const char text[] =
+      "I = placeholder((6,), i32)\nV = placeholder((6, 5), f32)\n"
+      "E = compute((6, 5), (t, d) => V[t, d] * 2.0 + 1.0)\n"
+      "D = scatter_add((4, 5), (6, 5), (t, d) => [I[t], d], E[t, d])\n";
+  pk_te_program *p = parse(ctx, text);
+  if (!p) {
+    check(false, "scatter_schedules_parse", "%s", pk_ctx_error(ctx));
+    return;
+  }
+  const char *rd[1] = {"t3"}, *two[2] = {"i1", "i0"};
+  int refused = 0, tried = 0;
+  for (int k = 0; k < 11; k++) {
+    pk_schedule *s = pk_sched_new(ctx, p);
+    pk_status st;
+    switch (k) {
+    case 0: st = pk_sched_split(s, "t3", "i1", 2); break;
+    case 1: st = pk_sched_reorder(s, "t3", 2, two); break;
+    case 2: st = pk_sched_fuse(s, "t3", "i0", "i1"); break;
+    case 3: st = pk_sched_vectorize(s, "t3", "i1"); break;
+    case 4: st = pk_sched_unroll(s, "t3", "i1", 0); break;
+    case 5: st = pk_sched_parallel(s, "t3", "i0"); break;
+    case 6: st = pk_sched_compute_at(s, "t2", "t3", "i0"); break;
+    case 7: st = pk_sched_cache_read(s, "t2", "local", 1, rd, -1, 0); break;
+    case 8: st = pk_sched_cache_write(s, "t3", "local"); break;
+    case 9: st = pk_sched_partition(s, "t3", "i0"); break;
+    default: st = pk_sched_tile(s, "t3", "i0", "i1", 2, 2); break;
+    }
+    tried++;
+    refused += st == PK_ERR_SCHEDULE;
+    if (st != PK_ERR_SCHEDULE) printf("     step %d on the scatter_add: %s\n", k, pk_status_name(st));
+    pk_ctx_clear_error(ctx);
+  }
+  check(refused == tried, "scatter_steps_refused", "%d of %d refused", refused, tried);
+  pk_schedule *s = pk_sched_new(ctx, p);
+  pkrt_module *m = NULL;
+  pk_kernel_check_result res;
+  bool ok = pk_sched_compute_inline(s, "t2") == PK_OK &&
+            pk_build_scheduled(ctx, cc, rt, &p, &s, 1, &m) == PK_OK &&
+            pk_kernel_check_scheduled(ctx, rt, p, s, pkrt_module_find(m, "k0"), 3, &res) == PK_OK;
+  check(ok, "scatter_inlined_producer", "%s", pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+  if (m) pkrt_module_free(m);
+}
+
 /* ---- the hash: pinned values, and generated C equal to the interpreter ---- */
 
 static void test_hash_values(void) {
@@ -377,6 +425,7 @@ int main(void) {
   test_scatter_text(ctx);
   test_scatter_errors(ctx);
   test_hash_values();
+  test_scatter_schedules(ctx, cc, rt);
   test_embedding_bad_ids(ctx, cc, rt);
   test_dropout(ctx);
   test_dropout_codegen(ctx, cc, rt);
