@@ -251,7 +251,9 @@ static double program_ops(const pk_te_program *p, bool floats_only) {
     double points = 1; /* a scatter_add evaluates its body once per domain point */
     for (int d = 0; d < (t->dom_ndim ? t->dom_ndim : t->ndim); d++)
       points *= (double)(t->dom_ndim ? t->dom_shape[d] : t->shape[d]);
-    total += points * expr_ops(t->body, floats_only);
+    /* ... and adds it into its destination: one more operation per point */
+    bool accumulates = t->dom_ndim && (!floats_only || pk_dtype_is_float(t->dtype));
+    total += points * (expr_ops(t->body, floats_only) + (accumulates ? 1 : 0));
   }
   return total;
 }

@@ -160,8 +160,9 @@ int64_t pk_te_tensor_numel(const pk_te_tensor *t);
 bool pk_dtype_is_float(pkrt_dtype t);
 bool pk_dtype_is_int(pkrt_dtype t);
 /* FLOPs of evaluating every compute once: floating-point arithmetic, comparisons and
- * intrinsics × points (index arithmetic and guards on axes are not FLOPs). A program with
- * no floating-point work counts its integer operations instead. */
+ * intrinsics × points (index arithmetic and guards on axes are not FLOPs; a scatter_add
+ * counts its body and the accumulating add per domain point). A program with no
+ * floating-point work counts its integer operations instead. */
 double pk_te_flops(const pk_te_program *p);
 /* The hash intrinsic: hash(a, b, c) of docs/te.md, the one definition the interpreter uses
  * (the C prelude spells out the same steps; tests compare the two). In [0, 2^53). */

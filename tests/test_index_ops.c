@@ -260,8 +260,9 @@ static void test_embedding_bad_ids(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt) {
   if (pk_op_grad_build(ctx, PK_OP_EMBEDDING, &big, 0, &gb) == PK_OK &&
       pk_sched_lower(ctx, gb.prog, NULL, "k0", &f) == PK_OK)
     work = store_work(f->body, 1);
-  check(work == 50000.0 * 64 + 128.0 * 64, "embedding_grad_work_large_vocab", "%g stores: %s", work,
-        pk_ctx_error(ctx));
+  check(work == 50000.0 * 64 + 128.0 * 64 && pk_te_flops(gb.prog) == 128.0 * 64,
+        "embedding_grad_work_large_vocab", "%g stores, %g flops: %s", work,
+        work >= 0 ? pk_te_flops(gb.prog) : 0.0, pk_ctx_error(ctx));
   pk_ctx_clear_error(ctx);
 }
 
