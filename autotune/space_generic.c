@@ -10,6 +10,7 @@
 pk_status space_schedule_injective(pk_schedule *s, const pk_stage *st, int64_t vector,
                                    int64_t unroll, bool parallel, bool fuse, bool strict) {
   if (st->attach != PK_ATTACH_ROOT || st->tensor->body->kind == PK_EXPR_REDUCE) return PK_OK;
+  if (st->tensor->dom_ndim) return PK_OK; /* a scatter_add keeps its fixed serial schedule */
   const char *name = st->name;
   if (fuse)
     while (st->nleaf > 1) /* st is re-read after each step: the leaves change */

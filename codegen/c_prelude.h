@@ -50,6 +50,17 @@ static inline float pk_mod_f32(float a, float b) { return a - floorf(a / b) * b;
 static inline double pk_mod_f64(double a, double b) { return a - floor(a / b) * b; }
 static inline float pk_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }
 static inline double pk_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
+/* hash(a, b, c) of docs/te.md (te/expr.c's pk_te_hash3 is the same): splitmix64's
+ * finaliser chained over the operands, the top 53 bits kept. */
+static inline uint64_t pk_mix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+static inline int64_t pk_hash3(int64_t a, int64_t b, int64_t c) {
+  return (int64_t)(pk_mix64(pk_mix64(pk_mix64((uint64_t)a) ^ (uint64_t)b) ^ (uint64_t)c) >> 11);
+}
 
 /* A kernel is compiled for fixed shapes and strides: anything else is refused. */
 static inline int pk_buffer_ok(const pkrt_buffer *b, int32_t dtype, int32_t ndim,

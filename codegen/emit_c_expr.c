@@ -116,6 +116,9 @@ static const char *intrinsic_text(cg *E, const pk_lexpr *e, const char *const *a
                             : (f32 ? "fabsf" : "fabs");
     break;
   case PK_EOP_SIGMOID: fn = f32 ? "pk_sigmoid_f32" : "pk_sigmoid_f64"; break;
+  case PK_EOP_HASH:
+    return pk_sprintf(E->ctx, "pk_hash3((int64_t)%s, (int64_t)%s, (int64_t)%s)", args[0], args[1],
+                      args[2]);
   case PK_EOP_RSQRT:
     return pk_sprintf(E->ctx, f32 ? "(1.0f / sqrtf(%s))" : "(1.0 / sqrt(%s))", args[0]);
   default: cg_unsupported(E, "this intrinsic"); return "0";

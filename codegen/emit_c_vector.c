@@ -407,8 +407,8 @@ vx vexpr(cg *E, const pk_lexpr *e, const vmask *m) {
   case PK_LX_SELECT: return select_(E, e, m);
   case PK_LX_CAST: return cast(E, e, m);
   case PK_LX_CALL: {
-    vx args[2] = {{0}};
-    for (int i = 0; i < e->nargs && i < 2; i++) args[i] = vexpr(E, e->args[i], m);
+    vx args[3] = {{0}};
+    for (int i = 0; i < e->nargs && i < 3; i++) args[i] = vexpr(E, e->args[i], m);
     return op_per_lane(E, e, args); /* libm has no vector form GCC can call without -ffast-math */
   }
   default: break;

@@ -255,5 +255,7 @@ pk_status pk_fe_attrs(pk_fe *f, const char *where, pk_op_kind op, const cJSON *a
   if ((v = pk_fe_get(attrs, "pads")) && (s = fe_pads(f, where, v, inputs, ninputs, a)))
     return s;
   if ((s = fe_real(f, where, attrs, "value", false, &a->value)) != PK_OK) return s;
+  /* indexing and dropout: p's range [0, 1) is the operator library's check */
+  if ((s = fe_real(f, where, attrs, "p", false, &a->drop_p)) != PK_OK) return s;
   return PK_OK;
 }

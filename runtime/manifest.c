@@ -358,6 +358,16 @@ static pkrt_status parse_io(parser *P, const cJSON *root, rt_manifest *mf) {
       (mf->tensors[mf->hyper].numel != 4 || mf->tensors[mf->hyper].view))
     return fail(P, "io.hyper: tensor '%s' must be dense with 4 elements",
                 mf->tensors[mf->hyper].name);
+  /* dropout's (seed, step): integers, so not of the model dtype */
+  int64_t rng;
+  if (!get_int(P, io, "io", "rng", -1, mf->ntensors - 1, false, -1, &rng)) return P->st;
+  mf->rng = (int)rng;
+  if (rng >= 0) {
+    const rt_tensor *t = &mf->tensors[rng];
+    if (t->dtype != PKRT_DTYPE_I64 || t->numel != 2 || t->view)
+      return fail(P, "io.rng: tensor '%s' must be a dense i64 tensor of 2 elements (seed, step)",
+                  t->name);
+  }
   return PKRT_OK;
 }
 
@@ -630,6 +640,7 @@ pkrt_status rt_manifest_parse(pkrt_ctx *rt, pkrt_arena *a, const char *json, siz
                               size_t weights_bytes, rt_manifest *out) {
   memset(out, 0, sizeof *out);
   out->input = out->target_t = out->row_weight = out->output = out->loss = out->hyper = -1;
+  out->rng = -1;
   parser P = {rt, a, PKRT_OK};
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);

@@ -96,6 +96,7 @@ typedef struct rt_manifest {
   int64_t label_width;          /* labels per row: 1, or T */
   bool has_ignore_index;        /* "ignore_index": a label value that is allowed and ignored */
   int64_t ignore_index;
+  int rng;                      /* io.rng: i64 (seed, step) of dropout masks; -1 when absent */
   int nkernels;
   rt_kernel *kernels;
   rt_optimizer opt;
@@ -138,6 +139,7 @@ struct pkrt_model {
   void *workspace;
   unsigned char *workspace_owned;
   int64_t steps;                /* training steps taken */
+  int64_t seed;                 /* dropout's seed, written to io.rng (pkrt_model_set_seed) */
   double lr;                    /* base lr */
   int64_t valid;                /* rows of the current batch that are real */
   int64_t features;             /* input elements per row */

@@ -164,6 +164,20 @@ static double read_loss(const pkrt_model *m) {
   return load(rt_tensor_base(m, t), t->dtype, t->elem_offset);
 }
 
+/* io.rng = (seed, step): step t of training, -1 for evaluation and inference (dropout
+ * passes everything through then; te/ops/pk_ops.h). */
+static void write_rng(pkrt_model *m, int64_t step) {
+  if (m->mf.rng < 0) return;
+  int64_t s[2] = {m->seed, step};
+  memcpy(rt_tensor_base(m, &m->mf.tensors[m->mf.rng]), s, sizeof s);
+}
+
+int pkrt_model_set_seed(pkrt_model *m, uint64_t seed) {
+  if (!m) return PKRT_ERR_INPUT;
+  m->seed = (int64_t)seed;
+  return PKRT_OK;
+}
+
 int pkrt_model_train_step(pkrt_model *m, double *loss) {
   if (!m) return PKRT_ERR_INPUT;
   const rt_manifest *mf = &m->mf;
@@ -178,6 +192,7 @@ int pkrt_model_train_step(pkrt_model *m, double *loss) {
   store(hb, h->dtype, 1, 1 - pow(mf->opt.beta1, (double)t));
   store(hb, h->dtype, 2, 1 - pow(mf->opt.beta2, (double)t));
   store(hb, h->dtype, 3, (double)(m->steps % k));
+  write_rng(m, t);
   pkrt_status st = rt_plan_run(m, RT_PLAN_TRAIN);
   if (st != PKRT_OK) return st;
   m->steps++;
@@ -199,6 +214,7 @@ int pkrt_model_eval_step(pkrt_model *m, double *loss) {
   if (m->mf.loss < 0)
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "this model has no loss (inference artifact)");
   set_evaluating(m);
+  write_rng(m, -1);
   pkrt_status st = rt_plan_run(m, RT_PLAN_EVAL);
   if (st == PKRT_OK && loss) *loss = read_loss(m);
   return st;
@@ -207,5 +223,6 @@ int pkrt_model_eval_step(pkrt_model *m, double *loss) {
 int pkrt_model_infer(pkrt_model *m) {
   if (!m) return PKRT_ERR_INPUT;
   set_evaluating(m);
+  write_rng(m, -1);
   return rt_plan_run(m, RT_PLAN_INFER);
 }

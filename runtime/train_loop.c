@@ -292,6 +292,7 @@ static pkrt_status setup(loop *L, pkrt_train_result *r) {
   if (!L->perm || !L->labels) return pkrt_ctx_fail(m->rt, PKRT_ERR_NOMEM, "out of memory");
   for (int64_t i = 0; i < L->d->rows; i++) L->perm[i] = i;
   prng_seed(&L->rng, o->seed);
+  pkrt_model_set_seed(m, o->seed); /* dropout masks follow the run's seed too */
   L->ls = (rt_loop_state){.rows = L->d->rows, .perm = L->perm};
   if (o->checkpoint_path || o->resume_path) rt_dataset_digest(L->d, L->ls.data_sha);
   if (o->resume_path) {

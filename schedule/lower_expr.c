@@ -127,8 +127,8 @@ static pk_lexpr *lower_expr(lowering *L, const pk_expr *e, bool in_index) {
     return pk_lx_select(ctx, lower_expr(L, e->args[0], in_index),
                         lower_expr(L, e->args[1], in_index), lower_expr(L, e->args[2], in_index));
   case PK_EXPR_CALL: {
-    pk_lexpr *args[2];
-    PK_ASSERT(e->nargs >= 1 && e->nargs <= 2);
+    pk_lexpr *args[3];
+    PK_ASSERT(e->nargs >= 1 && e->nargs <= 3);
     for (int i = 0; i < e->nargs; i++) args[i] = lower_expr(L, e->args[i], in_index);
     return pk_lx_call(ctx, e->op, e->nargs, args, e->dtype);
   }

@@ -82,6 +82,9 @@ void stage_setup(lowering *L, stage_lowering *sl);
 /* Second pass: sl's loop nest, with the stages attached to it inside. */
 pk_stmt *stage_nest(lowering *L, stage_lowering *sl);
 
+/* lower_scatter.c: a scatter_add stage's fixed nest (zeros, then serial updates). */
+pk_stmt *lower_scatter_nest(lowering *L, stage_lowering *sl);
+
 /* partition.c: cuts the loops that pk_sched_partition marked (FOR.partition) into edge and
  * guard-free middle copies. Before number_in_order: it makes variables. */
 void lower_partition_loops(pk_ctx *ctx, pk_lfunc *f);

@@ -310,6 +310,7 @@ pk_stmt *stage_nest(lowering *L, stage_lowering *sl) {
   pk_ctx *ctx = L->ctx;
   const pk_stage *st = sl->st;
   const pk_te_tensor *t = st->tensor;
+  if (t->dom_ndim) return lower_scatter_nest(L, sl); /* fixed schedule: nothing attaches */
   nest N = {L, sl, NULL, NULL, NULL, NULL};
   N.guard = pk_alloc(ctx, sizeof(pk_lexpr *) * (size_t)(st->nleaf + 1));
   N.kids = pk_alloc(ctx, sizeof(stage_lowering **) * (size_t)st->nleaf);

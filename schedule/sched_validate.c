@@ -171,8 +171,41 @@ static pk_status check_coverage(const sched_op *op, const pk_stage *st) {
                     tg->name, st->name);
 }
 
+/* Whether st evaluates a scatter_add of the user's program. Asked of the original tensor:
+ * a step that rewrote the stage's tensor (cache_read of what it reads) made a plain copy. */
+static bool is_scatter_stage(const pk_schedule *s, const pk_stage *st) {
+  if (st->tensor->dom_ndim) return true;
+  if (st->scope != PK_SCOPE_GLOBAL || st->param < 0 || st->param >= s->orig->ntensors) return false;
+  const pk_te_tensor *t = s->orig->tensors[st->param];
+  return t->kind == PK_TE_COMPUTE && t->dom_ndim > 0;
+}
+
+/* A scatter_add has one fixed schedule (docs/te.md: its loops run serially, so repeated
+ * destinations never race): no step may change its stage, rewrite its value (cache_read of
+ * what it reads) or put another stage inside its loops. */
+static pk_status check_scatter_fixed(const sched_op *op, const pk_stage *st) {
+  const pk_schedule *s = op->s;
+  if (st->attach_stage && is_scatter_stage(s, st->attach_stage))
+    return sched_fail(op, "%s cannot be computed inside scatter_add %s (its schedule is fixed)",
+                      st->name, st->attach_stage->name);
+  if (!is_scatter_stage(s, st)) return PK_OK;
+  bool fixed = st->attach == PK_ATTACH_ROOT && st->scope == PK_SCOPE_GLOBAL &&
+               st->param >= 0 && st->param < s->orig->ntensors &&
+               s->orig->tensors[st->param] == st->tensor && st->nleaf == st->nroot &&
+               st->niters == st->nroot;
+  for (int i = 0; fixed && i < st->nleaf; i++)
+    fixed = st->leaf[i] == st->root[i] && st->leaf[i]->kind == PK_LOOP_SERIAL &&
+            !st->leaf[i]->partition;
+  if (!fixed)
+    return sched_fail(op, "%s is a scatter_add: its schedule is fixed (serial loops, computed "
+                      "at the root into its output)", st->name);
+  return PK_OK;
+}
+
 pk_status sched_validate(const sched_op *op) {
   const pk_schedule *s = op->s;
+  for (int i = 0; i < s->nstages; i++)
+    if (check_scatter_fixed(op, s->stages[i]) != PK_OK) return PK_ERR_SCHEDULE;
   if (check_acyclic(op) != PK_OK) return PK_ERR_SCHEDULE;
   pk_stage **readers = pk_alloc(s->ctx, (size_t)(s->nstages + 1) * sizeof *readers);
   for (int i = 0; i < s->nstages; i++) {

@@ -138,6 +138,10 @@ bool pk_lx_bounds(const pk_lranges *r, const pk_lexpr *e, int64_t *lo, int64_t *
     if (!pk_lx_bounds(r, e->args[0], lo, hi)) return false;
     return fits_dtype(e->dtype, *lo, *hi);
   case PK_LX_CALL:
+    if (e->op == PK_EOP_HASH) {
+      *lo = 0, *hi = ((int64_t)1 << 53) - 1;
+      return true;
+    }
     if (e->op != PK_EOP_ABS || !pk_dtype_is_int(e->dtype)) return false;
     if (!pk_lx_bounds(r, e->args[0], &alo, &ahi) || alo == INT64_MIN) return false;
     *lo = alo >= 0 ? alo : ahi <= 0 ? -ahi : 0;

@@ -24,6 +24,11 @@ train() a layer uses batch statistics and updates its running stats when its gam
 beta requires grad, or always with bn_mode="train" (PyTorch's own model.train());
 otherwise, and in eval(), it uses the running stats. A graph with several inputs takes
 them in the order of its "inputs".
+
+Indexing and dropout: gather, embedding (an index outside [0, extent) reads 0 and gets
+no gradient, Pock's rule), dropout (Pock's mask: hash(seed, step, flat index), docs/te.md,
+bit for bit; its S input (seed, step) and integer ids come in `extra` inputs by name:
+m(x, extra={"ids": ids, "rng": torch.tensor([seed, step])}).
 """
 import math
 
@@ -97,6 +102,54 @@ def _attn_family(op, ins, a):
     if op == "pow_scalar":
         return torch.pow(ins[0], a["exponent"])
     return None
+# ---- indexing and dropout ----
+
+_M64 = (1 << 64) - 1
+
+
+def _i64(v):
+    """A uint64 constant as the int64 with the same bits (torch has no uint64)."""
+    v &= _M64
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _srl(z, k):
+    """Logical right shift of int64 bits (torch's >> is arithmetic)."""
+    return (z >> k) & ((1 << (64 - k)) - 1)
+
+
+def _mix64(z):
+    z = z + _i64(0x9E3779B97F4A7C15)  # int64 + and * wrap like uint64 on the same bits
+    z = (z ^ _srl(z, 30)) * _i64(0xBF58476D1CE4E5B9)
+    z = (z ^ _srl(z, 27)) * _i64(0x94D049BB133111EB)
+    return z ^ _srl(z, 31)
+
+
+def pock_hash(a, b, c):
+    """docs/te.md's hash(a, b, c) on int64 tensors: an int64 in [0, 2^53)."""
+    return _srl(_mix64(_mix64(_mix64(a) ^ b) ^ c), 11)
+
+
+def _gather(x, idx, axis):
+    """X with dim `axis` replaced by idx's dims; out-of-range indices read 0."""
+    axis = axis % x.dim()
+    idx = idx.long()
+    ok = (idx >= 0) & (idx < x.shape[axis])
+    flat = torch.where(ok, idx, torch.zeros_like(idx)).reshape(-1)
+    y = x.index_select(axis, flat)
+    shape = list(x.shape[:axis]) + list(idx.shape) + list(x.shape[axis + 1:])
+    y = y.reshape(shape)
+    mask = ok.reshape([1] * axis + list(idx.shape) + [1] * (x.dim() - axis - 1))
+    return y * mask.to(y.dtype)
+
+
+def _dropout(x, s, p):
+    if p == 0 or int(s[1]) < 0:  # p = 0, or an evaluation step: the identity
+        return x
+    flat = torch.arange(x.numel(), dtype=torch.int64).reshape(x.shape)
+    h = pock_hash(s[0].long(), s[1].long(), flat)
+    keep = h >= int(p * 2.0 ** 53)
+    return torch.where(keep, x * (1.0 / (1.0 - p)), torch.zeros_like(x))
 
 
 class PockGraph(nn.Module):
@@ -129,11 +182,12 @@ class PockGraph(nn.Module):
     def named_pock_buffers(self):
         return [(n, getattr(self, k)) for n, k in self.buffer_names.items()]
 
-    def forward(self, *inputs):
+    def forward(self, *inputs, extra=None):
         if len(inputs) != len(self.graph["inputs"]):
             raise TypeError("graph_torch: the graph takes %d inputs, got %d"
                             % (len(self.graph["inputs"]), len(inputs)))
         env = {i["name"]: x for i, x in zip(self.graph["inputs"], inputs)}
+        env.update(extra or {})  # further tensors by name: dropout's (seed, step)
         for n, k in self.names.items():
             env[n] = self.params[k]
         for n, k in self.buffer_names.items():
@@ -242,6 +296,11 @@ class PockGraph(nn.Module):
             return torch.where(ins[0] != 0, ins[1], ins[2])
         if op == "masked_fill":
             return x.masked_fill(ins[1] != 0, a.get("value", 0.0))
+        # indexing and dropout
+        if op in ("gather", "embedding"):
+            return _gather(x, ins[1], a.get("axis", 0) if op == "gather" else 0)
+        if op == "dropout":
+            return _dropout(x, ins[1], a.get("p", 0.0))
         raise NotImplementedError("graph_torch: op %r" % op)
 
 

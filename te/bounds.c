@@ -294,6 +294,7 @@ static ival interval_raw(bounds *B, const pk_expr *e, const fact *env) {
       ival a = interval(B, e->args[0], env);
       return is_empty(a) ? EMPTY : iv_abs(a);
     }
+    if (e->op == PK_EOP_HASH) return iv(0, ((int64_t)1 << 53) - 1);
     return FULL;
   case PK_EXPR_CAST: return iv_cast(B, e, env);
   default: return dtype_range(e->dtype); /* reads, reductions, floats */
@@ -353,5 +354,9 @@ static pk_status walk(bounds *B, const pk_expr *e, const fact *env) {
 
 pk_status pk_te_check_bounds(pk_ctx *ctx, const pk_te_tensor *t, const char *filename) {
   bounds B = {.ctx = ctx, .file = filename, .budget = BOUNDS_BUDGET};
+  /* a scatter_add's destinations read tensors too (its ids); where they point is not a
+   * read, and an update outside the tensor is dropped */
+  for (int d = 0; t->dom_ndim && d < t->ndim; d++)
+    if (walk(&B, t->dest[d], NULL) != PK_OK) return pk_ctx_status(ctx);
   return walk(&B, t->body, NULL);
 }

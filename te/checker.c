@@ -148,7 +148,8 @@ static bool well_formed(const pk_expr *e) {
   case PK_EXPR_BINARY: return e->nargs == 2 && op_in(e->op, PK_EOP_ADD, PK_EOP_OR);
   case PK_EXPR_SELECT: return e->nargs == 3;
   case PK_EXPR_CALL:
-    return op_in(e->op, PK_EOP_EXP, PK_EOP_POW) && e->nargs == (e->op == PK_EOP_POW ? 2 : 1);
+    return op_in(e->op, PK_EOP_EXP, PK_EOP_HASH) &&
+           e->nargs == (e->op == PK_EOP_POW ? 2 : e->op == PK_EOP_HASH ? 3 : 1);
   case PK_EXPR_CAST: return e->nargs == 1;
   case PK_EXPR_REDUCE: return e->nargs == 1 && e->naxes >= 1 && op_in(e->op, PK_EOP_SUM, PK_EOP_RMIN);
   }
@@ -188,6 +189,9 @@ static pk_status check_structure(checker *C, const pk_expr *e, const pk_expr *re
   case PK_EXPR_AXIS:
     if (!e->axis->reduce && e->axis->owner != C->cur)
       return FAIL_EXPR(C, e, "axis '%s' does not belong to compute '%s'", e->axis->name, C->cur->name);
+    if (!e->axis->reduce && C->cur->dom_ndim &&
+        (e->axis->id < 0 || e->axis->id >= C->cur->dom_ndim || C->cur->dom_axes[e->axis->id] != e->axis))
+      return FAIL_EXPR(C, e, "scatter_add '%s' uses an axis outside its domain", C->cur->name);
     if (e->axis->reduce && !listed_by(reduction, e->axis))
       return FAIL_EXPR(C, e, "reduce axis '%s' is used outside a reduction over it", e->axis->name);
     break;
@@ -196,6 +200,10 @@ static pk_status check_structure(checker *C, const pk_expr *e, const pk_expr *re
     if (t->id < 0 || t->id >= C->p->ntensors || C->p->tensors[t->id] != t)
       return FAIL_EXPR(C, e, "read of '%s', which is not in this program", t->name);
     if (t == C->cur) return FAIL_EXPR(C, e, "compute '%s' reads itself", t->name);
+    /* Its elements are final only after the last update: a reader in the same kernel
+     * would need a barrier between the nests, which kernels do not have. */
+    if (t->kind == PK_TE_COMPUTE && t->dom_ndim)
+      return FAIL_EXPR(C, e, "'%s' is a scatter_add result, which no compute may read", t->name);
     if (t->id > C->cur->id)
       return FAIL_EXPR(C, e, "compute '%s' reads '%s', which is defined after it", C->cur->name, t->name);
     if (e->nargs != t->ndim)
@@ -312,8 +320,23 @@ static ty infer_binary(checker *C, pk_expr *e) {
   return typed(e, PKRT_DTYPE_BOOL);
 }
 
+/* hash(a, b, c): each operand an integer (a literal becomes i64), the result i64. */
+static ty infer_hash(checker *C, pk_expr *e) {
+  for (int i = 0; i < 3; i++) {
+    ty t = infer(C, e->args[i]);
+    if (t == TY_ERROR) return TY_ERROR;
+    if (t == TY_UINT && !settle(C, e->args[i], PKRT_DTYPE_I64)) return TY_ERROR;
+    if (t == TY_UFLOAT || (!is_untyped(t) && !pk_dtype_is_int((pkrt_dtype)t))) {
+      FAIL_EXPR(C, e->args[i], "operand %d of hash must be an integer, got %s", i + 1, ty_name(t));
+      return TY_ERROR;
+    }
+  }
+  return typed(e, PKRT_DTYPE_I64);
+}
+
 static ty infer_call(checker *C, pk_expr *e) {
   const char *what = pk_eop_name(e->op);
+  if (e->op == PK_EOP_HASH) return infer_hash(C, e);
   ty t = infer(C, e->args[0]);
   if (need_number(C, e, t, what) == TY_ERROR) return TY_ERROR;
   if (e->op == PK_EOP_POW) {
@@ -403,9 +426,53 @@ static pk_status check_literal_zero_divisor(checker *C, const pk_expr *e) {
   return PK_OK;
 }
 
+/* scatter_add: domain axes like a compute's, destinations integer and reduction-free,
+ * the value reduction-free; reads inside both provably in bounds. The destination itself
+ * need not be: an update outside the tensor is dropped (docs/te.md). */
+static pk_status check_scatter(checker *C, pk_te_tensor *t) {
+  if (t->dom_ndim < 1 || t->dom_ndim > PK_TE_MAX_DIMS || !t->dom_axes || !t->dest)
+    return FAIL_TENSOR(C, t, "scatter_add '%s' has a malformed domain", t->name);
+  int64_t points = 1;
+  for (int d = 0; d < t->dom_ndim; d++) {
+    const pk_te_axis *a = t->dom_axes[d];
+    if (t->dom_shape[d] < 1)
+      return FAIL_TENSOR(C, t, "domain dim %d of '%s' is %lld; every dim must be >= 1", d, t->name,
+                         (long long)t->dom_shape[d]);
+    if (pk_i64_mul(points, t->dom_shape[d], &points))
+      return FAIL_TENSOR(C, t, "domain of '%s' has more points than int64 holds", t->name);
+    if (!a || a->reduce || a->owner != t || a->id != d || a->lo != 0 || a->hi != t->dom_shape[d])
+      return FAIL_TENSOR(C, t, "domain axis %d of '%s' does not match its shape", d, t->name);
+  }
+  if (!t->body) return FAIL_TENSOR(C, t, "scatter_add '%s' has no value", t->name);
+  for (int d = 0; d < t->ndim; d++) {
+    pk_expr *e = t->dest[d];
+    if (!e) return FAIL_TENSOR(C, t, "scatter_add '%s' has no destination index %d", t->name, d);
+    if (check_depth(C, e, 1) != PK_OK || check_structure(C, e, NULL, false) != PK_OK)
+      return pk_ctx_status(C->ctx);
+    ty ti = infer(C, e);
+    if (ti == TY_ERROR) return pk_ctx_status(C->ctx);
+    if (ti == TY_UINT && !settle(C, e, PKRT_DTYPE_I64)) return pk_ctx_status(C->ctx);
+    if (ti == TY_UFLOAT || (!is_untyped(ti) && !pk_dtype_is_int((pkrt_dtype)ti)))
+      return FAIL_EXPR(C, e, "destination index %d of '%s' must be an integer, got %s", d, t->name,
+                       ty_name(ti));
+    if (check_literal_zero_divisor(C, e) != PK_OK) return pk_ctx_status(C->ctx);
+  }
+  if (check_depth(C, t->body, 1) != PK_OK || check_structure(C, t->body, NULL, false) != PK_OK)
+    return pk_ctx_status(C->ctx);
+  ty body = infer(C, t->body);
+  body = body == TY_ERROR ? TY_ERROR : settle_default(C, t->body, body);
+  if (body == TY_ERROR) return pk_ctx_status(C->ctx);
+  if (body == PKRT_DTYPE_BOOL)
+    return FAIL_EXPR(C, t->body, "scatter_add '%s' adds a bool; use select or cast", t->name);
+  t->dtype = (pkrt_dtype)body;
+  if (check_literal_zero_divisor(C, t->body) != PK_OK) return pk_ctx_status(C->ctx);
+  return pk_te_check_bounds(C->ctx, t, C->src ? C->src->filename : NULL);
+}
+
 static pk_status check_compute(checker *C, pk_te_tensor *t) {
   if (!t->axes) return FAIL_TENSOR(C, t, "compute '%s' has no axes", t->name);
   if (check_spatial_axes(C, t) != PK_OK) return pk_ctx_status(C->ctx);
+  if (t->dom_ndim) return check_scatter(C, t);
   if (!t->body) return FAIL_TENSOR(C, t, "compute '%s' has no body", t->name);
   if (check_depth(C, t->body, 1) != PK_OK || check_structure(C, t->body, NULL, true) != PK_OK)
     return pk_ctx_status(C->ctx);

@@ -76,6 +76,23 @@ pk_te_tensor *pk_te_compute(pk_ctx *ctx, pk_te_program *p, const char *name, int
   return t;
 }
 
+void pk_te_scatter_domain(pk_ctx *ctx, pk_te_tensor *t, int ndom, const int64_t *dom_shape,
+                          const char *const *axis_names) {
+  t->dom_ndim = ndom;
+  t->dom_axes = pk_alloc(ctx, (size_t)(ndom ? ndom : 1) * sizeof *t->dom_axes);
+  t->dest = pk_alloc(ctx, (size_t)(t->ndim ? t->ndim : 1) * sizeof *t->dest);
+  for (int d = 0; d < ndom; d++) {
+    pk_te_axis *a = pk_alloc(ctx, sizeof *a);
+    a->id = d;
+    a->lo = 0;
+    a->hi = t->dom_shape[d] = dom_shape[d];
+    a->owner = t;
+    a->name = axis_names && axis_names[d] ? pk_strdup(ctx, axis_names[d])
+                                          : pk_sprintf(ctx, "i%d", d);
+    t->dom_axes[d] = a;
+  }
+}
+
 /* ---- expression nodes ---- */
 
 static pk_expr *node_new(pk_ctx *ctx, pk_expr_kind kind, pk_eop op, int nargs,
@@ -165,9 +182,22 @@ const char *pk_eop_name(pk_eop op) {
       [PK_EOP_EXP] = "exp",   [PK_EOP_LOG] = "log",   [PK_EOP_SQRT] = "sqrt",
       [PK_EOP_RSQRT] = "rsqrt", [PK_EOP_TANH] = "tanh", [PK_EOP_ERF] = "erf",
       [PK_EOP_ABS] = "abs",   [PK_EOP_SIGMOID] = "sigmoid", [PK_EOP_POW] = "pow",
+      [PK_EOP_HASH] = "hash",
       [PK_EOP_SUM] = "sum",   [PK_EOP_RMAX] = "max",  [PK_EOP_RMIN] = "min",
   };
   return (unsigned)op < PK_EOP_COUNT_ && names[op] ? names[op] : "?";
+}
+
+/* splitmix64's finaliser (codegen/c_prelude.h has the same lines as pk_mix64). */
+static uint64_t mix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+int64_t pk_te_hash3(int64_t a, int64_t b, int64_t c) {
+  return (int64_t)(mix64(mix64(mix64((uint64_t)a) ^ (uint64_t)b) ^ (uint64_t)c) >> 11);
 }
 
 /* -1 when the product overflows, which only an unchecked program can have. */
@@ -218,9 +248,12 @@ static double program_ops(const pk_te_program *p, bool floats_only) {
   for (int i = 0; i < p->ntensors; i++) {
     const pk_te_tensor *t = p->tensors[i];
     if (t->kind != PK_TE_COMPUTE || !t->body) continue;
-    double points = 1;
-    for (int d = 0; d < t->ndim; d++) points *= (double)t->shape[d];
-    total += points * expr_ops(t->body, floats_only);
+    double points = 1; /* a scatter_add evaluates its body once per domain point */
+    for (int d = 0; d < (t->dom_ndim ? t->dom_ndim : t->ndim); d++)
+      points *= (double)(t->dom_ndim ? t->dom_shape[d] : t->shape[d]);
+    /* ... and adds it into its destination: one more operation per point */
+    bool accumulates = t->dom_ndim && (!floats_only || pk_dtype_is_float(t->dtype));
+    total += points * (expr_ops(t->body, floats_only) + (accumulates ? 1 : 0));
   }
   return total;
 }

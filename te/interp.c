@@ -255,6 +255,10 @@ static ref_value eval_pow(ref_value a, ref_value b) {
 
 static ref_value eval_call(interp_state *st, const pk_expr *e) {
   ref_value a = eval(st, e->args[0]);
+  if (e->op == PK_EOP_HASH) {
+    ref_value b = eval(st, e->args[1]);
+    return int_value(pk_te_hash3(a.i, b.i, eval(st, e->args[2]).i));
+  }
   if (e->op == PK_EOP_POW) return eval_pow(a, eval(st, e->args[1]));
   if (pk_dtype_is_float(e->dtype)) return eval_float_call1(e->op, a);
   PK_ASSERT(e->op == PK_EOP_ABS); /* the checker admits only abs on integers */
@@ -336,7 +340,44 @@ static ref_value eval(interp_state *st, const pk_expr *e) {
 
 /* ---- programs ---- */
 
+/* scatter_add: zeros, then every domain point in row-major order adds its value (and its
+ * magnitude: the sum's error bound) at its destination, when that lies in the tensor.
+ * Integer sums wrap like the kernel's. */
+static pk_status run_scatter(interp_state *st, const pk_te_tensor *t, pk_te_ref_tensor *out) {
+  bool is_float = pk_dtype_is_float(t->dtype);
+  memset(st->spatial, 0, sizeof st->spatial);
+  for (int64_t i = 0; i < out->numel; i++) { /* a second run of the same buffers starts over */
+    if (is_float) out->val[i] = out->mag[i] = 0.0;
+    else out->ival[i] = 0;
+  }
+  int64_t points = 1;
+  for (int d = 0; d < t->dom_ndim; d++) points *= t->dom_shape[d];
+  for (int64_t n = 0; n < points; n++) {
+    int64_t flat = 0;
+    bool inside = true;
+    for (int d = 0; d < t->ndim; d++) {
+      int64_t x = eval(st, t->dest[d]).i;
+      inside = inside && x >= 0 && x < t->shape[d];
+      flat = inside ? flat * t->shape[d] + x : 0;
+    }
+    if (inside) {
+      ref_value r = eval(st, t->body);
+      if (is_float) {
+        out->val[flat] += r.v;
+        out->mag[flat] += r.s;
+      } else {
+        out->ival[flat] = wrap_int(t->dtype, (uint64_t)out->ival[flat] + (uint64_t)r.i);
+      }
+    }
+    if (st->status != PK_OK) return st->status;
+    for (int d = t->dom_ndim - 1; d >= 0 && ++st->spatial[d] == t->dom_shape[d]; d--)
+      st->spatial[d] = 0;
+  }
+  return PK_OK;
+}
+
 static pk_status run_compute(interp_state *st, const pk_te_tensor *t, pk_te_ref_tensor *out) {
+  if (t->dom_ndim) return run_scatter(st, t, out);
   bool is_float = pk_dtype_is_float(t->dtype);
   memset(st->spatial, 0, sizeof st->spatial);
   for (int64_t flat = 0; flat < out->numel; flat++) {

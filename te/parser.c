@@ -107,8 +107,11 @@ static pk_te_axis *find_reduce_axis(const parser *P, const pk_tok *t) {
 
 static pk_te_axis *find_spatial_axis(const parser *P, const pk_tok *t) {
   if (!P->cur) return NULL;
-  for (int d = 0; d < P->cur->ndim; d++)
-    if (name_is(P->cur->axes[d]->name, t)) return P->cur->axes[d];
+  /* a scatter_add's body and destination see its domain axes */
+  int n = P->cur->dom_ndim ? P->cur->dom_ndim : P->cur->ndim;
+  pk_te_axis **axes = P->cur->dom_ndim ? P->cur->dom_axes : P->cur->axes;
+  for (int d = 0; d < n; d++)
+    if (name_is(axes[d]->name, t)) return axes[d];
   return NULL;
 }
 
@@ -174,6 +177,7 @@ static const struct {
     {"exp", PK_EOP_EXP, 1},   {"log", PK_EOP_LOG, 1},   {"sqrt", PK_EOP_SQRT, 1},
     {"rsqrt", PK_EOP_RSQRT, 1}, {"tanh", PK_EOP_TANH, 1}, {"erf", PK_EOP_ERF, 1},
     {"abs", PK_EOP_ABS, 1},   {"sigmoid", PK_EOP_SIGMOID, 1}, {"pow", PK_EOP_POW, 2},
+    {"hash", PK_EOP_HASH, 3},
 };
 
 /* reduction := ( 'sum' | 'max' | 'min' ) '(' expr ',' reduce_axis_name { ',' reduce_axis_name } ')' */
@@ -517,7 +521,54 @@ static pk_status parse_compute(parser *P, const pk_tok *name) {
   return PK_OK;
 }
 
-/* statement := IDENT '=' ( placeholder | reduce_axis | compute ) */
+/* scatter := 'scatter_add' '(' shape ',' shape ',' axis_names '=>' '[' expr_list ']' ',' expr ')'
+ * — the result's shape, the domain's shape, one axis name per domain dim, the destination
+ * element (one index per result dim) and the value added there. */
+static pk_status parse_scatter(parser *P, const pk_tok *name) {
+  int ndim, ndom, naxes;
+  int64_t shape[PK_TE_MAX_DIMS], dom[PK_TE_MAX_DIMS];
+  const pk_tok *axis_toks[PK_TE_MAX_DIMS];
+  if (!expect(P, PK_TOK_LPAREN, "'(' after scatter_add") || !parse_shape(P, &ndim, shape) ||
+      !expect(P, PK_TOK_COMMA, "',' after the result's shape") || !parse_shape(P, &ndom, dom) ||
+      !expect(P, PK_TOK_COMMA, "',' after the domain's shape"))
+    return pk_ctx_status(P->ctx);
+  const pk_tok *names_at = peek(P);
+  if (!parse_axis_names(P, name, &naxes, axis_toks)) return pk_ctx_status(P->ctx);
+  if (naxes != ndom)
+    return fail_at(P, PK_ERR_CHECK, names_at, "scatter_add domain has %d dim%s but %d axis name%s",
+                   ndom, ndom == 1 ? "" : "s", naxes, naxes == 1 ? "" : "s");
+  if (!expect(P, PK_TOK_ARROW, "'=>' after axis names") ||
+      !expect(P, PK_TOK_LBRACK, "'[' to open the destination index list"))
+    return pk_ctx_status(P->ctx);
+  const char *axis_names[PK_TE_MAX_DIMS], *out_names[PK_TE_MAX_DIMS];
+  for (int d = 0; d < ndom; d++) axis_names[d] = tok_str(P, axis_toks[d]);
+  for (int d = 0; d < ndim; d++) out_names[d] = pk_sprintf(P->ctx, "@%d", d); /* unnameable */
+  pk_te_tensor *t = pk_te_compute(P->ctx, P->prog, tok_str(P, name), ndim, shape, out_names);
+  t->line = name->line;
+  t->col = name->col;
+  pk_te_scatter_domain(P->ctx, t, ndom, dom, axis_names);
+  P->cur = t;
+  const pk_tok *dest_at = peek(P);
+  arglist L = {0};
+  bool ok = parse_expr_list(P, &L, PK_TOK_RBRACK, "a destination index") &&
+            expect(P, PK_TOK_RBRACK, "']' after the destination") &&
+            expect(P, PK_TOK_COMMA, "',' before the value");
+  if (ok && L.n != ndim) {
+    P->cur = NULL;
+    return fail_at(P, PK_ERR_CHECK, dest_at, "scatter_add destination has %d ind%s but the "
+                   "result has %d dim%s", L.n, L.n == 1 ? "ex" : "ices", ndim, ndim == 1 ? "" : "s");
+  }
+  if (ok) {
+    for (int d = 0; d < ndim; d++) t->dest[d] = L.e[d];
+    t->body = parse_expr(P);
+  }
+  P->cur = NULL;
+  if (!ok || !t->body || !expect(P, PK_TOK_RPAREN, "')' after the scatter_add value"))
+    return pk_ctx_status(P->ctx);
+  return PK_OK;
+}
+
+/* statement := IDENT '=' ( placeholder | reduce_axis | compute | scatter ) */
 static pk_status parse_statement(parser *P) {
   const pk_tok *name = peek(P);
   if (name->kind != PK_TOK_IDENT) return expected(P, "a definition such as A = placeholder(...)");
@@ -528,7 +579,8 @@ static pk_status parse_statement(parser *P) {
   if (tok_is(kw, "placeholder")) return advance(P), parse_placeholder(P, name);
   if (tok_is(kw, "reduce_axis")) return advance(P), parse_reduce_axis(P, name);
   if (tok_is(kw, "compute")) return advance(P), parse_compute(P, name);
-  return expected(P, "placeholder(...), reduce_axis(...) or compute(...)");
+  if (tok_is(kw, "scatter_add")) return advance(P), parse_scatter(P, name);
+  return expected(P, "placeholder(...), reduce_axis(...), compute(...) or scatter_add(...)");
 }
 
 /* program := { NEWLINE } { statement ( NEWLINE | EOF ) } EOF */

@@ -41,6 +41,7 @@ typedef enum pk_eop {
   /* intrinsics (calls) */
   PK_EOP_EXP, PK_EOP_LOG, PK_EOP_SQRT, PK_EOP_RSQRT, PK_EOP_TANH, PK_EOP_ERF, PK_EOP_ABS,
   PK_EOP_SIGMOID, PK_EOP_POW,
+  PK_EOP_HASH, /* hash(a, b, c): three integers -> i64 in [0, 2^53) (docs/te.md: dropout masks) */
   /* reducers */
   PK_EOP_SUM, PK_EOP_RMAX, PK_EOP_RMIN,
   PK_EOP_COUNT_
@@ -56,7 +57,7 @@ typedef enum pk_expr_kind {
   PK_EXPR_UNARY,  /* op args[0] */
   PK_EXPR_BINARY, /* args[0] op args[1] */
   PK_EXPR_SELECT, /* args[0] ? args[1] : args[2], lazy */
-  PK_EXPR_CALL,   /* intrinsic op over args (1 arg; POW has 2) */
+  PK_EXPR_CALL,   /* intrinsic op over args (1 arg; POW has 2, HASH 3) */
   PK_EXPR_CAST,   /* cast(dtype, args[0]) */
   PK_EXPR_REDUCE  /* op over args[0] for every point of axes[0..naxes) */
 } pk_expr_kind;
@@ -94,8 +95,18 @@ struct pk_te_tensor {
   int ndim;           /* 1..PK_TE_MAX_DIMS */
   int64_t shape[PK_TE_MAX_DIMS];
   pk_te_axis **axes;  /* compute: ndim spatial axes, canonical ids "i0".."i<ndim-1>" */
-  pk_expr *body;      /* compute: reduction only at the top (sum(e, k...)), e reduction-free */
+  pk_expr *body;      /* compute: reduction only at the top (sum(e, k...)), e reduction-free;
+                         scatter_add: the value added, over the domain axes */
   int line, col;
+  /* scatter_add (docs/te.md): a compute that starts at zeros and, for every point of its
+   * domain (dom_ndim axes dom_axes, extents dom_shape), adds body to its element
+   * dest[0..ndim) — dropped when that element is outside the tensor. dom_ndim is 0 for an
+   * ordinary compute. Its `axes` then exist (named "@0".., never in an expression) only so
+   * that code walking a compute's axes keeps working; no compute may read its result. */
+  int dom_ndim;
+  int64_t dom_shape[PK_TE_MAX_DIMS];
+  pk_te_axis **dom_axes;
+  pk_expr **dest;
 };
 
 struct pk_te_program {
@@ -115,6 +126,10 @@ pk_te_axis *pk_te_reduce_axis(pk_ctx *ctx, pk_te_program *p, const char *name, i
 /* A compute: make it, then build the body over t->axes[d] and set t->body. */
 pk_te_tensor *pk_te_compute(pk_ctx *ctx, pk_te_program *p, const char *name, int ndim,
                             const int64_t *shape, const char *const *axis_names);
+/* Turns compute t (made with pk_te_compute) into a scatter_add over a domain of ndom axes;
+ * then build body over t->dom_axes and set t->dest[0..t->ndim). */
+void pk_te_scatter_domain(pk_ctx *ctx, pk_te_tensor *t, int ndom, const int64_t *dom_shape,
+                          const char *const *axis_names);
 pk_expr *pk_expr_int(pk_ctx *ctx, int64_t v);
 pk_expr *pk_expr_float(pk_ctx *ctx, double v);
 pk_expr *pk_expr_axis(pk_ctx *ctx, pk_te_axis *a);
@@ -145,9 +160,13 @@ int64_t pk_te_tensor_numel(const pk_te_tensor *t);
 bool pk_dtype_is_float(pkrt_dtype t);
 bool pk_dtype_is_int(pkrt_dtype t);
 /* FLOPs of evaluating every compute once: floating-point arithmetic, comparisons and
- * intrinsics × points (index arithmetic and guards on axes are not FLOPs). A program with
- * no floating-point work counts its integer operations instead. */
+ * intrinsics × points (index arithmetic and guards on axes are not FLOPs; a scatter_add
+ * counts its body and the accumulating add per domain point). A program with no
+ * floating-point work counts its integer operations instead. */
 double pk_te_flops(const pk_te_program *p);
+/* The hash intrinsic: hash(a, b, c) of docs/te.md, the one definition the interpreter uses
+ * (the C prelude spells out the same steps; tests compare the two). In [0, 2^53). */
+int64_t pk_te_hash3(int64_t a, int64_t b, int64_t c);
 
 /* ---- reference interpreter ----
  * Evaluates in f64 (floats) and exact int64 (integers, wrapped to i32 for I32), and for each

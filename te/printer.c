@@ -157,7 +157,36 @@ static void print_reduce_decls(printer *P, pk_strbuf *b, int from, int to) {
                      (long long)P->numbered[n]->hi);
 }
 
+static void print_dims(pk_strbuf *b, int ndim, const int64_t *shape) {
+  pk_strbuf_append(b, "(");
+  for (int d = 0; d < ndim; d++) pk_strbuf_printf(b, "%s%lld", d ? ", " : "", (long long)shape[d]);
+  pk_strbuf_append(b, ndim == 1 ? ",)" : ")");
+}
+
+/* tN = scatter_add((out shape), (domain), (i0, ...) => [dest, ...], value); no reductions
+ * inside, so no reduce axes are numbered here. */
+static void print_scatter(printer *P, pk_strbuf *out, const pk_te_tensor *t) {
+  pk_strbuf_printf(out, "t%d = scatter_add(", t->id);
+  print_shape(out, t);
+  pk_strbuf_append(out, ", ");
+  print_dims(out, t->dom_ndim, t->dom_shape);
+  pk_strbuf_append(out, ", (");
+  for (int d = 0; d < t->dom_ndim; d++) pk_strbuf_printf(out, "%si%d", d ? ", " : "", d);
+  pk_strbuf_append(out, ") => [");
+  for (int d = 0; d < t->ndim; d++) {
+    if (d) pk_strbuf_append(out, ", ");
+    if (t->dest && t->dest[d]) print_expr(P, out, t->dest[d], 0);
+  }
+  pk_strbuf_append(out, "], ");
+  if (t->body) print_expr(P, out, t->body, 0);
+  pk_strbuf_append(out, ")\n");
+}
+
 static void print_compute(printer *P, pk_strbuf *out, const pk_te_tensor *t) {
+  if (t->dom_ndim) {
+    print_scatter(P, out, t);
+    return;
+  }
   /* The body is printed first: the reduce axes it numbers are declared before the line. */
   pk_strbuf body;
   pk_strbuf_init(&body);

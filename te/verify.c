@@ -82,6 +82,21 @@ static void mark_uses(const pk_expr *e, unsigned use, unsigned *uses) {
   }
 }
 
+/* Index tensors (gather's, embedding's ids) get values valid where they are used: for
+ * every read X[.., I[..], ..] (or scatter_add destination) that takes an integer tensor's
+ * element directly as index d, its values stay below X's extent d (limit[I], 0: none). */
+static void index_limit(const pk_expr *ix, int64_t extent, int64_t *limit) {
+  if (ix->kind != PK_EXPR_READ || !pk_dtype_is_int(ix->tensor->dtype)) return;
+  int64_t *l = &limit[ix->tensor->id];
+  if (*l == 0 || extent < *l) *l = extent;
+}
+
+static void mark_limits(const pk_expr *e, int64_t *limit) {
+  if (e->kind == PK_EXPR_READ)
+    for (int d = 0; d < e->nargs; d++) index_limit(e->args[d], e->tensor->shape[d], limit);
+  for (int i = 0; i < e->nargs; i++) mark_limits(e->args[i], limit);
+}
+
 /* ---- a small local PRNG (splitmix64) ---- */
 
 static uint64_t splitmix64_next(uint64_t *state) {
@@ -107,7 +122,7 @@ static double round_to_dtype(pkrt_dtype t, double v) {
 }
 
 static void fill_placeholder(const pk_te_tensor *t, pk_te_ref_tensor *rt, unsigned use,
-                             uint64_t seed) {
+                             int64_t limit, uint64_t seed) {
   uint64_t state = seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(t->id + 1));
   if (pk_dtype_is_float(t->dtype)) {
     double lo = use & USE_POSITIVE ? 0.25 : -1.0, hi = use & USE_POSITIVE ? 2.0 : 1.0;
@@ -120,6 +135,7 @@ static void fill_placeholder(const pk_te_tensor *t, pk_te_ref_tensor *rt, unsign
   int64_t lo = use & USE_INDEX ? 0 : -8, hi = use & USE_INDEX ? 7 : 8;
   if (use & USE_POSITIVE) lo = 1;
   if (use == USE_MASK) lo = 0, hi = 1; /* only a mask: 0 or 1 */
+  if (limit > 0) lo = 0, hi = limit - 1;
   for (int64_t i = 0; i < rt->numel; i++) rt->ival[i] = uniform_int(&state, lo, hi);
 }
 
@@ -127,16 +143,24 @@ void pk_te_ref_fill_random(const pk_te_program *p, pk_te_ref *ref, uint64_t seed
   if (!ref) return; /* pk_te_ref_new failed; pk_te_interp_run reports it */
   PK_ASSERT(ref->ntensors == p->ntensors);
   unsigned *uses = pk_xcalloc((size_t)p->ntensors + 1, sizeof *uses);
+  int64_t *limit = pk_xcalloc((size_t)p->ntensors + 1, sizeof *limit);
   /* Reads refer only to earlier tensors, so walking backwards sees every use of a compute
    * before its own body is walked with that use. */
   for (int i = p->ntensors - 1; i >= 0; i--) {
     const pk_te_tensor *t = p->tensors[i];
     if (t->kind == PK_TE_COMPUTE) mark_uses(t->body, uses[i], uses);
+    if (t->kind == PK_TE_COMPUTE) mark_limits(t->body, limit);
+    for (int d = 0; t->kind == PK_TE_COMPUTE && d < (t->dom_ndim ? t->ndim : 0); d++) {
+      mark_uses(t->dest[d], USE_INDEX, uses);
+      mark_limits(t->dest[d], limit);
+      index_limit(t->dest[d], t->shape[d], limit);
+    }
   }
   for (int i = 0; i < p->ntensors; i++)
     if (p->tensors[i]->kind == PK_TE_PLACEHOLDER)
-      fill_placeholder(p->tensors[i], &ref->tensors[i], uses[i], seed);
+      fill_placeholder(p->tensors[i], &ref->tensors[i], uses[i], limit[i], seed);
   free(uses);
+  free(limit);
 }
 
 void pk_te_ref_to_buffer(const pk_te_tensor *t, const pk_te_ref_tensor *ref, void *data) {

@@ -4,3 +4,4 @@ pk_add_test(test_ops LABELS te sanitize)
 # attention, softmax family, pooling, activations: their kernels get tuning spaces whose
 # sampled candidates build and equal the interpreter.
 pk_add_test(test_attn_spaces LIBS pk_autotune LABELS te autotune TIMEOUT 120)
+pk_add_test(test_index_ops LIBS pk_autotune LABELS te codegen TIMEOUT 120)

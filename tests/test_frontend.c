@@ -551,6 +551,16 @@ static const bad_case BAD[] = {
      HDR X W FC "\"output\":\"y\"" TR("{\"lr_schedule\":{\"kind\":\"cosine\",\"total_steps\":5,"
                             "\"warmup_steps\":5}}"),
      PK_ERR_CHECK, "training.lr_schedule: total_steps 5 must exceed warmup_steps 5"},
+    /* indexing and dropout: the attrs; their integer inputs need integer graph inputs */
+    {"dropout p a string",
+     HDR X W "\"nodes\":[" NODE("dropout", "\"x\", \"x\"", "y", ",\"attrs\":{\"p\":\"0.5\"}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': attr 'p' must be a finite number"},
+    {"p on relu",
+     HDR X W "\"nodes\":[" NODE("relu", "\"x\"", "y", ",\"attrs\":{\"p\":0.5}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': attr 'p' does not apply to op 'relu'"},
+    {"gather of float indices",
+     HDR X W "\"nodes\":[" NODE("gather", "\"x\", \"x\"", "y", ",\"attrs\":{\"axis\":1}") "],"
+     OUT, PK_ERR_CHECK, "gather: input 1 has dtype"},
 };
 
 static void test_errors(void) {

@@ -61,6 +61,7 @@ static const char *const region_names[] = {"arena", "params", "state", "io"};
 
 typedef struct mtensor {
   const char *name, *role;
+  const char *dtype; /* NULL: the model's, f64 */
   int ndim;
   int64_t shape[8];
   int region;
@@ -83,6 +84,7 @@ typedef struct model_def {
   pk_lfunc *funcs[16];
   mstep s[16];
   int x, W, b, T, R, H, Mb, Mw, Z, L;
+  int G; /* io.rng: dropout's (seed, step), i64 (no kernel here reads it) */
   double W0[K * F], b0[K];
 } model_def;
 
@@ -232,6 +234,8 @@ static int build_nodes(model_def *md) {
   if (pk_op_build(ctx, PK_OP_SGD_UPDATE, &sgd_w, &p) != PK_OK ||
       add_node(md, "sgd(fc.weight)", p, (int[]){Wv, dWs, md->Mw, md->H, Mw2, Wv2}, TRAIN, vs))
     return -1;
+  md->G = add_tensor(md, "rng", "hyper", 1, (int64_t[]){2}, R_STATE);
+  md->t[md->G].dtype = "i64";
   for (int k = 0; k < K; k++) {
     md->b0[k] = 0.05 * k;
     for (int f = 0; f < F; f++) md->W0[k * F + f] = 0.3 * sin(k * F + f + 1.0);
@@ -267,7 +271,7 @@ static cJSON *manifest_json(const model_def *md) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", t->name);
     cJSON_AddStringToObject(o, "role", t->role);
-    cJSON_AddStringToObject(o, "dtype", "f64");
+    cJSON_AddStringToObject(o, "dtype", t->dtype ? t->dtype : "f64");
     cJSON_AddItemToObject(o, "shape", int_array(t->shape, t->ndim));
     cJSON_AddStringToObject(o, "region", region_names[t->region]);
     cJSON_AddNumberToObject(o, "offset", (double)t->offset);
@@ -285,6 +289,7 @@ static cJSON *manifest_json(const model_def *md) {
   cJSON_AddNumberToObject(io, "output", md->Z);
   cJSON_AddNumberToObject(io, "loss", md->L);
   cJSON_AddNumberToObject(io, "hyper", md->H);
+  cJSON_AddNumberToObject(io, "rng", md->G);
   cJSON *ks = cJSON_AddArrayToObject(m, "kernels");
   for (int i = 0; i < md->nk; i++) {
     cJSON *k = cJSON_CreateObject();
@@ -496,6 +501,7 @@ static void check_training(const char *fn, int nthreads) {
            (long long)pkrt_model_arena_bytes(m));
   ref r;
   ref_init(&r);
+  CHECK_FN(pkrt_model_set_seed(m, 77) == PKRT_OK, "set_seed");
   double x[B * F], Z[B * K];
   int32_t lab[B];
   for (int step = 0; step < 6; step++) {
@@ -514,6 +520,8 @@ static void check_training(const char *fn, int nthreads) {
                out[i], Z[i]);
     const double *H = tensor_f64(m, "hyper");
     int64_t t = step + 1;
+    const int64_t *rng = (const int64_t *)(const void *)tensor_f64(m, "rng");
+    CHECK_FN(rng && rng[0] == 77 && rng[1] == t, "rng at t=%lld", (long long)t);
     CHECK_FN(pkrt_model_steps(m) == t, "steps %lld", (long long)pkrt_model_steps(m));
     CHECK_FN(H && close_to(H[0], ref_lr(t), 1e-15) && close_to(H[1], 1 - pow(0.9, t), 1e-15) &&
                  close_to(H[2], 1 - pow(0.999, t), 1e-15) && H[3] == 0,
@@ -537,6 +545,9 @@ static void check_training(const char *fn, int nthreads) {
   ref_forward(&r, x, Z);
   double loss;
   CHECK_FN(pkrt_model_eval_step(m, &loss) == PKRT_OK, "eval: %s", pkrt_model_error(m));
+  const int64_t *rng = (const int64_t *)(const void *)tensor_f64(m, "rng");
+  CHECK_FN(rng && rng[0] == 77 && rng[1] == -1, "rng after eval: step %lld (want -1)",
+           (long long)(rng ? rng[1] : 0));
   CHECK_FN(close_to(loss, ref_loss(Z, lab, B, NULL), 1e-12), "eval loss %g", loss);
   CHECK_FN(pkrt_model_infer(m) == PKRT_OK, "infer: %s", pkrt_model_error(m));
   const double *out = pkrt_model_output(m);
@@ -889,6 +900,7 @@ static void test_hostile_manifests(void) {
       {"io.input", NULL, -3, NULL, "io.input: must be an integer"},
       {"io.output", NULL, 1, NULL, "io.output: tensor 'fc.weight' must be dense with the batch (4)"},
       {"io.hyper", NULL, 6, NULL, "io.hyper: tensor 'mom(fc.bias)' must be dense with 4 elements"},
+      {"io.rng", NULL, 5, NULL, "io.rng: tensor 'hyper' must be a dense i64 tensor of 2 elements"},
       {"kernels[0].name", NULL, 0, "k99", "kernels[0]: kernel 'k99' is not in the kernel object"},
       {"format", NULL, 2, NULL, "format: manifest version"},
       {"regions.params", NULL, 64 * 5, NULL, "but the weights section has"},

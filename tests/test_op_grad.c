@@ -27,6 +27,10 @@ static double uniform(uint64_t *s, double lo, double hi) {
 }
 
 static void set_value(pk_te_ref_tensor *t, int64_t i, double v) {
+  if (!t->val) { /* an integer input (indices, a seed) */
+    t->ival[i] = (int64_t)v;
+    return;
+  }
   t->val[i] = v;
   t->mag[i] = fabs(v);
 }
@@ -69,6 +73,14 @@ static void fill_input(pk_op_kind op, const pk_op_params *prm, int input, pk_te_
   }
   double kink[2], scale;
   int nkinks = activation_kinks(op, &prm->attrs, kink, &scale);
+  if (pk_op_flags(op) & PK_OPF_INT_INPUT(input)) { /* indexing and dropout */
+    /* gather/embedding ids inside [0, extent of the gathered axis); dropout's (seed, step) */
+    int axis = op == PK_OP_GATHER ? prm->attrs.axis : 0;
+    if (axis < 0) axis += prm->in[0].ndim;
+    int64_t extent = op == PK_OP_DROPOUT ? 1000 : prm->in[0].shape[axis];
+    for (int64_t i = 0; i < n; i++) set_value(t, i, (double)(next_u64(rng) % (uint64_t)extent));
+    return;
+  }
   if (op == PK_OP_MAX || op == PK_OP_MAX_POOL2D) {
     int64_t *perm = malloc((size_t)n * sizeof *perm);
     for (int64_t i = 0; i < n; i++) perm[i] = i;
@@ -151,7 +163,8 @@ static const pk_te_ref_tensor *run_grad(pk_ctx *ctx, const pk_op_grad *g,
       continue;
     }
     for (int64_t i = 0; i < dst->numel; i++) {
-      double v = arg->kind == PK_GRAD_ARG_INPUT    ? fref->tensors[arg->index].val[i]
+      const pk_te_ref_tensor *in = &fref->tensors[arg->kind == PK_GRAD_ARG_INPUT ? arg->index : 0];
+      double v = arg->kind == PK_GRAD_ARG_INPUT    ? (in->val ? in->val[i] : (double)in->ival[i])
                  : arg->kind == PK_GRAD_ARG_OUTPUT ? fref->tensors[fwd->ntensors - 1].val[i]
                  : arg->kind == PK_GRAD_ARG_STAGE
                      ? fref->tensors[stage_tensor(fwd, arg->index)].val[i]

@@ -270,6 +270,19 @@ static const grad_case grad_cases[] = {
     {"conv2d_direct_patch_k3_s3", PK_OP_CONV2D,
      {2, {{4, {1, 2, 8, 9}, F32}, {4, {2, 2, 3, 3}, F32}}, {.stride = {3, 3}}},
      {"I1 DY", "I0 DY"}},
+    /* indexing and dropout: ids repeat (more ids than rows), so the scatter-add must
+     * accumulate; fill_input draws ids inside [0, extent) */
+    {"gather_mid_axis", PK_OP_GATHER,
+     {2, {{3, {3, 5, 2}, F64}, {2, {2, 4}, PKRT_DTYPE_I64}}, {.axis = 1}}, {"I1 DY"}},
+    {"gather_last_axis_i32", PK_OP_GATHER,
+     {2, {{2, {4, 3}, F32}, {1, {7}, PKRT_DTYPE_I32}}, {.axis = -1}}, {"I1 DY"}},
+    {"embedding_2d_ids", PK_OP_EMBEDDING,
+     {2, {{2, {5, 3}, F64}, {2, {4, 3}, PKRT_DTYPE_I64}}, NONE}, {"I1 DY"}},
+    {"embedding_1row_i32", PK_OP_EMBEDDING,
+     {2, {{2, {1, 7}, F32}, {1, {3}, PKRT_DTYPE_I32}}, NONE}, {"I1 DY"}},
+    {"dropout", PK_OP_DROPOUT,
+     {2, {{2, {7, 5}, F64}, {1, {2}, PKRT_DTYPE_I64}}, {.drop_p = 0.3}}, {"I1 DY"}},
+    {"dropout_p0", PK_OP_DROPOUT, {2, {{1, {4}, F32}, {1, {2}, PKRT_DTYPE_I64}}, NONE}, {"I1 DY"}},
 };
 
 #define GRAD_CASES ((int)(sizeof grad_cases / sizeof grad_cases[0]))

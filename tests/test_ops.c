@@ -568,8 +568,50 @@ static bool naive_shape(pk_op_kind op, const pk_op_params *prm, double *const *x
   }
 }
 
+/* indexing and dropout */
+static uint64_t mix64(uint64_t z) { /* splitmix64's finaliser, as docs/te.md defines hash */
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static void naive_index(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  const pk_op_input *in = &prm->in[0], *ix = &prm->in[1];
+  if (op == PK_OP_DROPOUT) {
+    double p = prm->attrs.drop_p;
+    uint64_t t = (uint64_t)floor(ldexp(p, 53));
+    alloc_out(y, in->ndim, in->shape);
+    for (int64_t i = 0; i < numel(in->ndim, in->shape); i++) {
+      uint64_t h = mix64(mix64(mix64((uint64_t)(int64_t)x[1][0]) ^ (uint64_t)(int64_t)x[1][1]) ^
+                         (uint64_t)i) >> 11;
+      y->v[i] = x[1][1] < 0 ? x[0][i] : h >= t ? x[0][i] * (1.0 / (1.0 - p)) : 0.0;
+    }
+    return;
+  }
+  int axis = op == PK_OP_GATHER ? prm->attrs.axis : 0;
+  if (axis < 0) axis += in->ndim;
+  int64_t shape[PK_TE_MAX_DIMS], idx[PK_TE_MAX_DIMS], src[PK_TE_MAX_DIMS];
+  int nd = 0;
+  for (int d = 0; d < axis; d++) shape[nd++] = in->shape[d];
+  for (int d = 0; d < ix->ndim; d++) shape[nd++] = ix->shape[d];
+  for (int d = axis + 1; d < in->ndim; d++) shape[nd++] = in->shape[d];
+  alloc_out(y, nd, shape);
+  for (int64_t f = 0; f < numel(nd, shape); f++) {
+    unravel(f, nd, shape, idx);
+    int64_t id = (int64_t)x[1][ravel(idx + axis, ix->ndim, ix->shape)];
+    for (int d = 0; d < in->ndim; d++)
+      src[d] = d < axis ? idx[d] : d == axis ? id : idx[d - 1 + ix->ndim];
+    y->v[f] = id >= 0 && id < in->shape[axis] ? x[0][ravel(src, in->ndim, in->shape)] : 0.0;
+  }
+}
+
 static void naive(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
   if (naive_attn_family(op, prm, x, y) || naive_shape(op, prm, x, y)) return;
+  if (op == PK_OP_GATHER || op == PK_OP_EMBEDDING || op == PK_OP_DROPOUT) {
+    naive_index(op, prm, x, y);
+    return;
+  }
   if (pk_op_flags(op) & PK_OPF_NORM || op == PK_OP_BATCH_NORM_STATS) {
     naive_norm(op, prm, x, y);
     return;
@@ -947,13 +989,31 @@ static void test_attn_torch_values(pk_ctx *ctx) {
                            -5.225532516914897, -1.7824455023456003, -0.1179727271304066,
                            -2.646175175885636, -4.878040094810802, -4.49099420985527,
                            -0.0920862724558346, -0.08570109322299467, -2.5212185979166213}, 12);
+}
 
+/* indexing and dropout: each new error */
+static void test_bad_params_index(pk_ctx *ctx) {
+  const pkrt_dtype F = PKRT_DTYPE_F32;
+  const pkrt_dtype L = PKRT_DTYPE_I64;
+  pk_op_params gax = {2, {{2, {3, 4}, F}, {1, {5}, L}}, {.axis = -3}};
+  expect_error(ctx, "bad_gather_axis", PK_OP_GATHER, &gax, "axis -3 out of range");
+  pk_op_params gfl = {2, {{2, {3, 4}, F}, {1, {5}, F}}, {.axis = 0}};
+  expect_error(ctx, "bad_gather_float_indices", PK_OP_GATHER, &gfl, "must be i32 or i64");
+  pk_op_params grk = {2, {{5, {2, 2, 2, 2, 2}, F}, {5, {2, 2, 2, 2, 2}, L}}, {.axis = 0}};
+  expect_error(ctx, "bad_gather_result_rank", PK_OP_GATHER, &grk, "result rank 9");
+  pk_op_params erk = {2, {{3, {3, 4, 5}, F}, {1, {5}, L}}, {.groups = 0}};
+  expect_error(ctx, "bad_embedding_weight_rank", PK_OP_EMBEDDING, &erk, "rank 2 (V, D)");
+  pk_op_params dp = {2, {{1, {4}, F}, {1, {2}, L}}, {.drop_p = 1.0}};
+  expect_error(ctx, "bad_dropout_p", PK_OP_DROPOUT, &dp, "p 1 out of range");
+  pk_op_params ds = {2, {{1, {4}, F}, {1, {3}, L}}, {.drop_p = 0.5}};
+  expect_error(ctx, "bad_dropout_seed_shape", PK_OP_DROPOUT, &ds, "shape (2,) holding (seed, step)");
 }
 
 int main(void) {
   pk_ctx *ctx = pk_ctx_new();
   test_bad_params_attn(ctx);
   test_bad_params_shape(ctx);
+  test_bad_params_index(ctx);
   test_attn_torch_values(ctx);
   test_table();
   int count;

@@ -46,6 +46,11 @@ static const char *const seeds[] = {
     "A = placeholder((5, 5), f32)\nk = reduce_axis(2, 5)\n"
     "B = compute((5,), (i) => sum(A[i, k - 2] * A[k, i], k))\n"
     "C = compute((5,), (i) => min(A[k, i], k))\n",
+
+    /* indexing and dropout: scatter_add and hash */
+    "I = placeholder((4, 3), i64)\nV = placeholder((4, 3, 2), f32)\n"
+    "D = scatter_add((6, 2), (4, 3, 2), (n, t, d) => [I[n, t] - 1, d], V[n, t, d] * 0.5)\n"
+    "Y = compute((4, 3), (a, b) => select(hash(I[a, b], 7, a * 3 + b) >= 4503599627370496, 1.0, 0.0))\n",
 };
 
 static const char *const tokens[] = {
@@ -54,7 +59,7 @@ static const char *const tokens[] = {
     "99999999999999999999", "i", "j", "k", "A", "x", "sum(", "max(", "min(", "select(", "cast(f32, ",
     "cast(i32, ", "cast(bool, ", "exp(", "pow(", "abs(", "reduce_axis(", "placeholder(", "compute(",
     "f16", "i64", "f64", "bool", "(1,)", "(0,)", "(-1, 2)", "/ 0", "% 0", ", k", "A[i]", "\t", "\r",
-    "\0", "\xff", "@",
+    "\0", "\xff", "@", "scatter_add(", "hash(", "[I[t], d]", "(4, 3)",
 };
 
 typedef struct rng {

@@ -118,6 +118,10 @@ int pkrt_model_set_valid_rows(pkrt_model *m, int64_t valid);
 
 /* ---- running ---- */
 int pkrt_model_set_lr(pkrt_model *m, double lr); /* base lr; the schedule scales it */
+/* Dropout's seed (default 0; pkrt_train_run sets its options' seed): with io.rng in the
+ * manifest, training step t writes (seed, t) there and eval/infer steps (seed, -1), so a
+ * run's masks repeat exactly for one seed and evaluation drops nothing. */
+int pkrt_model_set_seed(pkrt_model *m, uint64_t seed);
 double pkrt_model_lr(const pkrt_model *m);       /* the base lr */
 /* Forward, backward and the optimizer updates; *loss (may be NULL) gets the batch's mean
  * loss over its valid rows. Step t (1, 2, ...) writes H = (lr_t, 1 - beta1^t, 1 - beta2^t,

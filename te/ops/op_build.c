@@ -85,7 +85,8 @@ static pk_status check_common(pk_ctx *ctx, pk_op_kind op, const pk_op_params *pr
       (s = check_real(ctx, op, "beta2", a->beta2, 0, 1)) != PK_OK ||
       (s = check_real(ctx, op, "eps", a->eps, 0, INFINITY)) != PK_OK ||
       (s = check_real(ctx, op, "clip_norm", a->clip_norm, 0, INFINITY)) != PK_OK ||
-      (s = check_real(ctx, op, "alpha", a->alpha, 0, INFINITY)) != PK_OK)
+      (s = check_real(ctx, op, "alpha", a->alpha, 0, INFINITY)) != PK_OK ||
+      (s = check_real(ctx, op, "p", a->drop_p, 0, 1)) != PK_OK)
     return s;
   /* clip's bounds may be negative, so check_real's [lo, hi) does not fit them */
   if (!isfinite(a->clip_min) || !isfinite(a->clip_max) || a->clip_min > a->clip_max)

@@ -246,6 +246,24 @@ static const pk_op_example examples[] = {
     {"adamw_accum2_f64", PK_OP_ADAMW_UPDATE,
      {5, {{1, {7}, F64}, {1, {7}, F64}, {1, {7}, F64}, {1, {7}, F64}, {1, {4}, F64}},
       {.weight_decay = 0.01, .decoupled = true, .accum_steps = 2}}},
+    /* indexing and dropout (ids are drawn inside [0, extent) by pk_te_ref_fill_random) */
+    {"gather_mid_axis_2d_index", PK_OP_GATHER,
+     {2, {{3, {2, 7, 5}, F32}, {2, {3, 4}, PKRT_DTYPE_I64}}, {.axis = 1}}},
+    {"gather_last_axis_i32_f64", PK_OP_GATHER,
+     {2, {{2, {33, 7}, F64}, {1, {1}, PKRT_DTYPE_I32}}, {.axis = -1}}},
+    {"gather_rank1_33", PK_OP_GATHER, {2, {{1, {7}, F32}, {1, {33}, PKRT_DTYPE_I64}}, NO_ATTRS}},
+    {"embedding_2d_ids", PK_OP_EMBEDDING,
+     {2, {{2, {33, 7}, F32}, {2, {5, 3}, PKRT_DTYPE_I64}}, NO_ATTRS}},
+    {"embedding_1x1_i32", PK_OP_EMBEDDING,
+     {2, {{2, {1, 1}, F32}, {1, {7}, PKRT_DTYPE_I32}}, NO_ATTRS}},
+    {"embedding_f64", PK_OP_EMBEDDING,
+     {2, {{2, {7, 33}, F64}, {1, {1}, PKRT_DTYPE_I64}}, NO_ATTRS}},
+    {"dropout_half", PK_OP_DROPOUT,
+     {2, {{2, {7, 33}, F32}, {1, {2}, PKRT_DTYPE_I64}}, {.drop_p = 0.5}}},
+    {"dropout_p0_f64", PK_OP_DROPOUT,
+     {2, {{1, {33}, F64}, {1, {2}, PKRT_DTYPE_I64}}, NO_ATTRS}},
+    {"dropout_4d_i32_seed", PK_OP_DROPOUT,
+     {2, {{4, {2, 3, 1, 5}, F32}, {1, {2}, PKRT_DTYPE_I32}}, {.drop_p = 0.1}}},
 };
 
 const pk_op_example *pk_op_examples(int *count) {

@@ -81,6 +81,12 @@ pk_status pk_op_grad_norm(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_t
 pk_status pk_op_grad_cross_entropy(pk_ctx *, pk_op_kind, const pk_op_params *,
                                    const pk_te_tensor *, int, pk_op_grad *, pk_strbuf *);
 
+/* indexing and dropout */
+pk_status pk_op_grad_gather(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
+                            int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_dropout(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
+                             int, pk_op_grad *, pk_strbuf *);
+
 pk_op_grad_fn pk_op_grad_builder(pk_op_kind op); /* NULL for ops with no differentiable input */
 
 /* Appends an argument to g and its placeholder "<name> = placeholder(...)" to out: forward

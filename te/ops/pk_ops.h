@@ -106,6 +106,21 @@
  *     M an i32/i64 mask broadcast to X's shape (Tensor.masked_fill, for attention masks);
  *     no gradient flows to the masks;
  *     flatten, squeeze and unsqueeze are reshape (a row-major copy to new_shape).
+ *   - indexing and dropout:
+ *     gather(X, I) with attrs.axis: Y = X with dim `axis` replaced by all of I's dims
+ *       (ONNX Gather; torch.index_select when I is 1-D): Y[a.., j.., b..] = X[a.., I[j..], b..];
+ *     embedding(W (V, D), I (N...)) -> (N..., D): gather along axis 0 (nn.Embedding);
+ *     I is i32 or i64. An index outside [0, extent) — negative included, which ONNX would
+ *     wrap — reads 0 and receives no gradient (PyTorch raises; see docs/te.md). The
+ *     gradient wrt X/W is a scatter_add of dY (docs/te.md): O(elements of dY) updates plus
+ *     the zero fill, repeated indices accumulating in order; I is not differentiable.
+ *     dropout(X, S) with attrs.drop_p = p in [0, 1): S is an integer (2,) tensor holding
+ *       (seed, step). Y = X * 1/(1-p) where hash(seed, step, flat index) >= floor(p * 2^53),
+ *       else 0 (the hash of docs/te.md; flat index row-major over X). Nothing is stored:
+ *       the gradient dX = dY * 1/(1-p) on the same elements regenerates the mask from S.
+ *       p = 0 is the identity, and so is a negative step (evaluation: the executor writes
+ *       step -1 outside training steps). The mask differs from PyTorch's RNG (same
+ *       distribution); the training executor writes S each step (docs/te.md).
  */
 #ifndef PK_OPS_H
 #define PK_OPS_H
@@ -128,9 +143,11 @@
   X(CAUSAL, "causal") X(SCALE, "scale") X(OUTPUT_SIZE, "output_size")                       \
   X(APPROXIMATE, "approximate") X(EXPONENT, "exponent")                                     \
   /* normalization */                                                                        \
-  X(EPS, "eps") X(MOMENTUM, "momentum") X(NORMALIZED_NDIM, "normalized_ndim") \
-  /* shape and data movement */                                                            \
-  X(PERM, "perm") X(SLICE_STEP, "slice_step") X(PADS, "pads") X(VALUE, "value")
+  X(EPS, "eps") X(MOMENTUM, "momentum") X(NORMALIZED_NDIM, "normalized_ndim")               \
+  /* shape and data movement */                                                              \
+  X(PERM, "perm") X(SLICE_STEP, "slice_step") X(PADS, "pads") X(VALUE, "value")             \
+  /* indexing and dropout */                                                                 \
+  X(P, "p")
 
 typedef enum pk_attr_key {
 #define PK_ATTR_X(id, key) PK_ATTR_KEY_##id,
@@ -255,6 +272,8 @@ typedef struct pk_op_attrs {
    * none. grad_accumulate adds G / accum_steps; sgd_update and adamw_update then change
    * W, M, V only on the last micro-step of each group (H[3] = accum_steps - 1) */
   int64_t accum_steps;
+  /* indexing and dropout */
+  double drop_p;           /* dropout: probability of zeroing an element, in [0, 1); 0 = identity */
 } pk_op_attrs;
 
 /* pk_op_attrs.approximate (graph JSON "approximate": "none" or "tanh", as PyTorch's). */
