@@ -17,7 +17,8 @@ sizes stated below). Random init from a seed; scripts/torch2pock.py converts the
 
 Every model has `input_shape` (without the batch dim), `input_dtype` and `training_spec`
 (what torch2pock writes into the graph's "training" object), and names its modules so that
-sparse specs can select "blocks.3.*" / "layers.3.*" and the head.
+sparse specs can select the last blocks ("features.N", "layers.layerN.M", "layers.N",
+"blocks.N") and the head.
 """
 import argparse
 import math
@@ -80,20 +81,21 @@ class MobileNetV2(nn.Module):
                                 (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]
         cin = _divisible(32 * width)
         last = _divisible(last * max(1.0, width))
-        blocks = [("stem", ConvBNAct(3, cin, 3, 2))]
+        # features.0 is the stem, then one entry per inverted residual, then the last 1x1
+        # conv (torchvision's numbering, so sparse specs can pick "the last block")
+        blocks = [ConvBNAct(3, cin, 3, 2)]
         for t, c, n, s in settings:
             cout = _divisible(c * width)
             for i in range(n):
-                blocks.append(("b%d" % len(blocks), InvertedResidual(cin, cout, s if i == 0 else 1,
-                                                                     t)))
+                blocks.append(InvertedResidual(cin, cout, s if i == 0 else 1, t))
                 cin = cout
-        blocks.append(("head_conv", ConvBNAct(cin, last, 1)))
-        self.blocks = nn.Sequential(OrderedDict(blocks))
+        blocks.append(ConvBNAct(cin, last, 1))
+        self.features = nn.Sequential(*blocks)
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.classifier = nn.Linear(last, classes)
 
     def forward(self, x):
-        x = self.pool(self.blocks(x))
+        x = self.pool(self.features(x))
         return self.classifier(x.flatten(1))
 
 
@@ -218,14 +220,13 @@ class Bert(nn.Module):
     def __init__(self, vocab, d, heads, layers, seq, classes=2):
         super().__init__()
         self.tok = nn.Embedding(vocab, d)
-        self.pos = nn.Embedding(seq, d)
-        self.register_buffer("positions", torch.arange(seq), persistent=False)
+        self.pos = nn.Parameter(torch.randn(seq, d) * 0.02)  # learned absolute positions
         self.ln = nn.LayerNorm(d, eps=1e-12)
         self.layers = nn.ModuleList([BertLayer(d, heads, 4 * d) for _ in range(layers)])
         self.head = nn.Linear(d, classes)
 
     def forward(self, ids, mask):
-        x = self.ln(self.tok(ids) + self.pos(self.positions))
+        x = self.ln(self.tok(ids) + self.pos)
         # (B, T) 1/0 -> additive (B, 1, 1, T): 0 where attended, -1e4 at padding (BERT's)
         add = (1.0 - mask).reshape(mask.shape[0], 1, 1, mask.shape[1]) * -10000.0
         for layer in self.layers:
