@@ -247,6 +247,17 @@ class _FxConverter:
                                  {"perm": perm})
         return v
 
+    def concrete(self, a):
+        """A Python argument (an index: tuples, slices) with its fx nodes' traced values."""
+        import torch.fx
+        if isinstance(a, torch.fx.Node):
+            return self.values[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(self.concrete(x) for x in a)
+        if isinstance(a, slice):
+            return slice(self.concrete(a.start), self.concrete(a.stop), self.concrete(a.step))
+        return a
+
     def arg(self, n, a):
         import torch.fx
         if isinstance(a, torch.fx.Node):
@@ -337,8 +348,9 @@ class _FxConverter:
         args = [self.arg(n, a) for a in n.args]
         kwargs = {k: self.arg(n, v) for k, v in n.kwargs.items()}
         # Python-level arithmetic on sizes (x.shape[0] // 2): evaluated already.
-        tensors = [a for a in args + list(kwargs.values())
-                   if isinstance(a, _Val) and a.is_tensor]
+        flat = [x for a in args + list(kwargs.values())
+                for x in (a if isinstance(a, list) else [a])]
+        tensors = [a for a in flat if isinstance(a, _Val) and a.is_tensor]
         if fn in ("getattr", "size", "dim") or (not tensors and fn != "getitem"):
             return _Val(py=self.values[n])
         if fn == "getitem" and not args[0].is_tensor:
@@ -600,7 +612,7 @@ class _FxConverter:
 
     def fn_getitem(self, n, args, kw):
         """x[...]: slices (step 1 or more) and integer indices on any dim but the batch."""
-        x, idx = args[0], args[1].py
+        x, idx = args[0], self.concrete(n.args[1])
         idx = idx if isinstance(idx, tuple) else (idx,)
         r = len(x.shape)
         if sum(i is Ellipsis for i in idx) > 1 or any(i is None for i in idx):
