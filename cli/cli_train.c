@@ -261,14 +261,11 @@ static int predict(const run_options *o, pkrt_model *m, const pkrt_dataset *d) {
   int64_t per_row = 1, classes = pkrt_model_classes(m);
   for (int i = 1; i < rank; i++) per_row *= shape[i];
   bool f64 = pkrt_model_dtype(m) == PKRT_DTYPE_F64;
-  size_t row_bytes = (size_t)pkrt_dataset_features(d) * (f64 ? 8 : 4);
-  unsigned char *in = pkrt_model_input(m, NULL);
-  const unsigned char *x = pkrt_dataset_x(d);
   for (int64_t first = 0; first < rows; first += b) {
     int64_t valid = rows - first < b ? rows - first : b;
-    memcpy(in, x + (size_t)first * row_bytes, (size_t)valid * row_bytes);
-    memset(in + (size_t)valid * row_bytes, 0, (size_t)(b - valid) * row_bytes);
-    if (pkrt_model_infer(m) != 0) return fail(o, "%s", pkrt_model_error(m));
+    /* every input of the model (several: X1.npy,X2.npy:Y.npy), padding rows zero */
+    if (pkrt_model_feed(m, d, first, valid) != 0 || pkrt_model_infer(m) != 0)
+      return fail(o, "%s", pkrt_model_error(m));
     const void *out = pkrt_model_output(m);
     for (int64_t r = 0; r < valid; r++) {
       int64_t best = 0;

@@ -25,6 +25,9 @@ RT_INTERNAL extern const char *const rt_role_names[RT_ROLE_COUNT_];
 RT_INTERNAL extern const char *const rt_region_names[RT_REGION_COUNT_];
 RT_INTERNAL extern const char *const rt_plan_names[RT_PLAN_COUNT_];
 
+/* Inputs a model may have (io.inputs): as many as a dataset can name. */
+#define RT_MAX_INPUTS PKRT_MAX_INPUTS
+
 typedef struct rt_tensor {
   const char *name;
   rt_role role;
@@ -39,6 +42,7 @@ typedef struct rt_tensor {
   bool view;                    /* has explicit strides */
   bool trainable;
   bool weight;                  /* saved in .pkw: a param with storage of its own */
+  bool no_batch;                /* an input without the batch dim ("batch": false) */
   int64_t numel;
   int64_t lo, hi;               /* bytes of the region it may touch: [lo, hi) */
 } rt_tensor;
@@ -87,6 +91,10 @@ typedef struct rt_manifest {
   rt_tensor *tensors;
   /* io.*: tensor indices, -1 when absent */
   int input, target_t, row_weight, output, loss, hyper;
+  /* io.inputs: every input the executor feeds, in the model file's order; inputs[0] ==
+   * input. Without the key, the one io.input. */
+  int ninputs;
+  int inputs[RT_MAX_INPUTS];
   int nkernels;
   rt_kernel *kernels;
   rt_optimizer opt;
