@@ -348,8 +348,6 @@ static pkrt_status parse_io(parser *P, const cJSON *root, rt_manifest *mf) {
       return fail(P, "io.%s: tensor '%s' has dtype %s, the model %s", f[i].key, t->name,
                   pkrt_dtype_name(t->dtype), pkrt_dtype_name(mf->dtype));
   }
-  pkrt_status ist = parse_inputs(P, io, mf);
-  if (ist != PKRT_OK) return ist;
   /* What the executor writes or reads row by row must be dense with the batch first. */
   int rowwise[] = {mf->input, mf->output, mf->target_t, mf->row_weight};
   const char *names[] = {"input", "output", "target", "row_weight"};
@@ -360,6 +358,8 @@ static pkrt_status parse_io(parser *P, const cJSON *root, rt_manifest *mf) {
       return fail(P, "io.%s: tensor '%s' must be dense with the batch (%lld) as its first dim",
                   names[i], t->name, (long long)mf->batch);
   }
+  pkrt_status ist = parse_inputs(P, io, mf);
+  if (ist != PKRT_OK) return ist;
   if (mf->row_weight >= 0 && mf->tensors[mf->row_weight].ndim != 1)
     return fail(P, "io.row_weight: tensor '%s' must have shape (batch)",
                 mf->tensors[mf->row_weight].name);

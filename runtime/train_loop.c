@@ -95,9 +95,9 @@ static pkrt_status check_fits(pkrt_model *m, const pkrt_dataset *d, const char *
   pkrt_dtype in0 = mf->tensors[mf->input].dtype;
   if (d->dtype != in0)
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
-                         "%s: features are stored as %s but the model's input takes %s (load the "
-                         "dataset with .model set)",
-                         what, pkrt_dtype_name(d->dtype), pkrt_dtype_name(in0));
+                         "%s: features are stored as %s but the model %s %s (load the dataset "
+                         "with .model set)", what, pkrt_dtype_name(d->dtype),
+                         in0 == mf->dtype ? "computes in" : "input takes", pkrt_dtype_name(in0));
   pkrt_status st = check_inputs(m, d, what);
   if (st != PKRT_OK) return st;
   for (int64_t r = 0; r < d->rows; r++)

@@ -4,7 +4,8 @@
 # compiled, trained by `pock train` from X1.npy,X2.npy,X3.npy:Y.npy, evaluated and run by
 # pock-rt. The reference is the same linear layer fed u = x + z + shift as one input,
 # computed here (values on a 1/16 grid, so every sum is exact in f32): weights, losses and
-# predictions must be identical. Bad dataset forms fail naming the problem.
+# predictions must be identical. A model whose first input holds integers (i32 token ids)
+# trains from an integer file like the reference. Bad dataset forms fail naming the problem.
 # Usage: test_inputs_cli.sh POCK POCK_RT
 set -u
 . "$(dirname "$0")/cli_test_lib.sh"
@@ -18,7 +19,7 @@ d = sys.argv[1]
 def npy(path, descr, shape, vals):
     hdr = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
     hdr += " " * (63 - (10 + len(hdr)) % 64) + "\n"
-    fmt = {"<f4": "f", "<i4": "i"}[descr]
+    fmt = {"<f4": "f", "<i4": "i", "<i8": "q"}[descr]
     with open(path, "wb") as f:
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
         f.write(struct.pack("<%d%s" % (len(vals), fmt), *vals))
@@ -37,6 +38,8 @@ npy(d + "/u.npy", "<f4", "(10, 4)", u)
 npy(d + "/y.npy", "<i4", "(10,)", y)
 npy(d + "/shift5.npy", "<f4", "(5,)", shift + [0.0])
 npy(d + "/zi.npy", "<i4", "(10, 4)", [int(v) for v in z])
+npy(d + "/ids.npy", "<i4", "(10, 2)", [rng.randint(0, 999) for _ in range(20)])
+npy(d + "/ids_big.npy", "<i8", "(10, 2)", [2**40] * 20)
 EOF
 
 params='"params": [
@@ -58,6 +61,15 @@ EOF
 cat >"$tmp/one.json" <<EOF
 {"format": "pock-graph", "version": 1, "name": "one",
   "inputs": [{"name": "u", "shape": ["N", 4]}],
+  $params,
+  "nodes": [$fc],
+  "output": "y", $training}
+EOF
+
+# An integer first input (token ids; no op reads integers yet, so it only travels), then u.
+cat >"$tmp/ids.json" <<EOF
+{"format": "pock-graph", "version": 2, "name": "ids",
+  "inputs": [{"name": "ids", "shape": ["N", 2], "dtype": "i32"}, {"name": "u", "shape": ["N", 4]}],
   $params,
   "nodes": [$fc],
   "output": "y", $training}
@@ -92,6 +104,16 @@ expect run_one 0 '^[0-2] ' "$pockrt" run "$tmp/one.pock" --data "$tmp/u.npy:$tmp
   --weights "$tmp/w1.pkw" --scores
 [ "$(wc -l <"$tmp/run3")" -eq 10 ] && cmp -s "$tmp/out" "$tmp/run3" && pass run_equal_reference ||
   fail run_equal_reference "$(head -3 "$tmp/run3")"
+
+expect compile_ids 0 'wrote' "$pock" compile "$tmp/ids.json" --batch 4 -o "$tmp/ids.pock"
+expect train_ids 0 'epoch 3/3 loss' "$pock" train "$tmp/ids.pock" --data "$tmp/ids.npy,$tmp/u.npy:$tmp/y.npy" \
+  --epochs 3 --seed 5 --save "$tmp/wi.pkw"
+cmp -s "$tmp/wi.pkw" "$tmp/w1.pkw" && pass ids_weights_equal_reference ||
+  fail ids_weights_equal_reference "trained weights differ from the one-input reference's"
+expect ids_float_file 1 "x\.npy: the model's input takes integers \(i32\); the file holds floats" \
+  "$pock" train "$tmp/ids.pock" --data "$tmp/x.npy,$tmp/u.npy:$tmp/y.npy" --epochs 1
+expect ids_out_of_range 1 "ids_big\.npy: row 1, feature 1: 1099511627776 does not fit the model's i32" \
+  "$pock" train "$tmp/ids.pock" --data "$tmp/ids_big.npy,$tmp/u.npy:$tmp/y.npy" --epochs 1
 
 # ---- a dataset that does not fit the model's inputs
 expect one_file_for_three 1 '1 feature files for a model with 3 inputs' \

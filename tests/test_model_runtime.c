@@ -946,6 +946,12 @@ static void test_hostile_manifests(void) {
       {"not json", "manifest: not valid JSON"},
       {"array root", "the top level must be a JSON object"},
       {"rank 9", "tensors[0].shape: rank 9 (at most 8)"},
+      /* graph I/O: io.inputs and an input's "batch" */
+      {"inputs twice", "is listed twice"},
+      {"inputs param", "must be a dense input"},
+      {"inputs first", "io.inputs[0]: must be io.input"},
+      {"inputs empty", "io.inputs: must be an array of 1..16 tensor indices"},
+      {"batch on param", ".batch: only an input may say"},
   };
   for (size_t c = 0; c < sizeof more / sizeof more[0]; c++) {
     cJSON *m = cJSON_Duplicate(g_manifest, 1);
@@ -961,6 +967,18 @@ static void test_hostile_manifests(void) {
     }
     if (!strcmp(w, "rank 9"))
       put(m, "tensors[0].shape", int_array((int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1}, 9));
+    int64_t x = g_md.x, other = g_md.x == 0 ? 1 : 0;
+    if (!strcmp(w, "inputs twice"))
+      cJSON_AddItemToObject(at(m, "io"), "inputs", int_array((int64_t[]){x, x}, 2));
+    if (!strcmp(w, "inputs param"))
+      cJSON_AddItemToObject(at(m, "io"), "inputs", int_array((int64_t[]){x, other}, 2));
+    if (!strcmp(w, "inputs first"))
+      cJSON_AddItemToObject(at(m, "io"), "inputs", int_array((int64_t[]){other}, 1));
+    if (!strcmp(w, "inputs empty"))
+      cJSON_AddItemToObject(at(m, "io"), "inputs", cJSON_CreateArray());
+    if (!strcmp(w, "batch on param"))
+      cJSON_AddItemToObject(cJSON_GetArrayItem(at(m, "tensors"), (int)other), "batch",
+                            cJSON_CreateFalse());
     const char *err;
     if (!strcmp(w, "not json") || !strcmp(w, "array root")) {
       /* Raw text, not a cJSON tree. */
