@@ -6,11 +6,15 @@ autograd so Pock's compile-time backward is checked against it. Library only:
   g = json.load(open("resnet.json")); w = torch2pock.read_pkw("resnet.pkw")
   m = PockGraph(g, w, dtype=torch.float64)     # params are nn.Parameters, named as in g
   logits = m(x)                                # x: (N, features...) as the graph's input
+  logits = m(ids, mask)                        # several inputs (version 2): in the order
+                                               # of g["inputs"]; integer ones as int tensors
 
 Ops: matmul, batch_matmul, add, sub, mul, div, relu, sigmoid, tanh, gelu (erf form),
 silu, hardsigmoid, hardswish, relu6, leaky_relu, elu, clip, exp, log, sqrt, rsqrt, abs,
 neg, reciprocal, softmax, sum, mean, max, conv2d, reshape, slice; broadcasting as numpy. A graph using any
-other op raises NotImplementedError (the fixtures do not use it).
+other op raises NotImplementedError (the fixtures do not use it). A node's "outputs" (graph
+format version 2) name every compute of the op in order: softmax's are its row max, its row
+sum of exp(x - max) (both keepdim) and the result; other ops compute their result only.
 """
 import torch
 import torch.nn as nn
@@ -50,14 +54,37 @@ class PockGraph(nn.Module):
     def named_pock_params(self):
         return [(n, self.params[k]) for n, k in self.names.items()]
 
-    def forward(self, x):
-        env = {self.graph["inputs"][0]["name"]: x}
-        for n, k in self.names.items():
-            env[n] = self.params[k]
+    def forward(self, *inputs):
+        specs = self.graph["inputs"]
+        if len(inputs) != len(specs):
+            raise ValueError("graph_torch: %d inputs given, the graph has %d (%s)" % (
+                len(inputs), len(specs), ", ".join(i["name"] for i in specs)))
+        env = {spec["name"]: x for spec, x in zip(specs, inputs)}
+        n = inputs[0].shape[0]
+        for name, k in self.names.items():
+            env[name] = self.params[k]
         for node in self.graph["nodes"]:
             ins = [env[i] for i in node["inputs"]]
-            env[node["output"]] = self._op(node["op"], ins, node.get("attrs", {}), x.shape[0])
+            attrs = node.get("attrs", {})
+            y = self._op(node["op"], ins, attrs, n)
+            if "outputs" in node:
+                outs = self._stages(node["op"], ins, attrs) + [y]
+                if len(outs) != len(node["outputs"]):
+                    raise NotImplementedError("graph_torch: %d outputs of op %r" % (
+                        len(node["outputs"]), node["op"]))
+                env.update(zip(node["outputs"], outs))
+            else:
+                env[node["output"]] = y
         return env[self.graph["output"]]
+
+    @staticmethod
+    def _stages(op, ins, a):
+        """The computes of op's program before its result (pk_graph_name_outputs's order)."""
+        if op == "softmax":
+            ax = a.get("axis", 0)
+            m = ins[0].amax(dim=ax, keepdim=True)
+            return [m, torch.exp(ins[0] - m).sum(dim=ax, keepdim=True)]
+        return []
 
     @staticmethod
     def _op(op, ins, a, batch):
