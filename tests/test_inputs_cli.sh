@@ -126,4 +126,6 @@ expect int_file_for_float 1 "zi\.npy: input 'z' takes f32; the file holds intege
   "$pock" train "$tmp/three.pock" --data "$tmp/x.npy,$tmp/zi.npy,$tmp/shift.npy:$tmp/y.npy" --epochs 1
 expect rows_differ 1 "shift\.npy: input 'z' needs 10 rows" \
   "$pock" train "$tmp/three.pock" --data "$tmp/x.npy,$tmp/shift.npy,$tmp/shift.npy:$tmp/y.npy" --epochs 1
+expect save_over_second_input 1 'z\.npy: is the same file as the input' \
+  "$pock" train "$tmp/three.pock" --data "$data3" --epochs 1 --save "$tmp/z.npy"
 finish
