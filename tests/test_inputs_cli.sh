@@ -92,6 +92,18 @@ cmp -s "$tmp/w3.pkw" "$tmp/w1.pkw" && pass weights_equal_reference ||
 diff -q "$tmp/log3" "$tmp/log1" >/dev/null && pass losses_equal_reference ||
   fail losses_equal_reference "$(diff "$tmp/log3" "$tmp/log1" | head -4)"
 
+# Checkpoints hash every input: stopped after 4 steps, resumed, the run equals the
+# uninterrupted one; resuming on data whose second input differs is refused.
+expect train_three_stop 0 'stopped after 4 steps' "$pock" train "$tmp/three.pock" --data "$data3" \
+  --epochs 3 --seed 5 --max-steps 4 --checkpoint "$tmp/c.ckpt"
+expect train_three_resume 0 'epoch 3/3 loss' "$pock" train "$tmp/three.pock" --data "$data3" \
+  --epochs 3 --resume "$tmp/c.ckpt" --save "$tmp/w3r.pkw"
+cmp -s "$tmp/w3r.pkw" "$tmp/w3.pkw" && pass resume_equals_uninterrupted ||
+  fail resume_equals_uninterrupted "resumed weights differ"
+expect resume_other_input 1 'c\.ckpt: the checkpoint was taken on other training data' \
+  "$pock" train "$tmp/three.pock" --data "$tmp/x.npy,$tmp/x.npy,$tmp/shift.npy:$tmp/y.npy" \
+  --epochs 3 --resume "$tmp/c.ckpt"
+
 expect eval_three 0 'loss [0-9.]+ accuracy' "$pockrt" eval "$tmp/three.pock" --data "$data3" \
   --weights "$tmp/w3.pkw"
 cp "$tmp/out" "$tmp/eval3"
