@@ -84,8 +84,16 @@ static int64_t block_of(const char *name, size_t *plen) {
   return -1;
 }
 
-/* The params rule r's "blocks" selects: sel[i] set for each. "auto" takes the prefix most
- * params have (a tie is ambiguous: the spec must name one). */
+/* The index i of a name "prefix.<i>.rest", or -1. */
+static int64_t block_under(const char *name, const char *prefix, size_t plen) {
+  if (strncmp(name, prefix, plen) != 0 || name[plen] != '.') return -1;
+  const char *d = name + plen + 1, *e = d;
+  while (*e >= '0' && *e <= '9') e++;
+  return e == d || *e != '.' || e - d > 9 ? -1 : strtoll(d, NULL, 10);
+}
+
+/* What rule r's "blocks" selects: sel[i] set for each. "auto" takes the prefix most params
+ * have (by block_of; a tie is ambiguous: the spec must name one). */
 static pk_status select_blocks(pk_graph *g, const char *file, const sparse_rule *r, bool *sel) {
   int nt = g->ntensors;
   const char *prefix = r->block_prefix;
@@ -127,10 +135,7 @@ static pk_status select_blocks(pk_graph *g, const char *file, const sparse_rule 
   int64_t *of = pk_alloc(g->ctx, sizeof(int64_t) * (size_t)(nt + 1));
   int nidx = 0;
   for (int i = 0; i < nt; i++) {
-    size_t li = 0;
-    of[i] = is_param(g->tensors[i]) ? block_of(g->tensors[i]->name, &li) : -1;
-    if (of[i] >= 0 && (li != plen || strncmp(g->tensors[i]->name, prefix, plen) != 0))
-      of[i] = -1;
+    of[i] = is_param(g->tensors[i]) ? block_under(g->tensors[i]->name, prefix, plen) : -1;
     if (of[i] < 0) continue;
     bool seen = false;
     for (int j = 0; j < nidx && !seen; j++) seen = idx[j] == of[i];

@@ -617,6 +617,9 @@ static void test_v2(void) {
               mx->producer >= 0 && g->nodes[mx->producer]->outputs[2] == pk_graph_find(g, "p"),
           "softmax stages named in order, kept as activations");
     CHECK(g->output == pk_graph_find(g, "y"), "output y");
+    const char *txt = pk_graph_print(ctx, g);
+    CHECK(strstr(txt, "bias : input f32 (4,) no-batch") && strstr(txt, "ids : input i32 (3, 4)"),
+          "dump: %s", txt);
   }
   printf("%s v2: integer and batch-less inputs, named outputs\n", s == PK_OK ? "PASS" : "FAIL");
   /* Training through a named stage is refused: the op's gradient takes dY of the result. */

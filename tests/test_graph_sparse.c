@@ -244,6 +244,14 @@ static void test_transformer_specs(void) {
   run_errors(ctx, cnn, tie, 1);
   TG_OK(ctx, tg_apply_text(cnn, V "[{\"blocks\":{\"prefix\":\"dec\",\"last\":1}}]}"));
   TG_CHECK(mark(cnn, "dec.0.w") == 1 && mark(cnn, "enc.0.w") == 0, "explicit prefix dec");
+  /* an explicit prefix may hold an index itself; blocks 2 and 10 are the last two of 0, 2, 10 */
+  pk_graph_add_param(cnn, "m.0.layer.2.w", PKRT_DTYPE_F32, 1, (int64_t[]){2}, NULL);
+  pk_graph_add_param(cnn, "m.0.layer.10.w", PKRT_DTYPE_F32, 1, (int64_t[]){2}, NULL);
+  pk_graph_add_param(cnn, "m.0.layer.0.w", PKRT_DTYPE_F32, 1, (int64_t[]){2}, NULL);
+  TG_OK(ctx, tg_apply_text(cnn, V "[{\"blocks\":{\"prefix\":\"m.0.layer\",\"last\":2}}]}"));
+  TG_CHECK(mark(cnn, "m.0.layer.10.w") == 1 && mark(cnn, "m.0.layer.2.w") == 1 &&
+               mark(cnn, "m.0.layer.0.w") == 0 && mark(cnn, "dec.0.w") == 0,
+           "prefix m.0.layer, numeric order");
   pk_ctx_free(ctx);
 }
 
