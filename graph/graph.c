@@ -115,14 +115,17 @@ pk_status pk_graph_name_outputs(pk_graph *g, int node, int n, const char *const 
                        "graph: node '%s': %d output name%s given, but %s computes %d (its stages "
                        "in order, the result last)", nd->name, n, n == 1 ? "" : "s",
                        pk_op_name(nd->op), nd->noutputs);
+  /* A name may be one this node's outputs hold now (renaming among them); any other
+   * tensor's name, or a name given twice, is taken. */
   for (int i = 0; i < n; i++) {
     if (!names[i] || !*names[i])
       return pk_ctx_fail(ctx, PK_ERR_CHECK, "graph: node '%s': output %d needs a name", nd->name, i);
     int at = pk_graph_find(g, names[i]);
-    bool own = at >= 0 && at == nd->outputs[i];
-    for (int j = 0; j < i; j++)
-      if (strcmp(names[j], names[i]) == 0) own = false, at = nd->outputs[j];
-    if (at >= 0 && !own)
+    bool own = false;
+    for (int o = 0; o < nd->noutputs; o++) own |= at == nd->outputs[o];
+    bool taken = at >= 0 && !own;
+    for (int j = 0; j < i; j++) taken |= strcmp(names[j], names[i]) == 0;
+    if (taken)
       return pk_ctx_fail(ctx, PK_ERR_CHECK, "graph: node '%s': output name '%s' is already a "
                          "tensor", nd->name, names[i]);
   }
