@@ -14,3 +14,9 @@ add_test(NAME test_inputs_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_inputs_cl
   $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt>)
 set_tests_properties(test_inputs_cli PROPERTIES LABELS "driver;cli" TIMEOUT 120
   ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")
+# Transformer sparse specs: blocks by name prefix, half the input channels of a linear
+# layer on a rank-3 input, compiled and trained: exactly the selection moves.
+add_test(NAME test_blocks_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_blocks_cli.sh
+  $<TARGET_FILE:pock>)
+set_tests_properties(test_blocks_cli PROPERTIES LABELS "driver;cli" TIMEOUT 120
+  ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")
