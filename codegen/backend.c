@@ -102,11 +102,59 @@ static pk_status build_text(pk_backend *be, const char *source, pk_cgen_unit *u,
   return PK_OK;
 }
 
+/* A C unit of several kernels: each kernel compiled alone into a cached object, then the
+ * objects linked with the descriptor table. A kernel that did not change is never compiled
+ * again — across sparse schemes, optimizers and models that share layers — at the price of
+ * the compiler's start-up once per kernel on a cold cache. */
+static pk_status build_c_kernels(pk_backend *be, pk_cgen_unit *u, pk_build_result *out) {
+  pk_ctx *ctx = be->ctx;
+  int n = pk_cgen_unit_count(u);
+  const char **symbols = pk_alloc(ctx, sizeof *symbols * (size_t)n);
+  const char **objects = pk_alloc(ctx, sizeof *objects * (size_t)n);
+  int nobj = 0;
+  bool all_hits = true;
+  double seconds = 0;
+  for (int i = 0; i < n; i++) {
+    char *src;
+    pk_status s = pk_cgen_unit_kernel_source(u, i, &src, &symbols[i]);
+    if (s != PK_OK) return s;
+    bool seen = false; /* identical kernels: one object */
+    for (int j = 0; j < i && !seen; j++) seen = strcmp(symbols[i], symbols[j]) == 0;
+    if (seen) continue;
+    pk_cc_result r;
+    s = pk_cc_build_object(be->cc, src, &r);
+    if (s != PK_OK) {
+      out->timed_out = r.timed_out;
+      const char *why = pk_strdup(ctx, pk_ctx_error(ctx));
+      pk_ctx_clear_error(ctx); /* restated with the kernel it is about */
+      return pk_ctx_fail(ctx, PK_ERR_BUILD, "building kernel %s (%d of %d): %s",
+                         pk_cgen_unit_kernel_name(u, i), i + 1, n, why);
+    }
+    objects[nobj++] = r.so_path;
+    all_hits = all_hits && r.cache_hit;
+    seconds += r.build_seconds;
+  }
+  char *table;
+  pk_status s = pk_cgen_unit_table_source(u, symbols, &table);
+  pk_cc_result r;
+  if (s == PK_OK) s = pk_cc_link(be->cc, table, objects, nobj, &r);
+  if (s != PK_OK) return s;
+  out->path = r.so_path;
+  out->hash = r.hash;
+  out->cache_hit = all_hits && r.cache_hit;
+  out->build_seconds = seconds + r.build_seconds;
+  return PK_OK;
+}
+
 pk_status pk_backend_build(pk_backend *be, pk_cgen_unit *u, pk_build_result *out) {
   char *source;
   pk_status s = pk_cgen_unit_source(u, &source);
   if (s != PK_OK) return s;
-  return build_text(be, source, u, out);
+  if (be->kind->kind != PK_TARGET_C || pk_cgen_unit_count(u) < 2)
+    return build_text(be, source, u, out);
+  memset(out, 0, sizeof *out);
+  out->source = source; /* what a reader inspects; built kernel by kernel */
+  return build_c_kernels(be, u, out);
 }
 
 pk_status pk_backend_build_source(pk_backend *be, const char *source, pk_build_result *out) {

@@ -203,19 +203,29 @@ static const char *log_head(pk_ctx *ctx, const char *log) {
   return pk_strndup(ctx, log, (size_t)(p - log));
 }
 
-pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out) {
+/* What one cached build makes: a shared object from one source, an object file (-c) from
+ * one source, or a shared object linked from cached objects and one more source. */
+typedef enum cc_kind { CC_SHARED, CC_OBJECT, CC_LINK } cc_kind;
+
+static pk_status cc_cached(pk_cc *cc, cc_kind kind, const char *source, const char *const *objs,
+                           int nobjs, pk_cc_result *out) {
   pk_ctx *ctx = cc->ctx;
   pk_strbuf key;
   pk_strbuf_init(&key);
   pk_strbuf_printf(&key, "%s\n--pock-cc--\n%s\n%s\n%s\nc-codegen-v%d\n%s\n", source, cc->cc,
                    cc->version, cc->flags, PK_CGEN_C_VERSION, cc->target_key);
+  if (kind == CC_OBJECT) pk_strbuf_append(&key, "--object--\n");
+  for (int i = 0; i < nobjs; i++) /* objects are named by their own hash: content, not path */
+    pk_strbuf_printf(&key, "--link-- %s\n", strrchr(objs[i], '/') ? strrchr(objs[i], '/') + 1
+                                                                   : objs[i]);
   char hex[2 * PKRT_SHA256_BYTES + 1];
   pkrt_sha256_hex(key.data, key.len, hex);
   pk_strbuf_free(&key);
 
+  const char *ext = kind == CC_OBJECT ? ".o" : ".so";
   memset(out, 0, sizeof *out);
   out->hash = pk_strdup(ctx, hex);
-  const char *so = pk_sprintf(ctx, "%s/%s.so", cc->cache_dir, hex);
+  const char *so = pk_sprintf(ctx, "%s/%s%s", cc->cache_dir, hex, ext);
   out->so_path = so;
   if (access(so, R_OK) == 0) {
     out->cache_hit = true;
@@ -226,19 +236,20 @@ pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out) {
   const char *tag = pk_sprintf(ctx, "%s/%s.%d.%lld", cc->cache_dir, hex, (int)getpid(),
                                (long long)pkrt_now_ns());
   const char *src = pk_sprintf(ctx, "%s.c", tag);
-  const char *tmp_so = pk_sprintf(ctx, "%s.so.tmp", tag);
+  const char *tmp_so = pk_sprintf(ctx, "%s%s.tmp", tag, ext);
   pk_status s = write_file(ctx, src, source);
   if (s != PK_OK) return s;
 
-  char *argv[MAX_ARGS];
+  char **argv = pk_alloc(ctx, sizeof *argv * (size_t)(MAX_ARGS + nobjs));
   int argc = 0;
   argv[argc++] = (char *)cc->cc;
   for (int i = 0; i < cc->nflags; i++) argv[argc++] = cc->flagv[i];
-  argv[argc++] = "-shared";
+  argv[argc++] = kind == CC_OBJECT ? "-c" : "-shared";
   argv[argc++] = "-o";
   argv[argc++] = (char *)tmp_so;
   argv[argc++] = (char *)src;
-  argv[argc++] = "-lm";
+  for (int i = 0; i < nobjs; i++) argv[argc++] = (char *)objs[i];
+  if (kind != CC_OBJECT) argv[argc++] = "-lm";
   argv[argc] = NULL;
 
   int64_t t0 = pkrt_now_ns();
@@ -258,6 +269,10 @@ pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out) {
      * the same source overwrites (no pile of temporaries in the cache). */
     const char *kept = pk_sprintf(ctx, "%s/%s.c", cc->cache_dir, hex);
     if (rename(src, kept) != 0) unlink(src), kept = "(source removed)";
+    if (kind == CC_LINK)
+      return pk_ctx_fail(ctx, PK_ERR_BUILD, "the C compiler '%s' failed to link %d kernel "
+                         "objects with %s (exit %d):\n%s", cc->cc, nobjs, kept, rc,
+                         log_head(ctx, log));
     return pk_ctx_fail(ctx, PK_ERR_BUILD, "the C compiler '%s' failed on %s (exit %d):\n%s",
                        cc->cc, kept, rc, log_head(ctx, log));
   }
@@ -266,9 +281,10 @@ pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out) {
   if (rename(src, final_src) != 0) unlink(src);
   const char *meta = pk_sprintf(ctx, "%s.txt", tag);
   if (write_file(ctx, meta,
-                 pk_sprintf(ctx, "compiler: %s\nversion: %s\nflags: %s -shared -lm\ncodegen: c v%d\n"
+                 pk_sprintf(ctx, "compiler: %s\nversion: %s\nflags: %s %s\ncodegen: c v%d\n"
                             "target: %s\nbuild_seconds: %.3f\n", cc->cc, cc->version, cc->flags,
-                            PK_CGEN_C_VERSION, cc->target_key, out->build_seconds)) == PK_OK)
+                            kind == CC_OBJECT ? "-c" : "-shared -lm", PK_CGEN_C_VERSION,
+                            cc->target_key, out->build_seconds)) == PK_OK)
     rename(meta, pk_sprintf(ctx, "%s/%s.txt", cc->cache_dir, hex));
   else
     pk_ctx_clear_error(ctx); /* the record is a convenience; the build itself succeeded */
@@ -277,4 +293,18 @@ pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out) {
     return pk_ctx_fail(ctx, PK_ERR_IO, "cannot move %s into the cache: %s", so, strerror(errno));
   }
   return PK_OK;
+}
+
+pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out) {
+  return cc_cached(cc, CC_SHARED, source, NULL, 0, out);
+}
+
+pk_status pk_cc_build_object(pk_cc *cc, const char *source, pk_cc_result *out) {
+  return cc_cached(cc, CC_OBJECT, source, NULL, 0, out);
+}
+
+pk_status pk_cc_link(pk_cc *cc, const char *source, const char *const *objects, int n,
+                     pk_cc_result *out) {
+  PK_ASSERT(n >= 0);
+  return cc_cached(cc, CC_LINK, source, objects, n, out);
 }

@@ -15,8 +15,13 @@
  *   if (pk_cgen_unit_add(u, f, "matmul(fc1)") != PK_OK) ... try another schedule ...
  *   pk_backend_build(be, u, &r);
  *
+ * A C unit of several kernels is built kernel by kernel: each kernel alone into a cached
+ * object (pk_cc_build_object), then linked with the descriptor table, so a kernel shared
+ * by another model, sparse scheme or optimizer is compiled once; r.source is still the
+ * whole unit's text, for reading.
+ *
  * The build has a time limit (options.build_timeout_s, PK_BUILD_TIMEOUT_S by default):
- * past it the compiler is killed and PK_ERR_BUILD names the kernel with the most code.
+ * past it the compiler is killed and PK_ERR_BUILD names the kernel.
  * The runtime loads what a backend built with its own loader (pkrt_module_load_file or
  * _memory): the table's load and call entries are the runtime's, so the compiler times
  * kernels through the loader that ships. */

@@ -72,6 +72,13 @@ void pk_cc_set_timeout(pk_cc *cc, double timeout_s); /* <= 0: no limit */
  * carries the compiler's first error lines; past the time limit, PK_ERR_BUILD says so and
  * out->timed_out is set. Safe for concurrent builders: results appear atomically. */
 pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out);
+/* The same for an object file (`-c`; out->so_path is the .o): one kernel of an artifact
+ * built alone, so that an unchanged kernel is never compiled again (pk_backend_build). */
+pk_status pk_cc_build_object(pk_cc *cc, const char *source, pk_cc_result *out);
+/* Links objects made by pk_cc_build_object and one more source into a shared object,
+ * cached by that source and the objects' names (content hashes). */
+pk_status pk_cc_link(pk_cc *cc, const char *source, const char *const *objects, int n,
+                     pk_cc_result *out);
 
 /* ---- programs to a loaded module (through the backend of cc's target, pk_backend.h) ----
  * Lowers each program with the default schedule as kernel "k<i>", emits one source, builds
@@ -141,7 +148,17 @@ pk_status pk_cgen_unit_add(pk_cgen_unit *u, const pk_lfunc *f, const char *label
 int pk_cgen_unit_count(const pk_cgen_unit *u);
 /* The kernel that made the most C ("k3 conv2d_grad1(conv3)"), its bytes; NULL if none. */
 const char *pk_cgen_unit_largest(const pk_cgen_unit *u, size_t *bytes);
+const char *pk_cgen_unit_kernel_name(const pk_cgen_unit *u, int i); /* "k3 matmul(fc1)" */
 pk_status pk_cgen_unit_source(pk_cgen_unit *u, char **source);
+/* Kernel i as a source of its own, for builds that cache each kernel's object
+ * (pk_backend_build): emitted alone under a fixed name, so the text depends on the kernel
+ * only, never on its place in the unit; *symbol is the hidden, hash-named alias the table
+ * refers to. pk_cgen_unit_table_source writes the descriptor table (the same as
+ * pk_cgen_unit_source's) over such kernels: kernel i is symbols[i]. */
+pk_status pk_cgen_unit_kernel_source(pk_cgen_unit *u, int i, char **source,
+                                     const char **symbol);
+pk_status pk_cgen_unit_table_source(pk_cgen_unit *u, const char *const *symbols,
+                                    char **source);
 void pk_cgen_unit_free(pk_cgen_unit *u); /* NULL is ok */
 
 #endif

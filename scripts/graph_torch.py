@@ -11,7 +11,7 @@ autograd so Pock's compile-time backward is checked against it. Library only:
 
 Ops: matmul, batch_matmul, add, sub, mul, div, relu, sigmoid, tanh, gelu (erf form),
 silu, hardsigmoid, hardswish, relu6, leaky_relu, elu, clip, exp, log, sqrt, rsqrt, abs,
-neg, reciprocal, softmax, sum, mean, max, conv2d, reshape, slice; broadcasting as numpy. A graph using any
+neg, reciprocal, softmax, sum, mean, max, conv2d, max_pool2d, avg_pool2d, reshape, slice; broadcasting as numpy. A graph using any
 other op raises NotImplementedError (the fixtures do not use it). A node's "outputs" (graph
 format version 2) name every compute of the op in order: softmax's are its row max, its row
 sum of exp(x - max) (both keepdim) and the result; other ops compute their result only.
@@ -39,35 +39,49 @@ def _pad4(v):
 
 
 class PockGraph(nn.Module):
+    """params are nn.Parameters; buffers (running statistics) and constants are torch
+    buffers, all initialized from the graph's inline "init" or from `weights`."""
+
     def __init__(self, graph, weights, dtype=torch.float64):
         super().__init__()
         self.graph = graph
         self.params = nn.ParameterDict()
         self.names = {}  # Pock name -> ParameterDict key (which may not contain dots)
+        self.held = {}   # buffer/constant Pock name -> buffer attribute
         for p in graph["params"]:
-            value = p["init"] if "init" in p else weights[p["name"]]
-            t = torch.as_tensor(value, dtype=dtype).reshape(p["shape"]).clone()
+            t = self._value(p, weights, dtype)
             key = p["name"].replace(".", "__")
             self.params[key] = nn.Parameter(t)
             self.names[p["name"]] = key
+        for kind in ("buffers", "constants"):
+            for i, p in enumerate(graph.get(kind, [])):
+                attr = "_%s_%d" % (kind, i)
+                self.register_buffer(attr, self._value(p, weights, dtype))
+                self.held[p["name"]] = attr
+
+    @staticmethod
+    def _value(p, weights, dtype):
+        value = p["init"] if "init" in p else weights[p["name"]]
+        dt = {"i64": torch.int64, "i32": torch.int32}.get(p.get("dtype"), dtype)
+        return torch.as_tensor(value, dtype=dt).reshape(p["shape"]).clone()
 
     def named_pock_params(self):
         return [(n, self.params[k]) for n, k in self.names.items()]
 
     def forward(self, *inputs):
-        specs = self.graph["inputs"]
-        if len(inputs) != len(specs):
-            raise ValueError("graph_torch: %d inputs given, the graph has %d (%s)" % (
-                len(inputs), len(specs), ", ".join(i["name"] for i in specs)))
-        env = {spec["name"]: x for spec, x in zip(specs, inputs)}
-        n = inputs[0].shape[0]
-        for name, k in self.names.items():
-            env[name] = self.params[k]
+        if len(inputs) != len(self.graph["inputs"]):
+            raise TypeError("graph_torch: the graph takes %d inputs, got %d"
+                            % (len(self.graph["inputs"]), len(inputs)))
+        env = {i["name"]: x for i, x in zip(self.graph["inputs"], inputs)}
+        for n, k in self.names.items():
+            env[n] = self.params[k]
+        for n, attr in self.held.items():
+            env[n] = getattr(self, attr)
         for node in self.graph["nodes"]:
             ins = [env[i] for i in node["inputs"]]
             attrs = node.get("attrs", {})
-            y = self._op(node["op"], ins, attrs, n)
-            if "outputs" in node:
+            y = self._op(node["op"], ins, attrs, inputs[0].shape[0])
+            if "outputs" in node:  # graph format version 2: every compute, the result last
                 outs = self._stages(node["op"], ins, attrs) + [y]
                 if len(outs) != len(node["outputs"]):
                     raise NotImplementedError("graph_torch: %d outputs of op %r" % (
@@ -127,6 +141,16 @@ class PockGraph(nn.Module):
             t, l, b, r = _pad4(a.get("pad"))
             return F.conv2d(F.pad(x, (l, r, t, b)), ins[1], stride=_pair(a.get("stride"), 1),
                             dilation=_pair(a.get("dilation"), 1), groups=a.get("groups", 1))
+        if op in ("max_pool2d", "avg_pool2d"):
+            t, l, b, r = _pad4(a.get("pad"))
+            k, st = _pair(a["kernel"], 1), _pair(a.get("stride"), 1)
+            if op == "max_pool2d":  # padding never wins a max
+                xp = F.pad(x, (l, r, t, b), value=-float("inf"))
+                return F.max_pool2d(xp, k, st, 0, _pair(a.get("dilation"), 1))
+            # count_include_pad=False over asymmetric padding: sum / in-bounds count
+            ones = F.pad(torch.ones_like(x[:1, :1]), (l, r, t, b))
+            xs = F.avg_pool2d(F.pad(x, (l, r, t, b)), k, st, 0)
+            return xs / F.avg_pool2d(ones, k, st, 0)
         if op == "reshape":
             shape = [batch if isinstance(d, str) else d for d in a["shape"]]
             return x.reshape(shape)

@@ -55,7 +55,7 @@ expect foreign_artifact_refused 1 "target mismatch: .*CPU feature '$missing', wh
 expect foreign_artifact_refused_eval 1 "CPU feature '$missing'" "$pock" eval "$tmp/s.pock" --data /dev/null
 
 # ---- the build time limit
-expect build_timeout 1 'time limit of 0.01 s.*kernel k[0-9]+ ' env POCK_CACHE_DIR="$tmp/cache" \
+expect build_timeout 1 'kernel k[0-9]+ .*time limit of 0.01 s' env POCK_CACHE_DIR="$tmp/cache" \
   "$pock" compile "$model" --batch 8 --build-timeout 0.01 -o "$tmp/t.pock"
 expect build_timeout_usage 2 'build-timeout' "$pock" compile "$model" --build-timeout -1 -o "$tmp/t.pock"
 
