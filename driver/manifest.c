@@ -103,8 +103,17 @@ pk_status drv_manifest(drv_state *S) {
                        "(list an input with the batch first)", S->o->model,
                        g->tensors[input]->name);
 
+  /* Format 2 marks what a version-1 runtime would misread (it feeds io.input alone):
+   * several inputs, an integer input, an input without the batch dim. */
+  int format = 1;
+  for (int i = 0; i < g->ntensors; i++) {
+    const pk_gtensor *t = g->tensors[i];
+    if (t->role == PK_ROLE_INPUT &&
+        (i != input || t->no_batch || t->dtype != g->tensors[g->output]->dtype))
+      format = 2;
+  }
   cJSON *m = cJSON_CreateObject();
-  cJSON_AddNumberToObject(m, "format", 1);
+  cJSON_AddNumberToObject(m, "format", format);
   cJSON_AddStringToObject(m, "pock_version", POCK_VERSION);
   cJSON_AddStringToObject(m, "target", fp.target);
   cJSON *f = cJSON_CreateObject();

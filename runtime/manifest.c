@@ -324,6 +324,10 @@ static pkrt_status parse_inputs(parser *P, const cJSON *io, rt_manifest *mf) {
                   "(or \"batch\": false)", k, t->name, (long long)mf->batch);
     if (k == 0 && t->no_batch)
       return fail(P, "io.input: tensor '%s' must have the batch dim", t->name);
+    /* A version-1 reader would feed only io.input: such models are format 2. */
+    if (mf->format < 2 && (k > 0 || t->no_batch || t->dtype != mf->dtype))
+      return fail(P, "io.inputs[%d]: tensor '%s': several inputs, integer inputs and inputs "
+                  "without the batch dim need manifest format 2 (this one says 1)", k, t->name);
   }
   return PKRT_OK;
 }
@@ -585,10 +589,11 @@ static pkrt_status parse_root(parser *P, const cJSON *root, size_t weights_bytes
   if (!fmt) return fail(P, "format: missing");
   /* The error names the version, so a fleet device says which runtime a file needs. */
   if (!as_int(fmt, 0, INT32_MAX, &v))
-    return fail(P, "format: must be an integer manifest version (this runtime reads 1)");
-  if (v != 1)
-    return fail(P, "format: manifest version %lld is not supported (this runtime reads 1)",
+    return fail(P, "format: must be an integer manifest version (this runtime reads 1 and 2)");
+  if (v != 1 && v != 2)
+    return fail(P, "format: manifest version %lld is not supported (this runtime reads 1 and 2)",
                 (long long)v);
+  mf->format = (int)v;
   if (!(mf->target = get_str(P, root, "", "target", 1))) return P->st;
   /* C targets only: "c" optionally followed by flags such as "-march=znver4". */
   if (strcmp(mf->target, "c") != 0 && strncmp(mf->target, "c ", 2) != 0)

@@ -81,6 +81,7 @@ typedef struct rt_optimizer {
 } rt_optimizer;
 
 typedef struct rt_manifest {
+  int format;                   /* 1, or 2: several inputs, integer or batch-less ones */
   const char *target;
   bool train;                   /* mode "train" */
   pkrt_dtype dtype;

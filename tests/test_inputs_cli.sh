@@ -79,6 +79,8 @@ expect compile_three 0 'wrote' "$pock" compile "$tmp/three.json" --batch 4 -o "$
 expect compile_one 0 'wrote' "$pock" compile "$tmp/one.json" --batch 4 -o "$tmp/one.pock"
 expect info_lists_inputs 0 'input +shift f32 \(4\) \(no batch dim\)' "$pockrt" info "$tmp/three.pock"
 grep -Eq 'input +z f32 \(4, 4\)' "$tmp/out" && pass info_input_z || fail info_input_z "$(grep input "$tmp/out")"
+grep -q 'manifest v2' "$tmp/out" && pass info_manifest_v2 || fail info_manifest_v2 "$(grep format "$tmp/out")"
+expect info_one_input_v1 0 'manifest v1' "$pockrt" info "$tmp/one.pock"
 
 data3="$tmp/x.npy,$tmp/z.npy,$tmp/shift.npy:$tmp/y.npy"
 expect train_three 0 'epoch 3/3 loss' "$pock" train "$tmp/three.pock" --data "$data3" --epochs 3 \

@@ -890,7 +890,7 @@ static void test_hostile_manifests(void) {
       {"io.output", NULL, 1, NULL, "io.output: tensor 'fc.weight' must be dense with the batch (4)"},
       {"io.hyper", NULL, 6, NULL, "io.hyper: tensor 'mom(fc.bias)' must be dense with 4 elements"},
       {"kernels[0].name", NULL, 0, "k99", "kernels[0]: kernel 'k99' is not in the kernel object"},
-      {"format", NULL, 2, NULL, "format: manifest version"},
+      {"format", NULL, 3, NULL, "format: manifest version"},
       {"regions.params", NULL, 64 * 5, NULL, "but the weights section has"},
       {"regions.workspace", NULL, -1, NULL, "regions.workspace: must be an integer"},
       {wv_eo, NULL, 1000, NULL, "lie outside"},
@@ -952,6 +952,7 @@ static void test_hostile_manifests(void) {
       {"inputs first", "io.inputs[0]: must be io.input"},
       {"inputs empty", "io.inputs: must be an array of 1..16 tensor indices"},
       {"batch on param", ".batch: only an input may say"},
+      {"several inputs in format 1", "need manifest format 2 (this one says 1)"},
   };
   for (size_t c = 0; c < sizeof more / sizeof more[0]; c++) {
     cJSON *m = cJSON_Duplicate(g_manifest, 1);
@@ -976,6 +977,12 @@ static void test_hostile_manifests(void) {
       cJSON_AddItemToObject(at(m, "io"), "inputs", int_array((int64_t[]){other}, 1));
     if (!strcmp(w, "inputs empty"))
       cJSON_AddItemToObject(at(m, "io"), "inputs", cJSON_CreateArray());
+    if (!strcmp(w, "several inputs in format 1")) {
+      /* the label tensor "target" made a second input: dense, (batch, ...), the model dtype */
+      cJSON_ReplaceItemInObject(cJSON_GetArrayItem(at(m, "tensors"), g_md.T), "role",
+                                cJSON_CreateString("input"));
+      cJSON_AddItemToObject(at(m, "io"), "inputs", int_array((int64_t[]){x, g_md.T}, 2));
+    }
     if (!strcmp(w, "batch on param"))
       cJSON_AddItemToObject(cJSON_GetArrayItem(at(m, "tensors"), (int)other), "batch",
                             cJSON_CreateFalse());
