@@ -723,21 +723,24 @@ static size_t mutate(char *buf, size_t len, size_t cap) {
 }
 
 static void test_fuzz(void) {
-  size_t nbase[3];
-  char *base[3];
+  size_t nbase[4];
+  char *base[4];
   base[0] = read_text(PK_SOURCE_DIR "/tests/data/graphs/mlp_small.json", &nbase[0]);
   base[1] = read_text(pk_test_path("cnn_small.json"), &nbase[1]);
   base[2] = strdup(GOOD TR("{\"optimizer\":{\"kind\":\"adam\"}}"));
   nbase[2] = strlen(base[2]);
-  const char *files[3] = {"fuzz/mlp_small.json", pk_test_path("cnn_small.json"), "fuzz.json"};
-  char *files_own[3];
-  for (int b = 0; b < 3; b++) files_own[b] = strdup(files[b]);
+  /* graph I/O: version 2 (several inputs, integer and batch-less, named outputs) */
+  base[3] = read_text(PK_SOURCE_DIR "/fuzz/corpus/graph/seed-v2-inputs-outputs.json", &nbase[3]);
+  const char *files[4] = {"fuzz/mlp_small.json", pk_test_path("cnn_small.json"), "fuzz.json",
+                          "fuzz_v2.json"};
+  char *files_own[4];
+  for (int b = 0; b < 4; b++) files_own[b] = strdup(files[b]);
   enum { ITERS = 6000 };
   size_t cap = 8192;
   char *buf = malloc(cap);
   int ok = 0, syntax = 0, check = 0, other = 0, bad = 0;
   for (int it = 0; it < ITERS; it++) {
-    int b = (int)rndn(3);
+    int b = (int)rndn(4);
     if (nbase[b] >= cap) continue;
     memcpy(buf, base[b], nbase[b]);
     size_t len = nbase[b];
@@ -769,7 +772,7 @@ static void test_fuzz(void) {
   printf("%s fuzz: %d texts, %d loaded, %d syntax, %d check, %d other errors\n",
          bad == 0 ? "PASS" : "FAIL", ITERS, ok, syntax, check, other);
   free(buf);
-  for (int b = 0; b < 3; b++) free(base[b]), free(files_own[b]);
+  for (int b = 0; b < 4; b++) free(base[b]), free(files_own[b]);
 }
 
 /* ---- the digits demo's models (helper-written JSON + .pkw) and its sparse specs ---- */
