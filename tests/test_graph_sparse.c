@@ -367,18 +367,11 @@ static void test_fuzz(void) {
 
 /* Structured fuzz: rules assembled from pieces, valid and not, so that many are accepted;
  * an accepted spec must always give a valid training graph. */
-static void test_fuzz_structured(void) {
-  pk_ctx *ctx = pk_ctx_new();
-  pk_graph *g = tg_cnn(ctx, N);
-  static const char *const sel[] = {
-      "\"params\": \"fc.*\"", "\"params\": \"conv3.weight\"", "\"params\": \"conv2.weight\"",
-      "\"params\": [\"conv?.bias\", \"fc.weight\"]", "\"params\": \"*\"", "\"params\": \"zz*\"",
-      "\"params\": \"conv1.weight\"", "\"biases\": true", "\"all\": true", "\"last_layers\": 1",
-      "\"last_layers\": 3", "\"last_layers\": 9", "\"params\": \"fc.bias\""};
-  static const char *const mod[] = {"", "", "", ", \"channels\": 0.25", ", \"channels\": 0.5",
-                                    ", \"channels\": 1", ", \"channels\": 8",
-                                    ", \"channel_count\": 3", ", \"channels\": 0.01",
-                                    ", \"channels\": 64", ", \"channel_count\": 1"};
+/* Random unions of rules over a graph: each accepted spec must build a training graph and
+ * a memory plan; each refusal has a message. */
+static void fuzz_rules(pk_graph *g, const char *const *sel, int nsel, const char *const *mod,
+                       int nmod, const char *what, int min_accepted, int min_built) {
+  pk_ctx *ctx = g->ctx;
   uint64_t seed = 12345;
   int accepted = 0, built = 0;
   pk_train_spec ts = {.loss = PK_LOSS_SOFTMAX_XENT, .optim = PK_OPTIM_SGD, .lr = 0.1};
@@ -390,8 +383,8 @@ static void test_fuzz_structured(void) {
     int nr = (int)(seed >> 61) % 4;
     for (int r = 0; r < nr; r++) {
       seed = seed * 6364136223846793005u + 1442695040888963407u;
-      pk_strbuf_printf(&b, "%s{%s%s}", r ? ", " : "", sel[(seed >> 33) % 13],
-                       mod[(seed >> 45) % 11]);
+      pk_strbuf_printf(&b, "%s{%s%s}", r ? ", " : "", sel[(seed >> 33) % (uint64_t)nsel],
+                       mod[(seed >> 45) % (uint64_t)nmod]);
     }
     pk_strbuf_append(&b, "]}");
     char *text = pk_strbuf_finish(ctx, &b);
@@ -411,8 +404,31 @@ static void test_fuzz_structured(void) {
     TG_CHECK(pk_memplan_build(t, NULL, &mp) == PK_OK, "memplan of %s", text);
     built++;
   }
-  printf("structured fuzz: %d accepted, %d built\n", accepted, built);
-  TG_CHECK(accepted > 100 && built > 30, "structured fuzz mix");
+  printf("structured fuzz (%s): %d accepted, %d built\n", what, accepted, built);
+  TG_CHECK(accepted > min_accepted && built > min_built, "structured fuzz mix (%s)", what);
+}
+
+static void test_fuzz_structured(void) {
+  pk_ctx *ctx = pk_ctx_new();
+  static const char *const sel[] = {
+      "\"params\": \"fc.*\"", "\"params\": \"conv3.weight\"", "\"params\": \"conv2.weight\"",
+      "\"params\": [\"conv?.bias\", \"fc.weight\"]", "\"params\": \"*\"", "\"params\": \"zz*\"",
+      "\"params\": \"conv1.weight\"", "\"biases\": true", "\"all\": true", "\"last_layers\": 1",
+      "\"last_layers\": 3", "\"last_layers\": 9", "\"params\": \"fc.bias\""};
+  static const char *const mod[] = {"", "", "", ", \"channels\": 0.25", ", \"channels\": 0.5",
+                                    ", \"channels\": 1", ", \"channels\": 8",
+                                    ", \"channel_count\": 3", ", \"channels\": 0.01",
+                                    ", \"channels\": 64", ", \"channel_count\": 1"};
+  fuzz_rules(tg_cnn(ctx, N), sel, 13, mod, 11, "cnn", 100, 30);
+  /* graph I/O and transformer specs: blocks, norms, channels on rank-3 linear layers */
+  static const char *const tsel[] = {
+      "\"blocks\": {\"last\": 1}", "\"blocks\": {\"prefix\": \"layer\", \"last\": 2}",
+      "\"blocks\": {\"last\": 4}", "\"blocks\": {\"prefix\": \"head\", \"last\": 1}",
+      "\"params\": \"head.*\"", "\"params\": \"layer.1.fc.weight\"", "\"norms\": true",
+      "\"biases\": true", "\"all\": true", "\"last_layers\": 2", "\"params\": \"layer.*.bias\""};
+  static const char *const tmod[] = {"", "", ", \"channels\": 0.5", ", \"channels\": 0.25",
+                                     ", \"channel_count\": 1", ", \"channels\": 5"};
+  fuzz_rules(tg_blocks(ctx, N, "layer", 3, 2, 4, 3), tsel, 11, tmod, 6, "blocks", 100, 30);
   pk_ctx_free(ctx);
 }
 
