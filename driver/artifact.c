@@ -1,6 +1,6 @@
 /* artifact.c — the artifact file: the manifest, the kernel object and the weights section
  * (the PARAMS region's initial contents from the graph's params, then the STATE region,
- * zeros), written through the runtime's container writer so both sides share one format. */
+ * zeros, then the BUFFERS region from the buffers and constants), written through the runtime's container writer so both sides share one format. */
 #include <string.h>
 #include <sys/stat.h>
 
@@ -10,17 +10,20 @@ static pk_status weights_bytes(drv_state *S, void **out, size_t *len) {
   const pk_memplan *mp = S->mp;
   pk_graph *g = S->g;
   int64_t pb = mp->region_bytes[PK_REGION_PARAMS], sb = mp->region_bytes[PK_REGION_STATE];
-  unsigned char *w = pk_alloc(S->ctx, (size_t)(pb + sb) + 1); /* zero-filled */
+  int64_t bb = mp->region_bytes[PK_REGION_BUFFERS];
+  unsigned char *w = pk_alloc(S->ctx, (size_t)(pb + sb + bb) + 1); /* zero-filled */
   for (int i = 0; i < g->ntensors; i++) {
     const pk_gtensor *t = g->tensors[i];
-    if (t->base >= 0 || mp->region[i] != PK_REGION_PARAMS || !t->init) continue;
-    int64_t bytes = pk_gtensor_bytes(t);
-    if (mp->offset[i] < 0 || mp->offset[i] + bytes > pb)
-      return pk_ctx_fail(S->ctx, PK_ERR_CHECK, "compile: param '%s' lies outside the params region", t->name);
-    memcpy(w + mp->offset[i], t->init, (size_t)bytes);
+    bool buf = mp->region[i] == PK_REGION_BUFFERS;
+    if (t->base >= 0 || (mp->region[i] != PK_REGION_PARAMS && !buf) || !t->init) continue;
+    int64_t bytes = pk_gtensor_bytes(t), start = buf ? pb + sb : 0, end = buf ? bb : pb;
+    if (mp->offset[i] < 0 || mp->offset[i] + bytes > end)
+      return pk_ctx_fail(S->ctx, PK_ERR_CHECK, "compile: '%s' lies outside the %s region",
+                         t->name, buf ? "buffers" : "params");
+    memcpy(w + start + mp->offset[i], t->init, (size_t)bytes);
   }
   *out = w;
-  *len = (size_t)(pb + sb);
+  *len = (size_t)(pb + sb + bb);
   return PK_OK;
 }
 

@@ -132,6 +132,9 @@ pk_status drv_manifest(drv_state *S) {
   cJSON_AddNumberToObject(r, "params", (double)mp->region_bytes[PK_REGION_PARAMS]);
   cJSON_AddNumberToObject(r, "state", (double)mp->region_bytes[PK_REGION_STATE]);
   cJSON_AddNumberToObject(r, "io", (double)mp->region_bytes[PK_REGION_IO]);
+  /* only when there are any: an artifact without buffers reads as before */
+  if (mp->region_bytes[PK_REGION_BUFFERS])
+    cJSON_AddNumberToObject(r, "buffers", (double)mp->region_bytes[PK_REGION_BUFFERS]);
   cJSON_AddNumberToObject(r, "workspace", (double)S->workspace_bytes);
   cJSON_AddItemToObject(m, "regions", r);
 

@@ -76,9 +76,10 @@ static pk_status fe_axes(pk_fe *f, const char *where, const cJSON *v, pk_op_attr
 }
 
 /* reshape "shape": dims >= 1; a string first dim is the batch; one -1 is inferred from
- * the input's element count (PyTorch's view(-1, ...)). */
+ * the input's element count (PyTorch's view(-1, ...)). expand "shape" (`keep`): each -1 keeps
+ * the input's dim aligned with it at the right (PyTorch's expand(-1, ...)). */
 static pk_status fe_new_shape(pk_fe *f, const char *where, const cJSON *v, const int *inputs,
-                              int ninputs, pk_op_attrs *a) {
+                              int ninputs, bool keep, pk_op_attrs *a) {
   if (!cJSON_IsArray(v)) return pk_fe_fail(f, where, "attr 'shape' must be an array");
   int n = cJSON_GetArraySize(v);
   if (n < 1 || n > PK_TE_MAX_DIMS)
@@ -88,6 +89,13 @@ static pk_status fe_new_shape(pk_fe *f, const char *where, const cJSON *v, const
   for (const cJSON *e = v->child; e; e = e->next, i++) {
     if (i == 0 && cJSON_IsString(e)) {
       a->new_shape[0] = f->batch;
+    } else if (cJSON_IsNumber(e) && e->valuedouble == -1 && keep) {
+      const pk_gtensor *x = ninputs >= 1 ? f->g->tensors[inputs[0]] : NULL;
+      int j = x ? i - (n - x->ndim) : -1; /* the input dim aligned with dim i */
+      if (j < 0)
+        return pk_fe_fail(f, where, "attr 'shape'[%d] is -1 but no input dim lines up with it",
+                          i);
+      a->new_shape[i] = x->shape[j];
     } else if (cJSON_IsNumber(e) && e->valuedouble == -1) {
       if (infer >= 0) return pk_fe_fail(f, where, "attr 'shape' has more than one -1");
       infer = i;
@@ -124,6 +132,37 @@ static pk_status fe_real(pk_fe *f, const char *where, const cJSON *attrs, const 
     return pk_fe_fail(f, where, "attr '%s' must be a finite number%s", key,
                       positive ? " > 0" : "");
   *out = v->valuedouble;
+  return PK_OK;
+}
+
+/* transpose "perm": an array of axes, one per input dim (the builder checks that it is a
+ * permutation of the input's rank). */
+static pk_status fe_perm(pk_fe *f, const char *where, const cJSON *v, pk_op_attrs *a) {
+  int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
+  if (n < 1 || n > PK_TE_MAX_DIMS)
+    return pk_fe_fail(f, where, "attr 'perm' must be an array of 1..%d axes", PK_TE_MAX_DIMS);
+  int i = 0;
+  for (const cJSON *e = v->child; e; e = e->next, i++) {
+    pk_status s = fe_axis(f, where, pk_sprintf(f->ctx, "attr 'perm'[%d]", i), e, &a->perm[i]);
+    if (s != PK_OK) return s;
+  }
+  a->nperm = n;
+  return PK_OK;
+}
+
+/* pad "pads": [before0, after0, before1, after1, ...], two entries per input dim, >= 0. */
+static pk_status fe_pads(pk_fe *f, const char *where, const cJSON *v, const int *inputs,
+                         int ninputs, pk_op_attrs *a) {
+  int rank = ninputs >= 1 ? f->g->tensors[inputs[0]]->ndim : 0;
+  if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2 * rank)
+    return pk_fe_fail(f, where, "attr 'pads' must be an array of %d integers (before and "
+                      "after each of the input's %d dims)", 2 * rank, rank);
+  int i = 0;
+  for (const cJSON *e = v->child; e; e = e->next, i++) {
+    pk_status s = pk_fe_int_value(f, where, pk_sprintf(f->ctx, "attr 'pads'[%d]", i), e, 0,
+                                  PK_OP_MAX_EXTENT, &a->pads[i]);
+    if (s != PK_OK) return s;
+  }
   return PK_OK;
 }
 
@@ -177,12 +216,44 @@ pk_status pk_fe_attrs(pk_fe *f, const char *where, pk_op_kind op, const cJSON *a
       (s = pk_fe_int_value(f, where, "attr 'slice_len'", v, 1, PK_OP_MAX_EXTENT,
                            &a->slice_len)))
     return s;
-  if ((v = pk_fe_get(attrs, "shape")) && (s = fe_new_shape(f, where, v, inputs, ninputs, a)))
+  if ((v = pk_fe_get(attrs, "shape")) &&
+      (s = fe_new_shape(f, where, v, inputs, ninputs, op == PK_OP_EXPAND, a)))
     return s;
   /* clip's min <= max is the operator library's check, reported with the node's name */
   if ((s = fe_real(f, where, attrs, "alpha", true, &a->alpha)) != PK_OK ||
       (s = fe_real(f, where, attrs, "min", false, &a->clip_min)) != PK_OK ||
       (s = fe_real(f, where, attrs, "max", false, &a->clip_max)) != PK_OK)
     return s;
+  /* attention, softmax family, pooling, activations */
+  if ((s = fe_flag(f, where, attrs, "causal", &a->causal)) != PK_OK ||
+      (s = fe_real(f, where, attrs, "scale", true, &a->scale)) != PK_OK ||
+      (s = fe_pair(f, where, attrs, "output_size", 1, 2, a->output_size)) != PK_OK ||
+      (s = fe_real(f, where, attrs, "exponent", false, &a->exponent)) != PK_OK)
+    return s;
+  if ((v = pk_fe_get(attrs, "approximate"))) { /* PyTorch's and ONNX's spelling */
+    if (cJSON_IsString(v) && strcmp(v->valuestring, "tanh") == 0) a->approximate = PK_GELU_TANH;
+    else if (!cJSON_IsString(v) || strcmp(v->valuestring, "none") != 0)
+      return pk_fe_fail(f, where, "attr 'approximate' must be \"none\" or \"tanh\"");
+  }
+  /* normalization: eps and momentum > 0 (0 in pk_op_attrs means the default); the op
+   * checks momentum <= 1 and normalized_ndim against the input's rank */
+  if ((s = fe_real(f, where, attrs, "eps", true, &a->eps)) != PK_OK ||
+      (s = fe_real(f, where, attrs, "momentum", true, &a->momentum)) != PK_OK)
+    return s;
+  int64_t nd;
+  if ((v = pk_fe_get(attrs, "normalized_ndim"))) {
+    if ((s = pk_fe_int_value(f, where, "attr 'normalized_ndim'", v, 1, PK_TE_MAX_DIMS, &nd)))
+      return s;
+    a->normalized_ndim = (int)nd;
+  }
+  /* shape and data movement */
+  if ((v = pk_fe_get(attrs, "perm")) && (s = fe_perm(f, where, v, a))) return s;
+  if ((v = pk_fe_get(attrs, "slice_step")) &&
+      (s = pk_fe_int_value(f, where, "attr 'slice_step'", v, 1, PK_OP_MAX_EXTENT,
+                           &a->slice_step)))
+    return s;
+  if ((v = pk_fe_get(attrs, "pads")) && (s = fe_pads(f, where, v, inputs, ninputs, a)))
+    return s;
+  if ((s = fe_real(f, where, attrs, "value", false, &a->value)) != PK_OK) return s;
   return PK_OK;
 }

@@ -14,7 +14,7 @@ static const char *const ROOT_KEYS[] = {"format", "version", "name", "dtype", "w
                                         "inputs", "params", "nodes", "output", "training",
                                         "comment", "metadata", NULL};
 static const char *const INPUT_KEYS[] = {"name", "shape", "dtype", "batch", NULL};
-static const char *const PARAM_KEYS[] = {"name", "shape", "init", NULL};
+static const char *const PARAM_KEYS[] = {"name", "shape", "init", "role", NULL};
 static const char *const NODE_KEYS[] = {"name", "op", "inputs", "output", "outputs", "attrs",
                                         NULL};
 /* The newest format version this reader knows; keys of a later version than the file's are
@@ -136,7 +136,9 @@ static pk_status fe_init(pk_fe *f, const char *where, const cJSON *init, int64_t
   return PK_OK;
 }
 
-/* params: [{"name", "shape", "init"?}] — no "init": the weights file has the values. */
+/* params: [{"name", "shape", "init"?, "role"?}] — no "init": the weights file has the
+ * values. role "param" (default: trained per the sparse spec), "buffer" (state the step
+ * updates: batch norm's running stats) or "constant" (read-only: masks, tables). */
 static pk_status fe_params(pk_fe *f, const cJSON *root) {
   const cJSON *arr = pk_fe_get(root, "params");
   if (!arr) return pk_fe_fail(f, NULL, "missing key 'params'");
@@ -182,8 +184,18 @@ static pk_status fe_params(pk_fe *f, const cJSON *root) {
                           pk_fe_shape_str(f, ndim, shape));
       data = w->data;
     }
-    if (pk_graph_add_param(f->g, name, f->dtype, ndim, shape, data) < 0)
-      return fe_wrap(f, where);
+    const char *role = "param";
+    if ((s = pk_fe_string(f, where, it, "role", false, &role)) != PK_OK) return s;
+    int id;
+    if (strcmp(role, "param") == 0)
+      id = pk_graph_add_param(f->g, name, f->dtype, ndim, shape, data);
+    else if (strcmp(role, "buffer") == 0 || strcmp(role, "constant") == 0)
+      id = pk_graph_add_buffer(f->g, name, role[0] == 'b' ? PK_ROLE_BUFFER : PK_ROLE_CONSTANT,
+                               f->dtype, ndim, shape, data);
+    else
+      return pk_fe_fail(f, where, "role %s is not \"param\", \"buffer\" or \"constant\"",
+                        pk_fe_quote(f, role));
+    if (id < 0) return fe_wrap(f, where);
   }
   return PK_OK;
 }
@@ -266,6 +278,10 @@ static pk_status fe_node(pk_fe *f, int index, const cJSON *it) {
   if (!(pk_op_flags(op) & PK_OPF_VARIADIC) && n != arity)
     return pk_fe_fail(f, where, "op '%s' takes %d input%s, not %d", pk_op_name(op), arity,
                       arity == 1 ? "" : "s", n);
+  /* batch_norm's 6th input is the training step's H, which Pock adds itself */
+  if (op == PK_OP_BATCH_NORM && n != 5)
+    return pk_fe_fail(f, where, "op 'batch_norm' takes 5 inputs (X, gamma, beta, "
+                      "running_mean, running_var), not %d", n);
   int ids[PK_OP_MAX_INPUTS];
   int k = 0;
   for (const cJSON *v = ins->child; v; v = v->next, k++) {

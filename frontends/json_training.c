@@ -5,7 +5,7 @@
 #include "json_impl.h"
 
 static const char *const TRAINING_KEYS[] = {"loss", "classes", "optimizer", "lr_schedule",
-                                            NULL};
+                                            "bn_mode", NULL};
 static const char *const OPTIM_KEYS[] = {"kind", "lr", "momentum", "weight_decay", "betas",
                                          "eps", "clip_norm", "clip_global", NULL};
 static const char *const SCHED_KEYS[] = {"kind", "step_size", "gamma", "total_steps",
@@ -157,5 +157,12 @@ pk_status pk_fe_training(pk_fe *f, const cJSON *tr, pk_model_info *info) {
   if (o && (s = fe_optimizer(f, o, t)) != PK_OK) return s;
   o = pk_fe_get(tr, "lr_schedule");
   if (o && (s = fe_schedule(f, o, t)) != PK_OK) return s;
+  /* "auto": batch norm layers whose gamma or beta trains use batch statistics, frozen ones
+   * their running stats; "train": all use batch statistics (PyTorch's model.train()) */
+  const char *bn = "auto";
+  if ((s = pk_fe_string(f, where, tr, "bn_mode", false, &bn)) != PK_OK) return s;
+  if (strcmp(bn, "train") != 0 && strcmp(bn, "auto") != 0)
+    return pk_fe_fail(f, where, "bn_mode %s is not \"auto\" or \"train\"", pk_fe_quote(f, bn));
+  t->bn_train_all = strcmp(bn, "train") == 0;
   return PK_OK;
 }

@@ -87,7 +87,11 @@ pk_status pk_weights_apply(pk_ctx *ctx, pk_graph *g, const char *path, const cha
   for (int i = 0; s == PK_OK && i < n; i++) {
     int id = pk_graph_find(g, w[i].name);
     target[i] = -1;
-    if (id < 0 || g->tensors[id]->role != PK_ROLE_PARAM || g->tensors[id]->base >= 0) continue;
+    /* buffers and constants load like params: a fine-tuned model's running stats */
+    pk_tensor_role r = id >= 0 ? g->tensors[id]->role : PK_ROLE_COUNT_;
+    if (id < 0 || (r != PK_ROLE_PARAM && r != PK_ROLE_BUFFER && r != PK_ROLE_CONSTANT) ||
+        g->tensors[id]->base >= 0)
+      continue;
     matched++;
     if (keep && fnmatch(keep, w[i].name, 0) == 0) continue;
     const pk_gtensor *t = g->tensors[id];

@@ -9,6 +9,7 @@ static const char *const role_names[] = {
     [PK_ROLE_PARAM] = "param",         [PK_ROLE_ACTIVATION] = "activation",
     [PK_ROLE_TEMP] = "temp",           [PK_ROLE_GRADIENT] = "gradient",
     [PK_ROLE_OPT_STATE] = "opt_state", [PK_ROLE_HYPER] = "hyper",
+    [PK_ROLE_BUFFER] = "buffer",       [PK_ROLE_CONSTANT] = "constant",
 };
 _Static_assert(sizeof role_names / sizeof role_names[0] == PK_ROLE_COUNT_, "one name per role");
 
@@ -201,6 +202,20 @@ int pk_graph_add_param(pk_graph *g, const char *name, pkrt_dtype dtype, int ndim
   void *copy = pk_alloc(g->ctx, n);
   memcpy(copy, init, n);
   t->init = copy;
+  return id;
+}
+
+int pk_graph_add_buffer(pk_graph *g, const char *name, pk_tensor_role role, pkrt_dtype dtype,
+                        int ndim, const int64_t *shape, const void *init) {
+  if (role != PK_ROLE_BUFFER && role != PK_ROLE_CONSTANT) {
+    pk_ctx_fail(g->ctx, PK_ERR_CHECK, "graph: tensor '%s': role %s is not a buffer or constant",
+                name ? name : "?", pk_role_name(role));
+    return -1;
+  }
+  int id = pk_graph_add_param(g, name, dtype, ndim, shape, init);
+  if (id < 0) return id;
+  g->tensors[id]->role = role;
+  g->tensors[id]->trainable = false;
   return id;
 }
 

@@ -16,6 +16,7 @@ const char *pk_region_name(pk_region r) {
   case PK_REGION_PARAMS: return "params";
   case PK_REGION_STATE: return "state";
   case PK_REGION_IO: return "io";
+  case PK_REGION_BUFFERS: return "buffers";
   case PK_REGION_COUNT_: break;
   }
   return "?";
@@ -28,6 +29,8 @@ static pk_region region_of_role(pk_tensor_role r) {
   case PK_ROLE_PARAM: return PK_REGION_PARAMS;
   case PK_ROLE_OPT_STATE:
   case PK_ROLE_HYPER: return PK_REGION_STATE;
+  case PK_ROLE_BUFFER:
+  case PK_ROLE_CONSTANT: return PK_REGION_BUFFERS;
   default: return PK_REGION_ARENA;
   }
 }

@@ -40,6 +40,10 @@ typedef enum pk_tensor_role {
   PK_ROLE_GRADIENT,   /* a backward result */
   PK_ROLE_OPT_STATE,  /* persistent optimizer state: momentum, Adam's m and v */
   PK_ROLE_HYPER,      /* (4,) written by the executor each step: lr, 1-b1^t, 1-b2^t, 0 */
+  /* model state that is neither fed nor trained (graph JSON: a param's "role") */
+  PK_ROLE_BUFFER,     /* persistent, updated by the training step in place (batch norm's
+                         running mean and var): saved with the weights and in checkpoints */
+  PK_ROLE_CONSTANT,   /* persistent, read-only (causal masks, RoPE tables) */
   PK_ROLE_COUNT_
 } pk_tensor_role;
 
@@ -120,6 +124,10 @@ int pk_graph_add_tensor(pk_graph *g, const char *name, pk_tensor_role role, pkrt
 /* A parameter; init (may be NULL) is copied into the arena. */
 int pk_graph_add_param(pk_graph *g, const char *name, pkrt_dtype dtype, int ndim,
                        const int64_t *shape, const void *init);
+/* A buffer or constant (role PK_ROLE_BUFFER / PK_ROLE_CONSTANT), like a param that never
+ * trains; init (may be NULL: zeros) is copied. */
+int pk_graph_add_buffer(pk_graph *g, const char *name, pk_tensor_role role, pkrt_dtype dtype,
+                        int ndim, const int64_t *shape, const void *init);
 /* Builds the op's TE (pk_op_build) from the inputs' shapes, adds the node and its output
  * tensors (result named out_name, role ACTIVATION; earlier stages TEMP). PK_ERR_CHECK
  * naming the node for shape/dtype mismatches. */
@@ -182,6 +190,11 @@ typedef struct pk_train_spec {
   double lr_gamma;
   int64_t lr_total_steps;   /* COSINE: lr * (1 + cos(pi * t / T)) / 2, floor lr_min */
   double lr_min;
+  /* batch_norm: false (default) = a layer whose gamma or beta trains normalizes with batch
+   * statistics and updates its running stats, a frozen one uses its running stats; true
+   * (graph JSON "bn_mode": "train", PyTorch's model.train()) = every layer uses batch
+   * statistics and updates its running stats */
+  bool bn_train_all;
 } pk_train_spec;
 
 /* From a validated forward graph (its output = prediction) whose params were marked by
@@ -199,9 +212,13 @@ typedef struct pk_train_spec {
  * rank-3 batch_matmul input, sliced on its last axis: "X[..., :S]") and
  * weight views "W[:, :S]"; state "opt.m(W)", "opt.v(W)"; in-place outputs "opt.m(W)'",
  * "W'"; nodes "loss", "grad(NODE).INPUT", "slice(X)", "update(W)". PK_ERR_UNSUPPORTED for
- * clip_global (global-norm clipping). */
+ * clip_global (global-norm clipping).
+ * batch_norm layers get their mode (spec->bn_train_all); each in training mode gets a
+ * batch_norm_stats node "update(NODE.stats)" (phase UPDATE) writing its running stats in
+ * place ("RM'", "RV'"); its running stats must then be buffers. */
 pk_status pk_train_build(const pk_graph *fwd, const pk_train_spec *spec, pk_graph **out);
-/* Forward + loss only (evaluation) or forward only (inference), as a graph of its own. */
+/* Forward + loss only (evaluation) or forward only (inference), as a graph of its own;
+ * every batch_norm uses its running stats. */
 pk_status pk_eval_build(const pk_graph *fwd, const pk_train_spec *spec, bool with_loss,
                         pk_graph **out);
 
@@ -219,11 +236,12 @@ void pk_train_stats_of(const pk_graph *t, pk_train_stats *out);
 
 /* ---- memory plan ----
  * Regions: ARENA (activations, temps, gradients: reused by lifetime), PARAMS (weights,
- * persistent), STATE (optimizer state + hyper, persistent), IO (inputs and labels). A
+ * persistent), STATE (optimizer state + hyper, persistent), IO (inputs and labels),
+ * BUFFERS (buffers and constants: persistent, initial values from the model). A
  * tensor's lifetime runs from its producer (or step start) to its last reader in node
  * order; an in-place output shares its base's storage. */
 typedef enum pk_region { PK_REGION_ARENA, PK_REGION_PARAMS, PK_REGION_STATE, PK_REGION_IO,
-                         PK_REGION_COUNT_ } pk_region;
+                         PK_REGION_BUFFERS, PK_REGION_COUNT_ } pk_region;
 const char *pk_region_name(pk_region r);
 
 typedef struct pk_memplan {

@@ -189,6 +189,88 @@ static pk_status add_update(train_build *tb, int w) {
   return PK_OK;
 }
 
+/* ---- batch norm ---- */
+
+static bool trains(const pk_graph *g, int t) {
+  const pk_gtensor *x = g->tensors[t];
+  return x->role == PK_ROLE_PARAM && x->trainable;
+}
+
+/* Sets each forward batch_norm's mode (running stats: eval, or a frozen layer unless
+ * train_all) and rebuilds its program; the stages are the same in both modes, so its
+ * output tensors stay. Each layer in training mode updates its running stats, which must
+ * then be buffers, and reads the step's H (made here when needed): the executor sets
+ * H[3] = 1 to evaluate, so the artifact's eval and infer plans use the running stats. */
+static pk_status set_bn_modes(pk_graph *g, int nfwd, bool train_all, bool eval) {
+  pk_ctx *ctx = g->ctx;
+  for (int k = 0; k < nfwd; k++) {
+    pk_gnode *n = g->nodes[k];
+    if (n->kind != PK_GNODE_OP || n->op != PK_OP_BATCH_NORM) continue;
+    bool train = !eval && (train_all || trains(g, n->inputs[1]) || trains(g, n->inputs[2]));
+    for (int i = 3; train && i < 5; i++)
+      if (g->tensors[n->inputs[i]]->role != PK_ROLE_BUFFER)
+        return CHECKF("batch_norm '%s' trains with batch statistics, so its running %s '%s' "
+                      "must be a buffer (graph JSON: \"role\": \"buffer\"), not a %s", n->name,
+                      i == 3 ? "mean" : "var", g->tensors[n->inputs[i]]->name,
+                      pk_role_name(g->tensors[n->inputs[i]]->role));
+    n->prm.attrs.use_running_stats = !train;
+    if (train) { /* H[3] != 0 while the executor evaluates: then the running stats */
+      if (g->hyper < 0) {
+        const pk_gtensor *z = g->tensors[g->output];
+        g->hyper = pk_graph_push_tensor(g, pk_graph_unique_name(g, "hyper"), PK_ROLE_HYPER,
+                                        z->dtype, 1, (int64_t[]){4});
+      }
+      int *in = pk_alloc(ctx, sizeof(int) * 6);
+      memcpy(in, n->inputs, sizeof(int) * 5);
+      in[5] = g->hyper;
+      n->inputs = in;
+      n->ninputs = 6;
+      int one = g->hyper;
+      pk_op_params h;
+      pk_graph_params_of(g, 1, &one, NULL, &h);
+      n->prm.in[5] = h.in[0];
+      n->prm.ninputs = 6;
+    }
+    pk_status s = pk_op_build(ctx, n->op, &n->prm, &n->prog);
+    if (s != PK_OK) return pk_graph_refail(ctx, s, n->name);
+  }
+  return PK_OK;
+}
+
+/* batch_norm_stats(X, RM, RV) -> MEAN, VAR, RM', RV' after each training-mode batch_norm
+ * (order_nodes places it right after the last reader of the old running stats). */
+static pk_status add_bn_updates(train_build *tb) {
+  pk_graph *g = tb->g;
+  pk_ctx *ctx = g->ctx;
+  for (int k = 0; k < tb->nfwd; k++) {
+    const pk_gnode *n = g->nodes[k];
+    if (n->kind != PK_GNODE_OP || n->op != PK_OP_BATCH_NORM || n->prm.attrs.use_running_stats)
+      continue;
+    int in[3] = {n->inputs[0], n->inputs[3], n->inputs[4]};
+    pk_op_attrs a = {.momentum = n->prm.attrs.momentum};
+    pk_op_params prm;
+    pk_graph_params_of(g, 3, in, &a, &prm);
+    const char *name = pk_sprintf(ctx, "update(%s.stats)", n->name);
+    pk_te_program *prog;
+    pk_status s = pk_op_build(ctx, PK_OP_BATCH_NORM_STATS, &prm, &prog);
+    if (s != PK_OK) return pk_graph_refail(ctx, s, name);
+    int outs[4], k2 = 0;
+    for (int i = 0; i < prog->ntensors && k2 < 2; i++) {
+      const pk_te_tensor *pt = prog->tensors[i];
+      if (pt->kind != PK_TE_COMPUTE) continue;
+      outs[k2] = pk_graph_push_tensor(g, pk_graph_unique_name(g, pk_sprintf(ctx, "%s.s%d", name, k2)),
+                                      PK_ROLE_TEMP, pt->dtype, pt->ndim, pt->shape);
+      k2++;
+    }
+    for (int i = 1; i < 3; i++)
+      outs[1 + i] = inplace_output(g, pk_sprintf(ctx, "%s'", g->tensors[in[i]]->name),
+                                   PK_ROLE_BUFFER, in[i], in[i]);
+    pk_graph_push_node(g, name, PK_GNODE_OP, PK_OP_BATCH_NORM_STATS, &prm, -1, PK_PHASE_UPDATE,
+                       prog, 3, in, 4, outs);
+  }
+  return PK_OK;
+}
+
 static int root_of(const pk_graph *g, int t) {
   return g->tensors[t]->base >= 0 ? g->tensors[t]->base : t;
 }
@@ -221,6 +303,8 @@ static void order_nodes(train_build *tb, int first_update) {
       for (int i = 0; i < rn->ninputs; i++)
         if (root_of(g, rn->inputs[i]) == w || rn->inputs[i] == G) best = p > best ? p : best;
     }
+    /* running stats update after the loss: forward + loss stays a prefix (the eval plan) */
+    if (un->op == PK_OP_BATCH_NORM_STATS && best < pos[tb->loss_node]) best = pos[tb->loss_node];
     anchor[u] = best;
   }
   int *order = pk_alloc(ctx, sizeof(int) * (size_t)(n + 1));
@@ -286,12 +370,14 @@ pk_status pk_train_build(const pk_graph *fwd, const pk_train_spec *spec, pk_grap
   tb.slice = pk_alloc(ctx, sizeof(int) * nt);
   tb.view = pk_alloc(ctx, sizeof(int) * nt);
   for (size_t i = 0; i < nt; i++) tb.slice[i] = tb.view[i] = tb.grad[i] = -1;
+  if ((s = set_bn_modes(g, tb.nfwd, sp.bn_train_all, false)) != PK_OK) return s;
   if ((s = add_slices(&tb)) != PK_OK) return s;
   if ((s = add_loss(g, &sp, &tb.loss_node)) != PK_OK) return s;
   if ((s = pk_train_autodiff(&tb)) != PK_OK) return s;
   const pk_gtensor *z = g->tensors[g->output];
-  g->hyper = pk_graph_push_tensor(g, pk_graph_unique_name(g, "hyper"), PK_ROLE_HYPER, z->dtype,
-                                  1, (int64_t[]){4});
+  if (g->hyper < 0) /* else made for batch norm's mode switch */
+    g->hyper = pk_graph_push_tensor(g, pk_graph_unique_name(g, "hyper"), PK_ROLE_HYPER,
+                                    z->dtype, 1, (int64_t[]){4});
   int first_update = g->nnodes;
   for (int w = 0; w < tb.n0; w++) {
     const pk_gtensor *wt = g->tensors[w];
@@ -304,6 +390,7 @@ pk_status pk_train_build(const pk_graph *fwd, const pk_train_spec *spec, pk_grap
                          pkrt_dtype_name(z->dtype));
     if ((s = add_update(&tb, w)) != PK_OK) return s;
   }
+  if ((s = add_bn_updates(&tb)) != PK_OK) return s;
   order_nodes(&tb, first_update);
   if ((s = pk_graph_validate(g)) != PK_OK) return s;
   *out = g;
@@ -317,6 +404,7 @@ pk_status pk_eval_build(const pk_graph *fwd, const pk_train_spec *spec, bool wit
   pk_graph *g;
   pk_status s = clone_checked(fwd, &g);
   if (s != PK_OK) return s;
+  if ((s = set_bn_modes(g, g->nnodes, false, true)) != PK_OK) return s;
   if (with_loss) {
     if (!spec) return CHECKF("evaluation with a loss needs a training spec");
     int ln;

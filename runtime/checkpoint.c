@@ -1,5 +1,5 @@
-/* checkpoint.c — training checkpoints (format in docs/runtime.md): the model's params and
- * state regions, step count, base lr and, for the training loop, its position (epoch, step,
+/* checkpoint.c — training checkpoints (format in docs/runtime.md): the model's params,
+ * state and buffers regions, step count, base lr and, for the training loop, its position (epoch, step,
  * PRNG, visiting order), tied to one artifact by its manifest's SHA-256 and closed by a
  * SHA-256 of every byte before it. Written atomically; read fully verified before use. */
 #include <math.h>
@@ -119,6 +119,11 @@ pkrt_status rt_checkpoint_write(pkrt_model *m, const char *path, const rt_loop_s
   if (st == PKRT_OK)
     st = hw_write(m->rt, &hw, m->region[RT_REGION_STATE],
                   (size_t)mf->region_bytes[RT_REGION_STATE]);
+  /* buffers (running stats) follow; their size comes from the manifest the file is tied
+   * to, so the header needs no field for it (0 for models without buffers) */
+  if (st == PKRT_OK)
+    st = hw_write(m->rt, &hw, m->region[RT_REGION_BUFFERS],
+                  (size_t)mf->region_bytes[RT_REGION_BUFFERS]);
   if (st == PKRT_OK) {
     uint8_t sum[PKRT_SHA256_BYTES];
     crypto_hash_sha256_final(&hw.h, sum);
@@ -160,7 +165,8 @@ static pkrt_status verify(pkrt_model *m, const char *path, const unsigned char *
   if (pb > len || sb > len || rows > len / 8)
     return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: truncated (sizes exceed the %zu-byte file)",
                          path, len);
-  uint64_t need = CKPT_HDR + rows * 8 + pb + sb + PKRT_SHA256_BYTES;
+  uint64_t bb = (uint64_t)mf->region_bytes[RT_REGION_BUFFERS]; /* bounded by the manifest */
+  uint64_t need = CKPT_HDR + rows * 8 + pb + sb + bb + PKRT_SHA256_BYTES;
   if (need != len)
     return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, need > len
                          ? "%s: truncated (%zu bytes, its header describes %llu)"
@@ -254,6 +260,9 @@ pkrt_status rt_checkpoint_read(pkrt_model *m, const char *path, rt_loop_state *l
     const rt_manifest *mf = &m->mf;
     memcpy(m->region[RT_REGION_PARAMS], params, (size_t)mf->region_bytes[RT_REGION_PARAMS]);
     memcpy(m->region[RT_REGION_STATE], state, (size_t)mf->region_bytes[RT_REGION_STATE]);
+    if (mf->region_bytes[RT_REGION_BUFFERS])
+      memcpy(m->region[RT_REGION_BUFFERS], state + mf->region_bytes[RT_REGION_STATE],
+             (size_t)mf->region_bytes[RT_REGION_BUFFERS]);
     const unsigned char *b = bytes;
     m->steps = (int64_t)get_u64(b + O_STEPS);
     m->lr = get_f64(b + O_LR);

@@ -12,8 +12,10 @@
 #include "model_impl.h"
 
 const char *const rt_role_names[RT_ROLE_COUNT_] = {
-    "input", "label", "param", "activation", "temp", "gradient", "opt_state", "hyper"};
-const char *const rt_region_names[RT_REGION_COUNT_] = {"arena", "params", "state", "io"};
+    "input", "label", "param", "activation", "temp", "gradient", "opt_state", "hyper",
+    "buffer", "constant"};
+const char *const rt_region_names[RT_REGION_COUNT_] = {"arena", "params", "state", "io",
+                                                       "buffers"};
 const char *const rt_plan_names[RT_PLAN_COUNT_] = {"train", "eval", "infer"};
 
 /* Limits far above any real model; they keep hostile sizes from overflowing int64. */
@@ -268,7 +270,10 @@ static pkrt_status check_bases(parser *P, rt_manifest *mf) {
   if (!k) return pkrt_ctx_fail(P->rt, PKRT_ERR_NOMEM, "manifest: out of memory");
   for (int i = 0; i < mf->ntensors; i++) {
     const rt_tensor *t = &mf->tensors[i];
-    if (t->role == RT_ROLE_PARAM && t->base < 0 && !t->view)
+    /* buffers and constants are saved and loaded with the weights too */
+    bool state = t->role == RT_ROLE_PARAM || t->role == RT_ROLE_BUFFER ||
+                 t->role == RT_ROLE_CONSTANT;
+    if (state && t->base < 0 && !t->view)
       k[nw++] = (wkey){t->region, t->offset, i, t->name};
   }
   qsort(k, (size_t)nw, sizeof *k, by_storage);
@@ -616,14 +621,16 @@ static pkrt_status parse_root(parser *P, const cJSON *root, size_t weights_bytes
   const cJSON *rg = get(root, "regions");
   if (!cJSON_IsObject(rg)) return fail(P, "regions: missing or not an object");
   for (int r = 0; r < RT_REGION_COUNT_; r++)
-    if (!get_int(P, rg, "regions", rt_region_names[r], 0, MAX_BYTES, 1, 0, &mf->region_bytes[r]))
+    if (!get_int(P, rg, "regions", rt_region_names[r], 0, MAX_BYTES, r != RT_REGION_BUFFERS, 0,
+                 &mf->region_bytes[r]))
       return P->st;
   if (!get_int(P, rg, "regions", "workspace", 0, MAX_BYTES, 1, 0, &mf->workspace_bytes))
     return P->st;
-  int64_t want = mf->region_bytes[RT_REGION_PARAMS] + mf->region_bytes[RT_REGION_STATE];
+  int64_t want = mf->region_bytes[RT_REGION_PARAMS] + mf->region_bytes[RT_REGION_STATE] +
+                 mf->region_bytes[RT_REGION_BUFFERS];
   if ((uint64_t)want != weights_bytes)
-    return fail(P, "regions: params + state = %lld bytes, but the weights section has %zu",
-                (long long)want, weights_bytes);
+    return fail(P, "regions: params + state + buffers = %lld bytes, but the weights section "
+                "has %zu", (long long)want, weights_bytes);
   const cJSON *ts = get(root, "tensors");
   if (!cJSON_IsArray(ts)) return fail(P, "tensors: missing or not an array");
   int n = cJSON_GetArraySize(ts);

@@ -130,7 +130,10 @@ static pkrt_status open_model(pkrt_model *m, const char *path, const pkrt_open_o
     size_t pb = (size_t)m->mf.region_bytes[RT_REGION_PARAMS];
     const unsigned char *w = wts->data;
     if (pb) memcpy(m->region[RT_REGION_PARAMS], w, pb);
-    if (wts->size > pb) memcpy(m->region[RT_REGION_STATE], w + pb, wts->size - pb);
+    size_t sb = (size_t)m->mf.region_bytes[RT_REGION_STATE];
+    size_t bb = (size_t)m->mf.region_bytes[RT_REGION_BUFFERS];
+    if (sb) memcpy(m->region[RT_REGION_STATE], w + pb, sb);
+    if (bb) memcpy(m->region[RT_REGION_BUFFERS], w + pb + sb, bb);
     st = build_buffers(m);
   }
   pkrt_artifact_free(art);

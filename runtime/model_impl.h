@@ -11,12 +11,13 @@
 
 #define RT_MAX_DIMS 8
 
+/* BUFFERS (batch norm's running stats, constant tables) is optional in a manifest (0). */
 typedef enum rt_region { RT_REGION_ARENA, RT_REGION_PARAMS, RT_REGION_STATE, RT_REGION_IO,
-                         RT_REGION_COUNT_ } rt_region;
+                         RT_REGION_BUFFERS, RT_REGION_COUNT_ } rt_region;
 /* Roles, in pk_graph's order (the manifest spells them as pk_role_name does). */
 typedef enum rt_role { RT_ROLE_INPUT, RT_ROLE_LABEL, RT_ROLE_PARAM, RT_ROLE_ACTIVATION,
                        RT_ROLE_TEMP, RT_ROLE_GRADIENT, RT_ROLE_OPT_STATE, RT_ROLE_HYPER,
-                       RT_ROLE_COUNT_ } rt_role;
+                       RT_ROLE_BUFFER, RT_ROLE_CONSTANT, RT_ROLE_COUNT_ } rt_role;
 typedef enum rt_plan_kind { RT_PLAN_TRAIN, RT_PLAN_EVAL, RT_PLAN_INFER, RT_PLAN_COUNT_ }
     rt_plan_kind;
 typedef enum rt_sched_kind { RT_SCHED_CONSTANT, RT_SCHED_STEP, RT_SCHED_COSINE } rt_sched_kind;

@@ -153,13 +153,27 @@ int pkrt_model_train_step(pkrt_model *m, double *loss) {
   return PKRT_OK;
 }
 
+/* H[3] = 1: the kernels evaluate (batch norm in training mode then normalizes with its
+ * running stats); the next training step writes 0 again. */
+static void set_evaluating(pkrt_model *m) {
+  const rt_manifest *mf = &m->mf;
+  if (mf->hyper < 0) return;
+  const rt_tensor *h = &mf->tensors[mf->hyper];
+  store(rt_tensor_base(m, h), h->dtype, 3, 1);
+}
+
 int pkrt_model_eval_step(pkrt_model *m, double *loss) {
   if (!m) return PKRT_ERR_INPUT;
   if (m->mf.loss < 0)
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "this model has no loss (inference artifact)");
+  set_evaluating(m);
   pkrt_status st = rt_plan_run(m, RT_PLAN_EVAL);
   if (st == PKRT_OK && loss) *loss = read_loss(m);
   return st;
 }
 
-int pkrt_model_infer(pkrt_model *m) { return m ? rt_plan_run(m, RT_PLAN_INFER) : PKRT_ERR_INPUT; }
+int pkrt_model_infer(pkrt_model *m) {
+  if (!m) return PKRT_ERR_INPUT;
+  set_evaluating(m);
+  return rt_plan_run(m, RT_PLAN_INFER);
+}

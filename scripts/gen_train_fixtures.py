@@ -163,7 +163,7 @@ def train_torch(model_name, scheme, opt, dtype, x, y, pock_shapes):
 
 
 # ---- graphs that are not nn.Sequential: hand-written Pock graphs, run by graph_torch ----
-GRAPH_MODELS = ("resnet", "attn")
+GRAPH_MODELS = ("resnet", "attn", "bnnet", "normnet")
 
 
 def _node(name, op, inputs, output, **attrs):
@@ -234,7 +234,64 @@ def attention_graph():
     return shapes, nodes, "head.out"
 
 
-GRAPH_BUILDERS = {"resnet": resnet_graph, "attn": attention_graph}
+def bn_graph():
+    """(N, 64) as (N, 1, 8, 8): conv 1->4 (+ bias), batch_norm (momentum 0.2: off its
+    default) with its running stats as buffers, relu, global mean, fc 4->10."""
+    nodes = [_node("in", "reshape", ["x"], "img", shape=["N", 1, 8, 8]),
+             _node("conv0", "conv2d", ["img", "conv0.weight"], "conv0.c", pad=1),
+             _node("conv0.add", "add", ["conv0.c", "conv0.bias"], "conv0.out"),
+             _node("bn0", "batch_norm", ["conv0.out", "bn0.weight", "bn0.bias",
+                                         "bn0.running_mean", "bn0.running_var"], "bn0.out",
+                   momentum=0.2),
+             _node("bn0.relu", "relu", ["bn0.out"], "h"),
+             _node("gap", "mean", ["h"], "gap.out", axes=[2, 3]),
+             _node("fc", "matmul", ["gap.out", "fc.weight"], "fc.mm", trans_b=True),
+             _node("fc.add", "add", ["fc.mm", "fc.bias"], "fc.out")]
+    # gamma around 1; running stats start off their (0, 1) defaults so that the frozen
+    # case really normalizes with them
+    shapes = [("conv0.weight", (4, 1, 3, 3)), ("conv0.bias", (4, 1, 1)),
+              ("bn0.weight", (4,), "param", lambda r, s: 1 + 0.2 * r.uniform(-1, 1, size=s)),
+              ("bn0.bias", (4,)),
+              ("bn0.running_mean", (4,), "buffer", lambda r, s: 0.1 * r.uniform(-1, 1, size=s)),
+              ("bn0.running_var", (4,), "buffer", lambda r, s: r.uniform(0.5, 1.5, size=s)),
+              ("fc.weight", (10, 4)), ("fc.bias", (10,))]
+    return shapes, nodes, "fc.out"
+
+
+def norm_graph():
+    """(N, 64) as 4 tokens of width 16: layer_norm over the width, rms_norm over tokens and
+    width (normalized_ndim 2), group_norm (2 groups of the 4 channels), fc 64->10; gammas
+    around 1, eps off its default once."""
+    nodes = [_node("tokens", "reshape", ["x"], "t", shape=["N", 4, 16]),
+             _node("ln", "layer_norm", ["t", "ln.weight", "ln.bias"], "t1"),
+             _node("rms", "rms_norm", ["t1", "rms.weight"], "t2", normalized_ndim=2, eps=1e-3),
+             _node("gn", "group_norm", ["t2", "gn.weight", "gn.bias"], "t3", groups=2),
+             _node("flat", "reshape", ["t3"], "f", shape=["N", 64]),
+             _node("fc", "matmul", ["f", "fc.weight"], "fc.mm", trans_b=True),
+             _node("fc.add", "add", ["fc.mm", "fc.bias"], "fc.out")]
+
+    def gamma(r, s):
+        return 1 + 0.2 * r.uniform(-1, 1, size=s)
+    shapes = [("ln.weight", (16,), "param", gamma), ("ln.bias", (16,)),
+              ("rms.weight", (4, 16), "param", gamma),
+              ("gn.weight", (4,), "param", gamma), ("gn.bias", (4,)),
+              ("fc.weight", (10, 64)), ("fc.bias", (10,))]
+    return shapes, nodes, "fc.out"
+
+
+GRAPH_BUILDERS = {"resnet": resnet_graph, "attn": attention_graph, "bnnet": bn_graph,
+                  "normnet": norm_graph}
+FULL_SPEC = {"version": 1, "train": [{"all": True}]}
+
+
+def graph_cases(mname):
+    """(scheme, spec, optimizer, dtype) of each case of a graph model."""
+    if mname == "bnnet":  # batch norm trained (batch statistics) and frozen (running stats)
+        frozen = {"version": 1, "train": [{"params": ["conv0.*", "fc.*"]}]}
+        return [("full", FULL_SPEC, SGD, "f64"), ("frozenbn", frozen, SGD, "f64")]
+    if mname == "normnet":  # layer_norm, rms_norm, group_norm: their gradients
+        return [("full", FULL_SPEC, SGD, "f64")]
+    return [("full", FULL_SPEC, o, d) for o, d in ((SGD, "f64"), (ADAMW, "f64"), (SGD, "f32"))]
 GRAPH_STEPS = 5  # PyTorch and Pock both take 5 steps on these (the first 5 batches)
 
 
@@ -245,14 +302,21 @@ def save_graph_model(out_dir, mname, dtype):
     rng = np.random.default_rng(11)
     npdt = np.float64 if dtype == "f64" else np.float32
     weights = collections.OrderedDict()
-    for name, shape in shapes:
+    roles = {}
+    for name, shape, *rest in shapes:  # rest: (role, init(rng, shape)) for some
         fan = int(np.prod(shape[1:])) if len(shape) > 1 else 4
-        weights[name] = (rng.uniform(-1, 1, size=shape) * 1.5 / np.sqrt(fan)).astype(npdt)
+        if rest:
+            roles[name] = rest[0]
+            weights[name] = rest[1](rng, shape).astype(npdt)
+        else:
+            weights[name] = (rng.uniform(-1, 1, size=shape) * 1.5 / np.sqrt(fan)).astype(npdt)
     fname = mname + ("" if dtype == "f64" else "_f32")
     g = {"format": "pock-graph", "version": 1, "name": "fixture_" + fname, "dtype": dtype,
          "weights_file": fname + ".pkw",
          "inputs": [{"name": "x", "shape": ["N", 64]}],
-         "params": [{"name": n, "shape": list(s)} for n, s in shapes],
+         "params": [dict({"name": n, "shape": list(s)},
+                         **({"role": roles[n]} if roles.get(n, "param") != "param" else {}))
+                    for n, s, *_ in shapes],
          "nodes": nodes, "output": output}
     import torch2pock
     with open(os.path.join(out_dir, fname + ".json"), "w") as f:
@@ -262,15 +326,20 @@ def save_graph_model(out_dir, mname, dtype):
     return g, weights
 
 
-def train_graph_torch(g, weights, opt, dtype, x, y):
-    """PyTorch autograd on the graph's own ops: ({name: tensor} after GRAPH_STEPS steps,
-    [loss per step])."""
+def train_graph_torch(g, weights, opt, dtype, x, y, spec=FULL_SPEC):
+    """PyTorch autograd on the graph's own ops: ({name: tensor} of the trained params and
+    the buffers after GRAPH_STEPS steps, [loss per step]). spec: "all" or "params" globs."""
+    import fnmatch
     import torch
     import torch.nn.functional as F
     from graph_torch import PockGraph
     tdt = torch.float64 if dtype == "f64" else torch.float32
     m = PockGraph(g, weights, dtype=tdt)
-    params = [p for _, p in m.named_pock_params()]
+    rule = spec["train"][0]
+    for n, p in m.named_pock_params():
+        p.requires_grad_(bool(rule.get("all")) or
+                         any(fnmatch.fnmatchcase(n, pat) for pat in rule.get("params", [])))
+    params = [p for _, p in m.named_pock_params() if p.requires_grad]
     if opt["kind"] == "sgd":
         o = torch.optim.SGD(params, lr=opt["lr"], momentum=opt["momentum"],
                             weight_decay=opt["weight_decay"])
@@ -283,7 +352,13 @@ def train_graph_torch(g, weights, opt, dtype, x, y):
         loss.backward()
         o.step()
         losses.append(loss.item())
-    return collections.OrderedDict((n, p.detach()) for n, p in m.named_pock_params()), losses
+    after = collections.OrderedDict((n, p.detach()) for n, p in m.named_pock_params()
+                                    if p.requires_grad)
+    after.update((n, b.detach()) for n, b in m.named_pock_buffers())
+    m.eval()  # batch 1 in evaluation mode: batch norm with its running stats
+    with torch.no_grad():
+        ev = F.cross_entropy(m(torch.from_numpy(x[0]).to(tdt)), torch.from_numpy(y[0]).long())
+    return after, losses, ev.item()
 
 
 def generate_graphs(out_dir, only=None):
@@ -299,24 +374,31 @@ def generate_graphs(out_dir, only=None):
     lines = ["# case model spec optimizer lr momentum weight_decay tolerance after"]
     loss_lines = ["# case: the mean loss of each of the %d steps (before its update)"
                   % GRAPH_STEPS]
+    eval_lines = ["# case: the mean loss of batch 1 evaluated (model.eval()) after training"]
     for mname in (m for m in GRAPH_MODELS if only in (None, m)):
-        with open(os.path.join(gdir, mname + "_full.json"), "w") as f:
-            json.dump({"version": 1, "train": [{"all": True}]}, f)
-            f.write("\n")
-        models = {d: save_graph_model(gdir, mname, d) for d in ("f64", "f32")}
-        for opt, dtype in ((SGD, "f64"), (ADAMW, "f64"), (SGD, "f32")):
-            case = "%s_full_%s%s" % (mname, opt["kind"], "" if dtype == "f64" else "_f32")
-            after, losses = train_graph_torch(*models[dtype], opt, dtype, x, y)
+        cases = graph_cases(mname)
+        for scheme, spec, _, _ in cases:
+            with open(os.path.join(gdir, "%s_%s.json" % (mname, scheme)), "w") as f:
+                json.dump(spec, f)
+                f.write("\n")
+        models = {d: save_graph_model(gdir, mname, d) for d in sorted({c[3] for c in cases})}
+        for scheme, spec, opt, dtype in cases:
+            case = "%s_%s_%s%s" % (mname, scheme, opt["kind"], "" if dtype == "f64" else "_f32")
+            after, losses, ev = train_graph_torch(*models[dtype], opt, dtype, x, y, spec)
+            if mname == "bnnet":  # eval differs from the training forward only there
+                eval_lines.append("%s %.17g" % (case, ev))
             torch2pock.write_pkw(os.path.join(gdir, case + ".pkw"), after)
             lines.append("%s %s %s %s %.17g %.17g %.17g %g %s" % (
                 case, mname + ("" if dtype == "f64" else "_f32") + ".json",
-                mname + "_full.json", opt["kind"], opt["lr"], opt["momentum"],
+                "%s_%s.json" % (mname, scheme), opt["kind"], opt["lr"], opt["momentum"],
                 opt["weight_decay"], TOL[dtype], case + ".pkw"))
             loss_lines.append(case + " " + " ".join("%.17g" % v for v in losses))
     with open(os.path.join(gdir, "cases.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(gdir, "losses.txt"), "w") as f:
         f.write("\n".join(loss_lines) + "\n")
+    with open(os.path.join(gdir, "eval_losses.txt"), "w") as f:
+        f.write("\n".join(eval_lines) + "\n")
     return len(lines) - 1
 
 

@@ -11,11 +11,26 @@ autograd so Pock's compile-time backward is checked against it. Library only:
 
 Ops: matmul, batch_matmul, add, sub, mul, div, relu, sigmoid, tanh, gelu (erf form),
 silu, hardsigmoid, hardswish, relu6, leaky_relu, elu, clip, exp, log, sqrt, rsqrt, abs,
-neg, reciprocal, softmax, sum, mean, max, conv2d, max_pool2d, avg_pool2d, reshape, slice; broadcasting as numpy. A graph using any
-other op raises NotImplementedError (the fixtures do not use it). A node's "outputs" (graph
-format version 2) name every compute of the op in order: softmax's are its row max, its row
-sum of exp(x - max) (both keepdim) and the result; other ops compute their result only.
+neg, reciprocal, softmax, sum, mean, max, conv2d, max_pool2d, avg_pool2d, reshape, slice
+(with slice_step), transpose, concat, pad, expand, where, masked_fill; broadcasting as
+numpy. Attention family: log_softmax, sdpa, sdpa_masked (written with explicit matmuls:
+torch 1.13 has no F.scaled_dot_product_attention), rope, global_avg_pool2d,
+adaptive_avg_pool2d, gelu with approximate, pow, pow_scalar. Normalization: batch_norm,
+layer_norm, rms_norm, group_norm. A graph using any other op raises NotImplementedError
+(the fixtures do not use it).
+
+Params with "role": "buffer" or "constant" are registered buffers (named_pock_buffers);
+an integer one ("dtype": "i64"/"i32") keeps its dtype. batch_norm follows Pock's modes: in
+train() a layer uses batch statistics and updates its running stats when its gamma or
+beta requires grad, or always with bn_mode="train" (PyTorch's own model.train());
+otherwise, and in eval(), it uses the running stats. A graph with several inputs takes
+them in the order of its "inputs". A node's "outputs" (graph format version 2) name every
+compute of the op in order: softmax's are its row max, its row sum of exp(x - max) (both
+keepdim) and the result; other ops compute their result only here (a normalization's
+saved stages are not modelled: naming them raises NotImplementedError).
 """
+import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -38,26 +53,73 @@ def _pad4(v):
     return list(v)
 
 
-class PockGraph(nn.Module):
-    """params are nn.Parameters; buffers (running statistics) and constants are torch
-    buffers, all initialized from the graph's inline "init" or from `weights`."""
+# ---- attention, softmax family, pooling, activations ----
 
-    def __init__(self, graph, weights, dtype=torch.float64):
+def _sdpa(q, k, v, mask, a):
+    """softmax(Q K^T scale + mask) V, Pock's rules (pk_ops.h): causal keeps key j <= query i
+    (top-left aligned, as is_causal); a (B, keys) mask is a padding mask; a row with no key
+    left (every score -inf) gives 0, not NaN."""
+    s = torch.matmul(q, k.transpose(-1, -2)) * a.get("scale", 1.0 / math.sqrt(q.shape[-1]))
+    if mask is not None:
+        if mask.dim() == 2:  # (B, keys) -> (B, 1, ..., 1, keys)
+            mask = mask.reshape(mask.shape[0], *([1] * (s.dim() - 2)), mask.shape[1])
+        s = s + mask
+    if a.get("causal"):
+        keep = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool, device=s.device).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    # the shift does not change the result, so it carries no gradient; the floor keeps a
+    # fully masked row at exp(-inf) = 0 (L = 0 then, and P = 0 / max(L, 1) = 0)
+    m = s.amax(dim=-1, keepdim=True).detach().clamp(min=torch.finfo(s.dtype).min)
+    e = torch.exp(s - m)
+    p = e / e.sum(dim=-1, keepdim=True).clamp(min=1.0)
+    return torch.matmul(p, v)
+
+
+def _rope(x, cos, sin):
+    """LLaMA's rotate-half form: x cos + rotate_half(x) sin, tables (S, D/2) repeated twice."""
+    h = x.shape[-1] // 2
+    rot = torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+    return x * torch.cat((cos, cos), dim=-1) + rot * torch.cat((sin, sin), dim=-1)
+
+
+def _attn_family(op, ins, a):
+    """The ops of this family; None for the others."""
+    if op == "log_softmax":
+        return torch.log_softmax(ins[0], dim=a.get("axis", 0))
+    if op in ("sdpa", "sdpa_masked"):
+        return _sdpa(ins[0], ins[1], ins[2], ins[3] if op == "sdpa_masked" else None, a)
+    if op == "rope":
+        return _rope(ins[0], ins[1], ins[2])
+    if op == "global_avg_pool2d":
+        return F.adaptive_avg_pool2d(ins[0], 1)
+    if op == "adaptive_avg_pool2d":
+        return F.adaptive_avg_pool2d(ins[0], _pair(a["output_size"], 1))
+    if op == "gelu":
+        return F.gelu(ins[0], approximate=a.get("approximate", "none"))
+    if op == "pow":
+        return torch.pow(ins[0], ins[1])
+    if op == "pow_scalar":
+        return torch.pow(ins[0], a["exponent"])
+    return None
+
+
+class PockGraph(nn.Module):
+    def __init__(self, graph, weights, dtype=torch.float64, bn_mode="auto"):
         super().__init__()
         self.graph = graph
+        self.bn_mode = bn_mode
         self.params = nn.ParameterDict()
         self.names = {}  # Pock name -> ParameterDict key (which may not contain dots)
-        self.held = {}   # buffer/constant Pock name -> buffer attribute
+        self.buffer_names = {}  # buffers and constants: Pock name -> registered buffer name
         for p in graph["params"]:
             t = self._value(p, weights, dtype)
             key = p["name"].replace(".", "__")
-            self.params[key] = nn.Parameter(t)
-            self.names[p["name"]] = key
-        for kind in ("buffers", "constants"):
-            for i, p in enumerate(graph.get(kind, [])):
-                attr = "_%s_%d" % (kind, i)
-                self.register_buffer(attr, self._value(p, weights, dtype))
-                self.held[p["name"]] = attr
+            if p.get("role", "param") == "param":
+                self.params[key] = nn.Parameter(t)
+                self.names[p["name"]] = key
+            else:
+                self.register_buffer("buf__" + key, t)
+                self.buffer_names[p["name"]] = "buf__" + key
 
     @staticmethod
     def _value(p, weights, dtype):
@@ -68,6 +130,9 @@ class PockGraph(nn.Module):
     def named_pock_params(self):
         return [(n, self.params[k]) for n, k in self.names.items()]
 
+    def named_pock_buffers(self):
+        return [(n, getattr(self, k)) for n, k in self.buffer_names.items()]
+
     def forward(self, *inputs):
         if len(inputs) != len(self.graph["inputs"]):
             raise TypeError("graph_torch: the graph takes %d inputs, got %d"
@@ -75,8 +140,8 @@ class PockGraph(nn.Module):
         env = {i["name"]: x for i, x in zip(self.graph["inputs"], inputs)}
         for n, k in self.names.items():
             env[n] = self.params[k]
-        for n, attr in self.held.items():
-            env[n] = getattr(self, attr)
+        for n, k in self.buffer_names.items():
+            env[n] = getattr(self, k)
         for node in self.graph["nodes"]:
             ins = [env[i] for i in node["inputs"]]
             attrs = node.get("attrs", {})
@@ -91,6 +156,25 @@ class PockGraph(nn.Module):
                 env[node["output"]] = y
         return env[self.graph["output"]]
 
+    def _op(self, op, ins, a, batch):
+        eps = a.get("eps", 1e-5)
+        if op == "batch_norm":
+            x, g, b, rm, rv = ins
+            train = self.training and (self.bn_mode == "train" or g.requires_grad or
+                                       b.requires_grad)
+            return F.batch_norm(x, rm, rv, g, b, training=train,
+                                momentum=a.get("momentum", 0.1), eps=eps)
+        if op in ("layer_norm", "rms_norm"):
+            k = a.get("normalized_ndim", 1)
+            if op == "layer_norm":
+                return F.layer_norm(ins[0], ins[0].shape[-k:], ins[1], ins[2], eps)
+            dims = list(range(ins[0].dim() - k, ins[0].dim()))
+            x = ins[0]
+            return x * torch.rsqrt(x.pow(2).mean(dim=dims, keepdim=True) + eps) * ins[1]
+        if op == "group_norm":
+            return F.group_norm(ins[0], a.get("groups", 1), ins[1], ins[2], eps)
+        return self._plain_op(op, ins, a, batch)
+
     @staticmethod
     def _stages(op, ins, a):
         """The computes of op's program before its result (pk_graph_name_outputs's order)."""
@@ -101,7 +185,10 @@ class PockGraph(nn.Module):
         return []
 
     @staticmethod
-    def _op(op, ins, a, batch):
+    def _plain_op(op, ins, a, batch):
+        y = _attn_family(op, ins, a)
+        if y is not None:
+            return y
         if op in ("matmul", "batch_matmul"):
             x, y = ins
             if a.get("trans_a"):
@@ -155,5 +242,25 @@ class PockGraph(nn.Module):
             shape = [batch if isinstance(d, str) else d for d in a["shape"]]
             return x.reshape(shape)
         if op == "slice":
-            return x.narrow(a.get("slice_axis", 0), a.get("slice_start", 0), a["slice_len"])
+            x = x.narrow(a.get("slice_axis", 0), a.get("slice_start", 0), a["slice_len"])
+            step = a.get("slice_step", 1)
+            if step == 1:
+                return x
+            axis = a.get("slice_axis", 0) % x.dim()
+            return x[(slice(None),) * axis + (slice(None, None, step),)]
+        # shape and data movement
+        if op == "transpose":
+            return x.permute(a["perm"] if "perm" in a else list(range(x.dim()))[::-1])
+        if op == "concat":
+            return torch.cat(ins, dim=a.get("axis", 0))
+        if op == "pad":  # Pock: (before, after) per dim from the first; F.pad: from the last
+            pads = a.get("pads", [0] * (2 * x.dim()))
+            flat = [p for d in reversed(range(x.dim())) for p in pads[2 * d:2 * d + 2]]
+            return F.pad(x, flat, mode="constant", value=a.get("value", 0.0))
+        if op == "expand":
+            return x.expand([batch if isinstance(d, str) else d for d in a["shape"]])
+        if op == "where":
+            return torch.where(ins[0] != 0, ins[1], ins[2])
+        if op == "masked_fill":
+            return x.masked_fill(ins[1] != 0, a.get("value", 0.0))
         raise NotImplementedError("graph_torch: op %r" % op)

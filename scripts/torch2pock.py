@@ -101,11 +101,11 @@ def _pair(v):
 
 
 class _Builder:
-    """Accumulates the graph's inputs, params, buffers, constants and nodes; `tensors` holds
-    the values that go into the .pkw file."""
+    """Accumulates the graph's inputs, params (buffers and constants are params with a
+    "role") and nodes; `tensors` holds the values that go into the .pkw file."""
 
     def __init__(self, dtype):
-        self.inputs, self.nodes, self.params, self.buffers, self.constants = [], [], [], [], []
+        self.inputs, self.nodes, self.params = [], [], []
         self.tensors = {}
         self.dtype = dtype
 
@@ -127,15 +127,17 @@ class _Builder:
         self.params.append({"name": name, "shape": list(a.shape)})
 
     def buffer(self, name, value):
+        """State the step updates but does not train (batch norm's running statistics)."""
         a = self._value(name, value)
-        self.buffers.append({"name": name, "shape": list(a.shape)})
+        self.params.append({"name": name, "shape": list(a.shape), "role": "buffer"})
 
     def constant(self, name, value, dtype):
+        """A tensor no step changes (a causal mask, rotary tables, a scalar operand)."""
         a = self._value(name, np.asarray(value) if isinstance(value, list) else value, dtype)
-        e = {"name": name, "shape": list(a.shape) or [1]}
+        e = {"name": name, "shape": list(a.shape) or [1], "role": "constant"}
         if dtype not in ("f32", "f64"):
             e["dtype"] = dtype
-        self.constants.append(e)
+        self.params.append(e)
 
     def node(self, name, op, inputs, output, attrs=None):
         n = {"name": name, "op": op, "inputs": inputs, "output": output}
@@ -589,7 +591,7 @@ class _FxConverter:
             return self.emit(n, "mul", [args[0], args[0]])
         if args[1].is_tensor:
             return self.emit(n, "pow", args[:2])
-        return self.emit(n, "pow", args[:1], {"exponent": float(args[1].py)})
+        return self.emit(n, "pow_scalar", args[:1], {"exponent": float(args[1].py)})
 
     def fn_cat(self, n, args, kw):
         xs = args[0]
@@ -673,10 +675,6 @@ def convert(module, input_shape=None, name="model", training=None, weights_file=
             g["weights_file"] = weights_file
         g["inputs"] = b.inputs
         g["params"] = b.params
-        if b.buffers:
-            g["buffers"] = b.buffers
-        if b.constants:
-            g["constants"] = b.constants
         g["nodes"] = b.nodes
         g["output"] = out
         if training:
@@ -780,6 +778,7 @@ def self_test():
             nn.Linear(8, 8), nn.Hardsigmoid(), nn.Linear(8, 8), nn.ReLU6(), nn.ELU(),
             nn.LeakyReLU(0.0)).apply(lambda m: isinstance(m, nn.Linear) and
                                      m.weight.data.mul_(4))),
+        ("gelu_tanh", (3,), nn.Sequential(nn.Linear(3, 4), nn.GELU(approximate="tanh"))),
     ]
 
     class Tangled(nn.Module):
@@ -793,7 +792,6 @@ def self_test():
     good.append(("residual_forward", (3,), Tangled()))
     bad = [("lstm", (3,), nn.Sequential(nn.LSTM(3, 3))),
            ("avgpool_count_include_pad", (1, 4, 4), nn.Sequential(nn.AvgPool2d(2, padding=1))),
-           ("gelu_tanh", (3,), nn.Sequential(nn.GELU(approximate="tanh"))),
            ("leaky_relu_negative_slope", (3,), nn.Sequential(nn.LeakyReLU(-0.1))),
            ("features_mismatch", (3,), nn.Sequential(nn.Linear(4, 2))),
            ("reflect_padding", (1, 4, 4),

@@ -35,7 +35,9 @@
  *            sqrt, rsqrt or the base of pow through + - * / abs min max select-branches,
  *            casts, reductions or reads of computes built that way;
  *   integers [-8, 8]; [0, 8) for placeholders read inside an index expression; [1, 8] for
- *            those reaching log/sqrt/rsqrt/pow as above.
+ *            those reaching log/sqrt/rsqrt/pow as above; {0, 1} for masks: placeholders
+ *            whose only use is being compared == or != with 0 (where, masked_fill), so
+ *            both branches of the select are taken.
  * Floats are rounded to the placeholder's dtype, so the reference sees exactly what the
  * kernel will; S of each value is |value|. */
 void pk_te_ref_fill_random(const pk_te_program *p, pk_te_ref *ref, uint64_t seed); /* NULL: no-op */

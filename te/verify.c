@@ -12,8 +12,20 @@
 /* How a tensor's values are used, or-ed over every read of it. */
 enum {
   USE_POSITIVE = 1, /* reaches the argument of log/sqrt/rsqrt or the base of pow */
-  USE_INDEX = 2     /* read inside an index expression */
+  USE_INDEX = 2,    /* read inside an index expression */
+  USE_MASK = 4,     /* an integer compared == or != with 0 in a condition: a mask (where,
+                       masked_fill), filled with 0 and 1 so both branches are exercised */
+  USE_OTHER = 8     /* read for anything but a mask test (so a mask that is also a value
+                       keeps the wide range) */
 };
+
+/* e is "<x> == 0" or "<x> != 0" (either order): x is tested as a mask. */
+static const pk_expr *mask_operand(const pk_expr *e) {
+  if (e->op != PK_EOP_EQ && e->op != PK_EOP_NE) return NULL;
+  for (int i = 0; i < 2; i++)
+    if (e->args[i]->kind == PK_EXPR_INT && e->args[i]->ival == 0) return e->args[1 - i];
+  return NULL;
+}
 
 static void mark_uses(const pk_expr *e, unsigned use, unsigned *uses);
 
@@ -32,7 +44,7 @@ static void mark_uses(const pk_expr *e, unsigned use, unsigned *uses) {
   case PK_EXPR_FLOAT:
   case PK_EXPR_AXIS: return;
   case PK_EXPR_READ:
-    uses[e->tensor->id] |= use;
+    uses[e->tensor->id] |= use & USE_MASK ? use : use | USE_OTHER;
     mark_args(e, USE_INDEX, uses);
     return;
   case PK_EXPR_UNARY: mark_args(e, keep_index, uses); return;
@@ -40,7 +52,13 @@ static void mark_uses(const pk_expr *e, unsigned use, unsigned *uses) {
     switch (e->op) {
     case PK_EOP_ADD: case PK_EOP_SUB: case PK_EOP_MUL: case PK_EOP_DIV:
     case PK_EOP_MIN: case PK_EOP_MAX: mark_args(e, use, uses); return;
-    default: mark_args(e, keep_index, uses); return;
+    default:
+      if (mask_operand(e)) {
+        mark_uses(mask_operand(e), keep_index | USE_MASK, uses);
+        return;
+      }
+      mark_args(e, keep_index, uses);
+      return;
     }
   case PK_EXPR_SELECT:
     mark_uses(e->args[0], keep_index, uses);
@@ -101,6 +119,7 @@ static void fill_placeholder(const pk_te_tensor *t, pk_te_ref_tensor *rt, unsign
   }
   int64_t lo = use & USE_INDEX ? 0 : -8, hi = use & USE_INDEX ? 7 : 8;
   if (use & USE_POSITIVE) lo = 1;
+  if (use == USE_MASK) lo = 0, hi = 1; /* only a mask: 0 or 1 */
   for (int64_t i = 0; i < rt->numel; i++) rt->ival[i] = uniform_int(&state, lo, hi);
 }
 

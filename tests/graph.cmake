@@ -14,3 +14,6 @@ pk_add_test(test_graph_numeric LIBS pk_graph LABELS graph sanitize TIMEOUT 60)
 pk_add_test(test_random_graph LIBS pk_driver pockrt_static LABELS graph driver sanitize TIMEOUT 600)
 set_tests_properties(test_random_graph PROPERTIES
   ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")
+# Batch norm and buffers: JSON roles and bn_mode, modes and running-stats updates in the
+# training graph, the buffers region, and an artifact's checkpoints and weights.
+pk_add_test(test_norm_graph LIBS pk_driver pockrt_static LABELS graph driver TIMEOUT 120)

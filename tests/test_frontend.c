@@ -513,6 +513,57 @@ static const bad_case BAD[] = {
      HDR X W "\"nodes\":[" NODE("sum", "\"x\"", "y", ",\"attrs\":{\"axes\":[1]}") "],"
      "\"output\":\"y\"" TR("{\"loss\":\"softmax_cross_entropy\"}"),
      PK_ERR_CHECK, "training: loss softmax_cross_entropy needs a (batch, classes) output"},
+    /* attention, softmax family, pooling, activations */
+    {"gelu approximate erf",
+     HDR X W "\"nodes\":[" NODE("gelu", "\"x\"", "y", ",\"attrs\":{\"approximate\":\"erf\"}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': attr 'approximate' must be \"none\" or \"tanh\""},
+    {"pow_scalar without exponent", HDR X W "\"nodes\":[" NODE("pow_scalar", "\"x\"", "y", "") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': op 'pow_scalar' needs attr 'exponent'"},
+    {"adaptive pool output_size 0", HDR "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",1,4,4]}]," W
+     "\"nodes\":[" NODE("adaptive_avg_pool2d", "\"x\"", "y", ",\"attrs\":{\"output_size\":[2,0]}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': attr 'output_size'[1] is 0, outside 1.."},
+    {"sdpa scale 0", HDR "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",3,4]}]," W
+     "\"nodes\":[" NODE("sdpa", "\"x\",\"x\",\"x\"", "y", ",\"attrs\":{\"scale\":0}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': attr 'scale' must be a finite number > 0"},
+    {"sdpa causal not a bool", HDR "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",3,4]}]," W
+     "\"nodes\":[" NODE("sdpa", "\"x\",\"x\",\"x\"", "y", ",\"attrs\":{\"causal\":1}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': attr 'causal' must be true or false"},
+    {"sdpa without V", HDR "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",3,4]}]," W
+     "\"nodes\":[" NODE("sdpa", "\"x\",\"x\"", "y", "") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': "},
+    /* shape and data movement */
+    {"pads length",
+     HDR X W "\"nodes\":[" NODE("pad", "\"x\"", "y", ",\"attrs\":{\"pads\":[1,1]}") "]," OUT,
+     PK_ERR_CHECK, "node 'fc': attr 'pads' must be an array of 4 integers (before and after "
+     "each of the input's 2 dims)"},
+    {"pads negative",
+     HDR X W "\"nodes\":[" NODE("pad", "\"x\"", "y", ",\"attrs\":{\"pads\":[0,0,-1,0]}") "],"
+     OUT, PK_ERR_CHECK, "attr 'pads'[2]"},
+    {"slice_step 0",
+     HDR X W "\"nodes\":["
+     NODE("slice", "\"x\"", "y", ",\"attrs\":{\"slice_len\":2,\"slice_step\":0}") "]," OUT,
+     PK_ERR_CHECK, "attr 'slice_step'"},
+    {"perm not an array",
+     HDR X W "\"nodes\":[" NODE("transpose", "\"x\"", "y", ",\"attrs\":{\"perm\":1}") "],"
+     OUT, PK_ERR_CHECK, "node 'fc': attr 'perm' must be an array of 1..8 axes"},
+    {"perm repeats",
+     HDR X W "\"nodes\":[" NODE("transpose", "\"x\"", "y", ",\"attrs\":{\"perm\":[1,-1]}") "],"
+     OUT, PK_ERR_CHECK, "transpose: perm lists axis 1 twice"},
+    {"expand -1 beyond the input",
+     HDR X W "\"nodes\":[" NODE("expand", "\"x\"", "y", ",\"attrs\":{\"shape\":[-1,\"N\",4]}") "],"
+     OUT, PK_ERR_CHECK, "attr 'shape'[0] is -1 but no input dim lines up with it"},
+    {"expand without shape", HDR X W "\"nodes\":[" NODE("expand", "\"x\"", "y", "") "]," OUT,
+     PK_ERR_CHECK, "node 'fc': op 'expand' needs attr 'shape'"},
+    {"concat of 9",
+     HDR X W "\"nodes\":["
+     NODE("concat", "\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\"", "y", "") "]," OUT,
+     PK_ERR_CHECK, "op 'concat' takes 1 to 8 inputs, not 9"},
+    {"value on transpose",
+     HDR X W "\"nodes\":[" NODE("transpose", "\"x\"", "y", ",\"attrs\":{\"value\":1}") "],"
+     OUT, PK_ERR_CHECK, "attr 'value' does not apply to op 'transpose'"},
+    {"where on a float mask",
+     HDR X W "\"nodes\":[" NODE("where", "\"x\",\"x\",\"x\"", "y", "") "]," OUT, PK_ERR_CHECK,
+     "where: input 0 has dtype f32 (must be i32 or i64: it holds integers)"},
 };
 
 static void test_errors(void) {
@@ -562,6 +613,49 @@ static void test_errors(void) {
       CHECK(d && d->op == PK_OP_HARDSWISH, "hardswish");
     }
     printf("%s activations: alpha, clip min/max\n", s == PK_OK ? "PASS" : "FAIL");
+    pk_ctx_free(ctx);
+  }
+  /* Shape and data movement: the attrs reach pk_op_attrs; unsqueeze is a reshape, and
+   * expand's -1 keeps the input's dim. */
+  {
+    static const char text[] =
+        HDR X W "\"nodes\":[{\"name\":\"t\",\"op\":\"transpose\",\"inputs\":[\"x\"],"
+        "\"output\":\"to\",\"attrs\":{\"perm\":[-1,0]}},"
+        "{\"name\":\"c\",\"op\":\"concat\",\"inputs\":[\"x\",\"x\",\"x\"],\"output\":\"co\","
+        "\"attrs\":{\"axis\":0}},"
+        "{\"name\":\"s\",\"op\":\"slice\",\"inputs\":[\"co\"],\"output\":\"so\","
+        "\"attrs\":{\"slice_start\":1,\"slice_len\":5,\"slice_step\":2}},"
+        "{\"name\":\"p\",\"op\":\"pad\",\"inputs\":[\"x\"],\"output\":\"po\","
+        "\"attrs\":{\"pads\":[0,1,2,0],\"value\":-1.5}},"
+        "{\"name\":\"u\",\"op\":\"reshape\",\"inputs\":[\"x\"],\"output\":\"uo\","
+        "\"attrs\":{\"shape\":[\"N\",1,4]}},"
+        "{\"name\":\"e\",\"op\":\"expand\",\"inputs\":[\"uo\"],\"output\":\"y\","
+        "\"attrs\":{\"shape\":[\"N\",2,-1]}}],"
+        OUT;
+    pk_ctx *ctx = pk_ctx_new();
+    pk_graph *g;
+    pk_status s = pk_frontend_json(ctx, text, strlen(text), path, 3, &g, NULL);
+    CHECK(s == PK_OK, "shape ops: %s", pk_ctx_error(ctx));
+    if (s == PK_OK) {
+      const pk_gnode *t = node(g, "t"), *c = node(g, "c"), *sl = node(g, "s"), *p = node(g, "p");
+      const pk_gnode *e = node(g, "e");
+      const pk_gtensor *so = g->tensors[pk_graph_find(g, "so")];
+      const pk_gtensor *po = g->tensors[pk_graph_find(g, "po")];
+      const pk_gtensor *y = g->tensors[pk_graph_find(g, "y")];
+      CHECK(t && t->op == PK_OP_TRANSPOSE && t->prm.attrs.nperm == 2 &&
+                t->prm.attrs.perm[0] == -1 && t->prm.attrs.perm[1] == 0, "transpose perm");
+      CHECK(c && c->op == PK_OP_CONCAT && c->ninputs == 3 && c->prm.ninputs == 3,
+            "concat of 3 (variadic)");
+      CHECK(sl && sl->prm.attrs.slice_step == 2 && so->shape[0] == 3 && so->shape[1] == 4,
+            "slice step 2 of [1, 6) takes 3 rows");
+      CHECK(p && p->prm.attrs.pads[1] == 1 && p->prm.attrs.pads[2] == 2 &&
+                p->prm.attrs.value == -1.5 && po->shape[0] == 4 && po->shape[1] == 6,
+            "pad pads and value");
+      CHECK(e && e->prm.attrs.new_ndim == 3 && y->ndim == 3 && y->shape[0] == 3 &&
+                y->shape[1] == 2 && y->shape[2] == 4, "expand [N, 2, -1] of (3, 1, 4)");
+    }
+    printf("%s shape ops: perm, variadic concat, slice_step, pads/value, unsqueeze, expand -1\n",
+           s == PK_OK ? "PASS" : "FAIL");
     pk_ctx_free(ctx);
   }
   /* A batch the compiler cannot use; by file: extension and existence. */
@@ -641,6 +735,47 @@ static void test_v2(void) {
               strstr(pk_ctx_error(ctx), "'sm.max' (output 0 of node 'sm', before its result)"),
           "training through a stage: %s", pk_ctx_error(ctx));
   }
+  pk_ctx_free(ctx);
+}
+
+/* attention, softmax family, pooling, activations: their attrs reach pk_op_attrs. */
+static void test_attn_attrs(void) {
+  static const char text[] =
+      HDR "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",3,4]}]," W
+      "\"nodes\":[{\"name\":\"a\",\"op\":\"gelu\",\"inputs\":[\"x\"],\"output\":\"ao\","
+      "\"attrs\":{\"approximate\":\"tanh\"}},"
+      "{\"name\":\"b\",\"op\":\"pow_scalar\",\"inputs\":[\"ao\"],\"output\":\"bo\","
+      "\"attrs\":{\"exponent\":0.5}},"
+      "{\"name\":\"c\",\"op\":\"sdpa\",\"inputs\":[\"bo\",\"x\",\"x\"],\"output\":\"co\","
+      "\"attrs\":{\"causal\":true,\"scale\":0.25}},"
+      "{\"name\":\"d\",\"op\":\"log_softmax\",\"inputs\":[\"co\"],\"output\":\"do\","
+      "\"attrs\":{\"axis\":-1}},"
+      "{\"name\":\"e\",\"op\":\"reshape\",\"inputs\":[\"do\"],\"output\":\"eo\","
+      "\"attrs\":{\"shape\":[\"N\",1,3,4]}},"
+      "{\"name\":\"f\",\"op\":\"adaptive_avg_pool2d\",\"inputs\":[\"eo\"],\"output\":\"y\","
+      "\"attrs\":{\"output_size\":[2,3]}}],"
+      OUT;
+  char path[300];
+  snprintf(path, sizeof path, "%s/attn.json", pk_test_tmpdir());
+  pk_ctx *ctx = pk_ctx_new();
+  pk_graph *g;
+  pk_status s = pk_frontend_json(ctx, text, strlen(text), path, 3, &g, NULL);
+  CHECK(s == PK_OK, "attention attrs: %s", pk_ctx_error(ctx));
+  if (s == PK_OK) {
+    const pk_gnode *a = node(g, "a"), *b = node(g, "b"), *c = node(g, "c"), *d = node(g, "d");
+    const pk_gnode *f = node(g, "f");
+    CHECK(a && a->prm.attrs.approximate == PK_GELU_TANH, "gelu approximate tanh");
+    CHECK(b && b->op == PK_OP_POW_SCALAR && b->prm.attrs.exponent == 0.5, "pow_scalar exponent");
+    CHECK(c && c->op == PK_OP_SDPA && c->prm.attrs.causal && c->prm.attrs.scale == 0.25,
+          "sdpa causal, scale");
+    CHECK(d && d->op == PK_OP_LOG_SOFTMAX && d->prm.attrs.axis == -1, "log_softmax axis");
+    CHECK(f && f->op == PK_OP_ADAPTIVE_AVG_POOL2D && f->prm.attrs.output_size[0] == 2 &&
+              f->prm.attrs.output_size[1] == 3 && shape_is(tensor(g, "y"), 4,
+                                                           (int64_t[]){3, 1, 2, 3}),
+          "adaptive_avg_pool2d output_size");
+  }
+  printf("%s attention attrs: approximate, exponent, causal, scale, axis, output_size\n",
+         s == PK_OK ? "PASS" : "FAIL");
   pk_ctx_free(ctx);
 }
 
@@ -879,6 +1014,7 @@ int main(void) {
   test_weights();
   test_errors();
   test_v2();
+  test_attn_attrs();
   test_digits();
   test_fuzz();
   pk_test_tmpdir_remove();

@@ -132,6 +132,51 @@ static void check_step(const char *what, pk_graph *fwd) {
   printf("%-24s %d elements checked against finite differences\n", what, checked);
 }
 
+/* Shape and data movement in a training graph: the MLP's logits split into three slices
+ * (two strided; autodiff sums the pieces' gradients), a transposed round trip, a variadic
+ * concat of four pieces (one of them twice), pad then slice back, and a column mean
+ * expanded over the rows. */
+static void check_shape_ops(void) {
+  pk_ctx *ctx = pk_ctx_new();
+  pk_graph *g = tg_mlp(ctx, N); /* logits (N, 10) */
+  int y = g->output, lo, ev, od, t1, t2, c, p, q, m, e, out;
+  TG_OK(ctx, pk_graph_add_op(g, "lo", PK_OP_SLICE,
+                             &(pk_op_attrs){.slice_axis = 1, .slice_len = 4}, 1, &y, "lo", &lo));
+  TG_OK(ctx, pk_graph_add_op(g, "even", PK_OP_SLICE,
+                             &(pk_op_attrs){.slice_axis = 1, .slice_start = 4, .slice_len = 6,
+                                            .slice_step = 2}, 1, &y, "even", &ev));
+  TG_OK(ctx, pk_graph_add_op(g, "odd", PK_OP_SLICE,
+                             &(pk_op_attrs){.slice_axis = -1, .slice_start = 5, .slice_len = 5,
+                                            .slice_step = 2}, 1, &y, "odd", &od));
+  TG_OK(ctx, pk_graph_add_op(g, "t1", PK_OP_TRANSPOSE, NULL, 1, &lo, "t1", &t1));
+  TG_OK(ctx, pk_graph_add_op(g, "t2", PK_OP_TRANSPOSE, &(pk_op_attrs){.nperm = 2, .perm = {1, 0}},
+                             1, &t1, "t2", &t2));
+  TG_OK(ctx, pk_graph_add_op(g, "cat", PK_OP_CONCAT, &(pk_op_attrs){.axis = 1}, 4,
+                             (int[]){od, t2, ev, od}, "cat", &c)); /* od twice: summed */
+  TG_OK(ctx, pk_graph_add_op(g, "pad", PK_OP_PAD,
+                             &(pk_op_attrs){.pads = {1, 0, 2, 1}, .value = 0.5}, 1, &c, "pad", &p));
+  TG_OK(ctx, pk_graph_add_op(g, "unpad", PK_OP_SLICE,
+                             &(pk_op_attrs){.slice_axis = 1, .slice_start = 2, .slice_len = 10},
+                             1, &p, "unpad", &q));
+  int rows;
+  TG_OK(ctx, pk_graph_add_op(g, "rows", PK_OP_SLICE,
+                             &(pk_op_attrs){.slice_axis = 0, .slice_start = 1, .slice_len = N},
+                             1, &q, "rows", &rows));
+  TG_OK(ctx, pk_graph_add_op(g, "colmean", PK_OP_MEAN,
+                             &(pk_op_attrs){.naxes = 1, .axes = {0}, .keepdims = true}, 1, &rows,
+                             "colmean", &m));
+  TG_OK(ctx, pk_graph_add_op(g, "expand", PK_OP_EXPAND,
+                             &(pk_op_attrs){.new_ndim = 2, .new_shape = {N, 10}}, 1, &m,
+                             "expand", &e));
+  TG_OK(ctx, pk_graph_add_op(g, "mix", PK_OP_ADD, NULL, 2, (int[]){rows, e}, "mix", &out));
+  g->output = out;
+  randomize_params(ctx, g);
+  TG_OK(ctx, tg_apply_text(g, "{\"version\":1,\"train\":[{\"params\":[\"fc3.*\","
+                              "\"fc2.bias\"]}]}"));
+  check_step("mlp shape ops", g);
+  pk_ctx_free(ctx);
+}
+
 int main(void) {
   for (int sc = 0; sc < TG_NSCHEMES; sc++) {
     pk_ctx *ctx = pk_ctx_new();
@@ -153,6 +198,32 @@ int main(void) {
                               "\"channels\":0.25},{\"params\":[\"fc1.bias\",\"fc3.*\"]}]}"));
   check_step("mlp skip+partial", g);
   pk_ctx_free(ctx);
+  /* attention, softmax family, pooling, activations: causal attention over 3 positions of
+   * 4 features (its gradients read the saved row max and sum stages), gelu's tanh form */
+  ctx = pk_ctx_new();
+  g = pk_graph_new(ctx, N);
+  int xa = pk_graph_add_tensor(g, "x", PK_ROLE_INPUT, PKRT_DTYPE_F32, 2, (int64_t[]){N, 8});
+  int qkv[3], att, flat;
+  static const char *const qkv_names[3] = {"q", "k", "v"};
+  for (int i = 0; i < 3; i++) {
+    char rn[16];
+    snprintf(rn, sizeof rn, "%s.seq", qkv_names[i]);
+    int h = tg_linear(g, qkv_names[i], xa, 8, 12);
+    TG_OK(ctx, pk_graph_add_op(g, rn, PK_OP_RESHAPE,
+                               &(pk_op_attrs){.new_ndim = 3, .new_shape = {N, 3, 4}}, 1, &h, rn,
+                               &qkv[i]));
+  }
+  TG_OK(ctx, pk_graph_add_op(g, "attn", PK_OP_SDPA, &(pk_op_attrs){.causal = true}, 3, qkv,
+                             "attn", &att));
+  TG_OK(ctx, pk_graph_add_op(g, "flat", PK_OP_RESHAPE,
+                             &(pk_op_attrs){.new_ndim = 2, .new_shape = {N, 12}}, 1, &att,
+                             "flat", &flat));
+  flat = tg_unary(g, "gelu", PK_OP_GELU, &(pk_op_attrs){.approximate = PK_GELU_TANH}, flat);
+  g->output = tg_linear(g, "out", flat, 12, 5);
+  randomize_params(ctx, g);
+  check_step("causal attention", g);
+  pk_ctx_free(ctx);
+  check_shape_ops();
   /* Partial channels of linear layers with a rank-3 input (batch_matmul, sliced on the last
    * axis), chosen by a blocks rule. */
   ctx = pk_ctx_new();

@@ -314,6 +314,29 @@ static void test_fill_random(pk_ctx *ctx) {
   }
   check(ok && jneg, "fill_random_domains", "a value outside its domain or not reproducible");
 
+  /* masks: M only compared with 0 gets 0 and 1; N is also a value, so it keeps [-8, 8] */
+  const char *masks = "M = placeholder((64,), i32)\n"
+                      "N = placeholder((64,), i64)\n"
+                      "X = placeholder((64,), f32)\n"
+                      "Y = compute((64,), (i) => select(M[i] != 0 && 0 == N[i], X[i], "
+                      "cast(f32, N[i])))\n";
+  pk_te_program *pm;
+  if (pk_te_parse(ctx, masks, strlen(masks), "masks", &pm) != PK_OK) {
+    check(false, "fill_random_masks", "parse: %s", pk_ctx_error(ctx));
+    pk_ctx_clear_error(ctx);
+    return;
+  }
+  pk_te_ref *rm = pk_te_ref_new(ctx, pm);
+  pk_te_ref_fill_random(pm, rm, 3);
+  int ones = 0, zeros = 0, wide = 0;
+  for (int j = 0; j < 64; j++) {
+    int64_t m = rm->tensors[0].ival[j], n = rm->tensors[1].ival[j];
+    ones += m == 1, zeros += m == 0;
+    wide += n < 0 || n > 1;
+  }
+  check(ones > 0 && zeros > 0 && ones + zeros == 64 && wide > 0, "fill_random_masks",
+        "%d ones, %d zeros; %d of N outside {0, 1}", ones, zeros, wide);
+
   const char *plain = "X = placeholder((256,), f64)\nY = compute((256,), (i) => X[i])\n";
   pk_te_program *q;
   if (pk_te_parse(ctx, plain, strlen(plain), "plain", &q) != PK_OK) return;

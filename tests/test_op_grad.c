@@ -1,7 +1,8 @@
 /* test_op_grad.c — every gradient TE of te/ops (each op, each differentiable input) against
  * f64 central differences through the interpreter; PyTorch's tie rule for max and
  * max_pool2d; sgd_update and adamw_update against their formulas in C; slice and reshape
- * values; and the errors for non-differentiable inputs and bad training-op parameters. */
+ * values; and the errors for non-differentiable inputs (masks too) and bad training-op
+ * parameters. Integer inputs (masks) are filled with 0s and 1s and read as they are. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -56,6 +57,11 @@ static int activation_kinks(pk_op_kind op, const pk_op_attrs *a, double kink[2],
 static void fill_input(pk_op_kind op, const pk_op_params *prm, int input, pk_te_ref_tensor *t,
                        uint64_t *rng) {
   int64_t n = t->numel;
+  if (t->ival) { /* an integer input (PK_OPF_INT_INPUT): where's and masked_fill's masks */
+    for (int64_t i = 0; i < n; i++) t->ival[i] = (int64_t)(next_u64(rng) >> 63);
+    if (n > 1) t->ival[0] = 0, t->ival[n - 1] = 1; /* both branches, whatever the draw */
+    return;
+  }
   double kink[2], scale;
   int nkinks = activation_kinks(op, &prm->attrs, kink, &scale);
   if (op == PK_OP_MAX || op == PK_OP_MAX_POOL2D) {
@@ -77,6 +83,10 @@ static void fill_input(pk_op_kind op, const pk_op_params *prm, int input, pk_te_
     if ((op == PK_OP_DIV && input == 1) || op == PK_OP_RECIPROCAL)
       u = (u < 0 ? -0.5 : 0.5) + u;
     if (op == PK_OP_LOG || op == PK_OP_SQRT || op == PK_OP_RSQRT) u = 0.25 + 0.875 * (u + 1);
+    /* pow's base: positive, as pk_te_ref_fill_random's domain (non-integer exponents) */
+    if ((op == PK_OP_POW && input == 0) || op == PK_OP_POW_SCALAR) u = 0.25 + 0.875 * (u + 1);
+    if (op == PK_OP_BATCH_NORM && input == 4) u = 0.25 + 0.875 * (u + 1); /* a variance */
+    if (op == PK_OP_BATCH_NORM && input == 5) u = 0; /* H: H[3] = 0 is training */
     bool loss = op == PK_OP_SOFTMAX_CROSS_ENTROPY || op == PK_OP_MSE_LOSS;
     if (loss && input == 0 && op == PK_OP_SOFTMAX_CROSS_ENTROPY) u *= 2;
     if (loss && input == 1 && op == PK_OP_SOFTMAX_CROSS_ENTROPY) u = (u + 1) / 2;
@@ -131,6 +141,10 @@ static const pk_te_ref_tensor *run_grad(pk_ctx *ctx, const pk_op_grad *g,
   for (int a = 0; a < g->nargs; a++) {
     const pk_op_grad_arg *arg = &g->args[a];
     pk_te_ref_tensor *dst = &gref->tensors[a];
+    if (dst->ival) { /* integer inputs are read as they are */
+      memcpy(dst->ival, fref->tensors[arg->index].ival, (size_t)dst->numel * sizeof(int64_t));
+      continue;
+    }
     for (int64_t i = 0; i < dst->numel; i++) {
       double v = arg->kind == PK_GRAD_ARG_INPUT    ? fref->tensors[arg->index].val[i]
                  : arg->kind == PK_GRAD_ARG_OUTPUT ? fref->tensors[fwd->ntensors - 1].val[i]
@@ -526,6 +540,16 @@ static void expect_build_error(pk_ctx *ctx, const char *name, pk_op_kind op,
 static void test_errors(void) {
   pk_ctx *ctx = pk_ctx_new();
   const pkrt_dtype F = PKRT_DTYPE_F32;
+  /* shape and data movement: masks take no gradient */
+  pk_op_params wh = {3, {{1, {5}, PKRT_DTYPE_I32}, {1, {5}, F}, {1, {5}, F}}, {.groups = 0}};
+  expect_grad_error(ctx, "grad_where_mask_not_differentiable", PK_OP_WHERE, &wh, 0,
+                    "input 0 is not differentiable (differentiable inputs: 1, 2)");
+  pk_op_params mf = {2, {{1, {5}, F}, {1, {5}, PKRT_DTYPE_I64}}, {.groups = 0}};
+  expect_grad_error(ctx, "grad_masked_fill_mask_not_differentiable", PK_OP_MASKED_FILL, &mf, 1,
+                    "input 1 is not differentiable");
+  pk_op_params cat = {2, {{1, {5}, F}, {1, {3}, F}}, {.axis = 0}};
+  expect_grad_error(ctx, "grad_concat_no_such_input", PK_OP_CONCAT, &cat, 2,
+                    "no input 2 to differentiate (the op has 2)");
   pk_op_params sgd = {4, {{1, {5}, F}, {1, {5}, F}, {1, {5}, F}, {1, {4}, F}}, {.momentum = 0.9}};
   expect_grad_error(ctx, "grad_sgd_not_differentiable", PK_OP_SGD_UPDATE, &sgd, 0,
                     "sgd_update: input 0 is not differentiable (differentiable inputs: none)");
@@ -588,7 +612,86 @@ static void test_errors(void) {
   pk_ctx_free(ctx);
 }
 
+/* ---- attention, softmax family, pooling, activations ---- */
+
+/* dX of input `input` of op at inputs ins (forward run first, for stages), dY = dy. */
+static const pk_te_ref_tensor *grad_of(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                                       const double *const *ins, int input, const double *dy) {
+  pk_te_program *p;
+  pk_op_grad g;
+  pk_te_ref *ref = run_op(ctx, op, prm, ins, &p);
+  if (!ref || pk_op_grad_build(ctx, op, prm, input, &g) != PK_OK) return NULL;
+  return run_grad(ctx, &g, p, ref, dy);
+}
+
+/* Exact values (inf included) of a gradient. */
+static void check_grad_values(pk_ctx *ctx, const char *label, const pk_te_ref_tensor *got,
+                              const double *want, int64_t n) {
+  bool ok = got != NULL;
+  int64_t bad = -1;
+  for (int64_t i = 0; ok && i < n; i++)
+    if (!(got->val[i] == want[i] || fabs(got->val[i] - want[i]) <= 1e-12)) ok = false, bad = i;
+  check(ok, label, "%s element %lld: got %.17g, want %.17g", got ? "" : pk_ctx_error(ctx),
+        (long long)bad, bad >= 0 ? got->val[bad] : 0.0, bad >= 0 ? want[bad] : 0.0);
+  pk_ctx_clear_error(ctx);
+}
+
+/* torch.pow's gradient rules at 0 (values from PyTorch 1.13), and sdpa's rule for a row
+ * with every key masked: zero output and zero gradients, not NaN. */
+static void test_attn_family_rules(void) {
+  pk_ctx *ctx = pk_ctx_new();
+  const pkrt_dtype F = PKRT_DTYPE_F64;
+  pk_op_params pw = {2, {{1, {4}, F}, {1, {4}, F}}, {.groups = 0}};
+  const double a[4] = {0, 0, 2, 0}, b[4] = {0, 2, 0, 0.5}, ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  const double *ab[2] = {a, b};
+  check_grad_values(ctx, "pow_grad_base_at_0", grad_of(ctx, PK_OP_POW, &pw, ab, 0, ones),
+                    (double[]){0, 0, 0, INFINITY}, 4);
+  check_grad_values(ctx, "pow_grad_exponent_at_0", grad_of(ctx, PK_OP_POW, &pw, ab, 1, ones),
+                    (double[]){0, 0, log(2.0), 0}, 4);
+  const double x[2] = {0, 1};
+  const double *xs[1] = {x};
+  pk_op_params p0 = {1, {{1, {2}, F}}, {.exponent = 0}};
+  check_grad_values(ctx, "pow_scalar_grad_exponent_0", grad_of(ctx, PK_OP_POW_SCALAR, &p0, xs, 0, ones),
+                    (double[]){0, 0}, 2);
+  pk_op_params ph = {1, {{1, {2}, F}}, {.exponent = 0.5}};
+  check_grad_values(ctx, "pow_scalar_grad_sqrt_at_0", grad_of(ctx, PK_OP_POW_SCALAR, &ph, xs, 0, ones),
+                    (double[]){INFINITY, 0.5}, 2);
+
+  /* batch 0 keeps keys 0 and 2; batch 1 masks every key: its Y and gradients are 0 */
+  pk_op_params sd = {4, {{3, {2, 2, 3}, F}, {3, {2, 4, 3}, F}, {3, {2, 4, 2}, F}, {2, {2, 4}, F}},
+                     {.causal = false}};
+  double q[12], k[24], v[16], dy[8];
+  for (int i = 0; i < 24; i++) k[i] = sin(i + 1.0);
+  for (int i = 0; i < 12; i++) q[i] = cos(i + 0.5);
+  for (int i = 0; i < 16; i++) v[i] = 0.1 * i - 0.7;
+  for (int i = 0; i < 8; i++) dy[i] = 0.3 * i - 1;
+  const double mask[8] = {0, -INFINITY, 0, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  const double *ins[4] = {q, k, v, mask};
+  pk_te_program *p;
+  pk_te_ref *ref = run_op(ctx, PK_OP_SDPA_MASKED, &sd, ins, &p);
+  const pk_te_ref_tensor *y = ref ? &ref->tensors[p->ntensors - 1] : NULL;
+  bool ok = y != NULL;
+  for (int i = 0; ok && i < 8; i++) ok = isfinite(y->val[i]) && (i < 4 || y->val[i] == 0);
+  check(ok, "sdpa_fully_masked_row_is_0", "%s", ok ? "" : y ? "NaN or nonzero" : pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+  static const char *names[3] = {"sdpa_fully_masked_grad_q", "sdpa_fully_masked_grad_k",
+                                 "sdpa_fully_masked_grad_v"};
+  for (int in = 0; in < 3; in++) {
+    const pk_te_ref_tensor *gr = grad_of(ctx, PK_OP_SDPA_MASKED, &sd, ins, in, dy);
+    int64_t half = gr ? gr->numel / 2 : 0;
+    bool gok = gr != NULL, some = false;
+    for (int64_t i = 0; gok && i < gr->numel; i++) {
+      gok = isfinite(gr->val[i]) && (i < half || gr->val[i] == 0);
+      some |= i < half && gr->val[i] != 0;
+    }
+    check(gok && some, names[in], "%s", gr ? "NaN, or batch 1 not 0, or batch 0 all 0" : pk_ctx_error(ctx));
+    pk_ctx_clear_error(ctx);
+  }
+  pk_ctx_free(ctx);
+}
+
 int main(void) {
+  test_attn_family_rules();
   test_coverage();
   test_finite_differences();
   test_ties();

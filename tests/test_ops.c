@@ -1,6 +1,7 @@
 /* test_ops.c — the operator library: every example instance builds, has the right result
  * shape, and its interpreted result equals a naive loop written here independently of the
- * TE text; softmax rows sum to 1, mean is sum / n; bad parameters give clear errors. */
+ * TE text; softmax rows sum to 1, mean is sum / n; bad parameters give clear errors; the
+ * attention family's results equal PyTorch's on fixed inputs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,11 +260,12 @@ static void naive_training(pk_op_kind op, const pk_op_params *prm, double *const
     int ax = a->slice_axis < 0 ? a->slice_axis + in->ndim : a->slice_axis;
     int64_t shape[PK_TE_MAX_DIMS], idx[PK_TE_MAX_DIMS];
     memcpy(shape, in->shape, sizeof shape);
-    shape[ax] = a->slice_len;
+    int64_t step = a->slice_step ? a->slice_step : 1;
+    shape[ax] = (a->slice_len + step - 1) / step;
     alloc_out(y, in->ndim, shape);
     for (int64_t f = 0; f < numel(in->ndim, shape); f++) {
       unravel(f, in->ndim, shape, idx);
-      idx[ax] += a->slice_start;
+      idx[ax] = a->slice_start + idx[ax] * step;
       y->v[f] = x[0][ravel(idx, in->ndim, in->shape)];
     }
   } else if (op == PK_OP_RESHAPE) {
@@ -292,7 +294,257 @@ static void naive_training(pk_op_kind op, const pk_op_params *prm, double *const
   }
 }
 
+/* ---- attention, softmax family, pooling, activations ---- */
+
+/* Attention (pk_ops.h): softmax over keys of Q K^T scale + mask (causal: key j <= query i),
+ * a row with no key left (every mask -inf) gives 0, then times V. */
+static void naive_sdpa(const pk_op_params *prm, double *const *x, dense *y) {
+  const pk_op_input *q = &prm->in[0], *m = prm->ninputs == 4 ? &prm->in[3] : NULL;
+  int nd = q->ndim, nb = nd - 2;
+  int64_t batch = 1, lq = q->shape[nb], d = q->shape[nb + 1], lk = prm->in[1].shape[nb];
+  int64_t dv = prm->in[2].shape[nb + 1], shape[4], idx[4];
+  for (int i = 0; i < nb; i++) batch *= q->shape[i];
+  memcpy(shape, q->shape, sizeof shape);
+  shape[nb + 1] = dv;
+  alloc_out(y, nd, shape);
+  double scale = prm->attrs.scale ? prm->attrs.scale : 1 / sqrt((double)d);
+  double *z = malloc((size_t)lk * sizeof *z);
+  for (int64_t b = 0; b < batch; b++)
+    for (int64_t i = 0; i < lq; i++) {
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < lk; j++) {
+        double dot = 0;
+        for (int64_t c = 0; c < d; c++) dot += x[0][(b * lq + i) * d + c] * x[1][(b * lk + j) * d + c];
+        z[j] = dot * scale;
+        if (m && m->ndim == 2) {
+          z[j] += x[3][(m->shape[0] == 1 ? 0 : b / (batch / q->shape[0])) * m->shape[1] +
+                       (m->shape[1] == 1 ? 0 : j)];
+        } else if (m) { /* the scores' index, broadcast into the mask */
+          unravel(b, nb, q->shape, idx);
+          idx[nb] = i;
+          idx[nb + 1] = j;
+          z[j] += x[3][bcast_flat(m, idx, nd)];
+        }
+        if (prm->attrs.causal && j > i) z[j] = -INFINITY;
+        mx = fmax(mx, z[j]);
+      }
+      for (int64_t j = 0; j < lk; j++) sum += mx == -INFINITY ? 0 : exp(z[j] - mx);
+      for (int64_t e = 0; e < dv; e++) {
+        double acc = 0;
+        for (int64_t j = 0; j < lk && sum > 0; j++)
+          acc += exp(z[j] - mx) / sum * x[2][(b * lk + j) * dv + e];
+        y->v[(b * lq + i) * dv + e] = acc;
+      }
+    }
+  free(z);
+}
+
+static void naive_adaptive_pool(const pk_op_params *prm, double *const *x, dense *y) {
+  const pk_op_input *in = &prm->in[0];
+  int64_t N = in->shape[0], C = in->shape[1], H = in->shape[2], W = in->shape[3];
+  int64_t OH = prm->attrs.output_size[0] ? prm->attrs.output_size[0] : 1;
+  int64_t OW = prm->attrs.output_size[1] ? prm->attrs.output_size[1] : 1;
+  alloc_out(y, 4, (int64_t[]){N, C, OH, OW});
+  for (int64_t nc = 0; nc < N * C; nc++)
+    for (int64_t oh = 0; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++) {
+        int64_t h0 = oh * H / OH, h1 = ((oh + 1) * H + OH - 1) / OH;
+        int64_t w0 = ow * W / OW, w1 = ((ow + 1) * W + OW - 1) / OW;
+        double s = 0;
+        for (int64_t h = h0; h < h1; h++)
+          for (int64_t w = w0; w < w1; w++) s += x[0][(nc * H + h) * W + w];
+        y->v[(nc * OH + oh) * OW + ow] = s / (double)((h1 - h0) * (w1 - w0));
+      }
+}
+
+/* The ops of this family; false for the others. */
+static bool naive_attn_family(pk_op_kind op, const pk_op_params *prm, double *const *x,
+                              dense *y) {
+  const pk_op_input *in = &prm->in[0];
+  int64_t n = numel(in->ndim, in->shape);
+  if (op == PK_OP_LOG_SOFTMAX) {
+    naive_softmax(prm, x, y);
+    for (int64_t f = 0; f < n; f++) y->v[f] = log(y->v[f]);
+  } else if (op == PK_OP_SDPA || op == PK_OP_SDPA_MASKED) {
+    naive_sdpa(prm, x, y);
+  } else if (op == PK_OP_ROPE) { /* HF: x * cos + rotate_half(x) * sin, tables repeated */
+    int64_t dh = in->shape[in->ndim - 1], seq = in->shape[in->ndim - 2], h = dh / 2;
+    alloc_out(y, in->ndim, in->shape);
+    for (int64_t f = 0; f < n; f++) {
+      int64_t dd = f % dh, s = f / dh % seq, j = dd % h;
+      double rot = dd < h ? -x[0][f + h] : x[0][f - h];
+      y->v[f] = x[0][f] * x[1][s * h + j] + rot * x[2][s * h + j];
+    }
+  } else if (op == PK_OP_GLOBAL_AVG_POOL2D || op == PK_OP_ADAPTIVE_AVG_POOL2D) {
+    naive_adaptive_pool(prm, x, y);
+  } else if (op == PK_OP_POW) {
+    int64_t shape[PK_TE_MAX_DIMS], idx[PK_TE_MAX_DIMS];
+    int nd = broadcast_shape(in->ndim, in->shape, prm->in[1].ndim, prm->in[1].shape, shape);
+    alloc_out(y, nd, shape);
+    for (int64_t f = 0; f < numel(nd, shape); f++) {
+      unravel(f, nd, shape, idx);
+      y->v[f] = pow(x[0][bcast_flat(in, idx, nd)], x[1][bcast_flat(&prm->in[1], idx, nd)]);
+    }
+  } else if (op == PK_OP_POW_SCALAR) {
+    alloc_out(y, in->ndim, in->shape);
+    for (int64_t f = 0; f < n; f++) y->v[f] = pow(x[0][f], prm->attrs.exponent);
+  } else if (op == PK_OP_GELU && prm->attrs.approximate == PK_GELU_TANH) {
+    alloc_out(y, in->ndim, in->shape);
+    for (int64_t f = 0; f < n; f++) {
+      double v = x[0][f];
+      y->v[f] = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/* normalization: each element of X belongs to one statistic (its row, channel or (sample,
+ * group)) and reads one element of the params. */
+static void norm_ids(pk_op_kind op, const pk_op_params *prm, const int64_t *idx, int64_t *stat,
+                     int64_t *param) {
+  const pk_op_input *in = &prm->in[0];
+  int k = prm->attrs.normalized_ndim ? prm->attrs.normalized_ndim : 1;
+  int64_t g = prm->attrs.groups ? prm->attrs.groups : 1;
+  *stat = *param = 0;
+  if (op == PK_OP_LAYER_NORM || op == PK_OP_RMS_NORM) {
+    for (int d = 0; d < in->ndim - k; d++) *stat = *stat * in->shape[d] + idx[d];
+    for (int d = in->ndim - k; d < in->ndim; d++) *param = *param * in->shape[d] + idx[d];
+  } else if (op == PK_OP_GROUP_NORM) {
+    *stat = idx[0] * g + idx[1] / (in->shape[1] / g);
+    *param = idx[1];
+  } else { /* batch_norm, batch_norm_stats: per channel */
+    *stat = *param = idx[1];
+  }
+}
+
+static void naive_norm(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  const pk_op_input *in = &prm->in[0];
+  const pk_op_attrs *a = &prm->attrs;
+  int64_t n = numel(in->ndim, in->shape), idx[PK_TE_MAX_DIMS], st, pa;
+  double eps = a->eps ? a->eps : 1e-5, mom = a->momentum ? a->momentum : 0.1;
+  double *sum = calloc((size_t)n, sizeof(double)), *sq = calloc((size_t)n, sizeof(double));
+  double *cnt = calloc((size_t)n, sizeof(double));
+  for (int64_t f = 0; f < n; f++) {
+    unravel(f, in->ndim, in->shape, idx);
+    norm_ids(op, prm, idx, &st, &pa);
+    sum[st] += x[0][f];
+    cnt[st] += 1;
+  }
+  for (int64_t f = 0; f < n; f++) { /* second pass: squares about the mean (or about 0) */
+    unravel(f, in->ndim, in->shape, idx);
+    norm_ids(op, prm, idx, &st, &pa);
+    double c = op == PK_OP_RMS_NORM ? 0 : sum[st] / cnt[st];
+    sq[st] += (x[0][f] - c) * (x[0][f] - c);
+  }
+  if (op == PK_OP_BATCH_NORM_STATS) {
+    int64_t C = in->shape[1];
+    alloc_out(y, 1, &C);
+    for (int64_t c = 0; c < C; c++)
+      y->v[c] = (1 - mom) * x[2][c] + mom * sq[c] / (cnt[c] - 1);
+  } else {
+    alloc_out(y, in->ndim, in->shape);
+    for (int64_t f = 0; f < n; f++) {
+      unravel(f, in->ndim, in->shape, idx);
+      norm_ids(op, prm, idx, &st, &pa);
+      double mean = sum[st] / cnt[st], var = sq[st] / cnt[st];
+      bool eval = prm->ninputs == 6 && x[5][3] != 0; /* H[3]: the executor evaluates */
+      if (op == PK_OP_BATCH_NORM && (a->use_running_stats || eval))
+        mean = x[3][pa], var = x[4][pa];
+      if (op == PK_OP_RMS_NORM) y->v[f] = x[0][f] / sqrt(var + eps) * x[1][pa];
+      else y->v[f] = (x[0][f] - mean) / sqrt(var + eps) * x[1][pa] + x[2][pa];
+    }
+  }
+  free(sum);
+  free(sq);
+  free(cnt);
+}
+
+/* Shape and data movement: each result element's source, found by walking indices (the
+ * opposite direction from the TE's reads where that is natural). False for other ops. */
+static bool naive_shape(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  const pk_op_input *in = &prm->in[0];
+  const pk_op_attrs *a = &prm->attrs;
+  int64_t shape[PK_TE_MAX_DIMS], idx[PK_TE_MAX_DIMS], src[PK_TE_MAX_DIMS];
+  int n = in->ndim;
+  switch (op) {
+  case PK_OP_TRANSPOSE: {
+    int perm[PK_TE_MAX_DIMS];
+    for (int d = 0; d < n; d++)
+      perm[d] = a->nperm ? (a->perm[d] < 0 ? a->perm[d] + n : a->perm[d]) : n - 1 - d;
+    for (int d = 0; d < n; d++) shape[d] = in->shape[perm[d]];
+    alloc_out(y, n, shape);
+    for (int64_t f = 0; f < numel(n, in->shape); f++) { /* scatter each input element */
+      unravel(f, n, in->shape, src);
+      for (int d = 0; d < n; d++) idx[d] = src[perm[d]];
+      y->v[ravel(idx, n, shape)] = x[0][f];
+    }
+    return true;
+  }
+  case PK_OP_CONCAT: {
+    int ax = a->axis < 0 ? a->axis + n : a->axis;
+    memcpy(shape, in->shape, sizeof shape);
+    shape[ax] = 0;
+    for (int i = 0; i < prm->ninputs; i++) shape[ax] += prm->in[i].shape[ax];
+    alloc_out(y, n, shape);
+    int64_t base = 0;
+    for (int i = 0; i < prm->ninputs; i++) {
+      for (int64_t f = 0; f < numel(n, prm->in[i].shape); f++) {
+        unravel(f, n, prm->in[i].shape, idx);
+        idx[ax] += base;
+        y->v[ravel(idx, n, shape)] = x[i][f];
+      }
+      base += prm->in[i].shape[ax];
+    }
+    return true;
+  }
+  case PK_OP_PAD:
+    for (int d = 0; d < n; d++) shape[d] = in->shape[d] + a->pads[2 * d] + a->pads[2 * d + 1];
+    alloc_out(y, n, shape);
+    for (int64_t f = 0; f < numel(n, shape); f++) y->v[f] = a->value;
+    for (int64_t f = 0; f < numel(n, in->shape); f++) {
+      unravel(f, n, in->shape, idx);
+      for (int d = 0; d < n; d++) idx[d] += a->pads[2 * d];
+      y->v[ravel(idx, n, shape)] = x[0][f];
+    }
+    return true;
+  case PK_OP_EXPAND:
+    alloc_out(y, a->new_ndim, a->new_shape);
+    for (int64_t f = 0; f < numel(a->new_ndim, a->new_shape); f++) {
+      unravel(f, a->new_ndim, a->new_shape, idx);
+      y->v[f] = x[0][bcast_flat(in, idx, a->new_ndim)];
+    }
+    return true;
+  case PK_OP_WHERE: {
+    int64_t s1[PK_TE_MAX_DIMS];
+    int n1 = broadcast_shape(in->ndim, in->shape, prm->in[1].ndim, prm->in[1].shape, s1);
+    int ny = broadcast_shape(n1, s1, prm->in[2].ndim, prm->in[2].shape, shape);
+    alloc_out(y, ny, shape);
+    for (int64_t f = 0; f < numel(ny, shape); f++) {
+      unravel(f, ny, shape, idx);
+      bool c = x[0][bcast_flat(&prm->in[0], idx, ny)] != 0;
+      y->v[f] = x[c ? 1 : 2][bcast_flat(&prm->in[c ? 1 : 2], idx, ny)];
+    }
+    return true;
+  }
+  case PK_OP_MASKED_FILL:
+    alloc_out(y, n, in->shape);
+    for (int64_t f = 0; f < numel(n, in->shape); f++) {
+      unravel(f, n, in->shape, idx);
+      y->v[f] = x[1][bcast_flat(&prm->in[1], idx, n)] != 0 ? a->value : x[0][f];
+    }
+    return true;
+  default: return false;
+  }
+}
+
 static void naive(pk_op_kind op, const pk_op_params *prm, double *const *x, dense *y) {
+  if (naive_attn_family(op, prm, x, y) || naive_shape(op, prm, x, y)) return;
+  if (pk_op_flags(op) & PK_OPF_NORM || op == PK_OP_BATCH_NORM_STATS) {
+    naive_norm(op, prm, x, y);
+    return;
+  }
   if (op >= PK_OP_SOFTMAX_CROSS_ENTROPY) {
     naive_training(op, prm, x, y);
     return;
@@ -336,11 +588,26 @@ static void test_example(pk_ctx *ctx, const pk_op_example *ex) {
     return;
   }
   const pk_te_tensor *t = p->tensors[p->ntensors - 1];
-  double *x[PK_OP_MAX_INPUTS];
-  for (int i = 0; i < ex->prm.ninputs; i++) x[i] = ref->tensors[i].val;
+  /* integer inputs (masks, indices) as doubles, so the naive loops read every input alike */
+  double *x[PK_OP_MAX_INPUTS], *ints[PK_OP_MAX_INPUTS] = {NULL};
+  int masks_set = 0, masks_clear = 0;
+  for (int i = 0; i < ex->prm.ninputs; i++) {
+    const pk_te_ref_tensor *rt = &ref->tensors[i];
+    x[i] = rt->val;
+    if (rt->ival) {
+      x[i] = ints[i] = malloc((size_t)rt->numel * sizeof(double));
+      for (int64_t j = 0; j < rt->numel; j++) {
+        ints[i][j] = (double)rt->ival[j];
+        masks_set += rt->ival[j] == 1, masks_clear += rt->ival[j] == 0;
+      }
+    }
+  }
+  bool mask_op = ex->op == PK_OP_WHERE || ex->op == PK_OP_MASKED_FILL;
   dense want = {0, {0}, NULL};
   naive(ex->op, &ex->prm, x, &want);
-  bool shape_ok = t->ndim == want.ndim && t->dtype == ex->prm.in[0].dtype &&
+  int fl = 0; /* the first float input: the result has its dtype */
+  while (pk_op_flags(ex->op) & PK_OPF_INT_INPUT(fl)) fl++;
+  bool shape_ok = t->ndim == want.ndim && t->dtype == ex->prm.in[fl].dtype &&
                   memcmp(t->shape, want.shape, sizeof(int64_t) * (size_t)want.ndim) == 0;
   int64_t bad = -1;
   for (int64_t i = 0; shape_ok && i < res->numel && bad < 0; i++)
@@ -348,6 +615,13 @@ static void test_example(pk_ctx *ctx, const pk_op_example *ex) {
   check(shape_ok && bad < 0, ex->label,
         "rank %d vs %d, element %lld: interpreter %.17g, naive %.17g", t->ndim, want.ndim,
         (long long)bad, bad >= 0 ? res->val[bad] : 0.0, bad >= 0 ? want.v[bad] : 0.0);
+  /* pk_te_ref_fill_random gives masks 0s and 1s only, so both branches are exercised */
+  if (mask_op)
+    check(masks_set > 0 && masks_clear > 0 &&
+              masks_set + masks_clear == (int)ref->tensors[ex->op == PK_OP_WHERE ? 0 : 1].numel,
+          pk_sprintf(ctx, "%s_mask_is_0_or_1", ex->label), "%d ones, %d zeros", masks_set,
+          masks_clear);
+  for (int i = 0; i < ex->prm.ninputs; i++) free(ints[i]);
   free(want.v);
 }
 
@@ -356,7 +630,8 @@ static void test_table(void) {
   for (int op = 0; op < PK_OP_COUNT_; op++) {
     ok &= pk_op_from_name(pk_op_name((pk_op_kind)op)) == (pk_op_kind)op;
     /* every op but the optimizer updates has a differentiable input */
-    bool update = op == PK_OP_SGD_UPDATE || op == PK_OP_ADAMW_UPDATE;
+    bool update = op == PK_OP_SGD_UPDATE || op == PK_OP_ADAMW_UPDATE ||
+                  op == PK_OP_BATCH_NORM_STATS;
     ok &= pk_op_arity((pk_op_kind)op) >= 1 && (pk_op_diff_inputs((pk_op_kind)op) != 0) != update;
     ok &= strcmp(pk_op_class_name(pk_op_class_of((pk_op_kind)op)), "?") != 0;
   }
@@ -369,7 +644,10 @@ static void test_table(void) {
   bool covered[PK_OP_COUNT_] = {false}, arity_ok = true;
   for (int i = 0; i < count; i++) {
     covered[ex[i].op] = true;
-    arity_ok &= ex[i].prm.ninputs == pk_op_arity(ex[i].op);
+    /* a variadic op's examples may use fewer inputs (batch_norm: 5 without H) */
+    arity_ok &= pk_op_flags(ex[i].op) & PK_OPF_VARIADIC
+                    ? ex[i].prm.ninputs >= 1 && ex[i].prm.ninputs <= pk_op_arity(ex[i].op)
+                    : ex[i].prm.ninputs == pk_op_arity(ex[i].op);
   }
   int missing = -1;
   for (int op = 0; op < PK_OP_COUNT_; op++)
@@ -470,10 +748,183 @@ static void test_bad_params(pk_ctx *ctx) {
   expect_error(ctx, "bad_alpha_nan", PK_OP_LEAKY_RELU, &alpha, "alpha nan out of range");
   pk_op_params nalpha = {1, {{1, {3}, F}}, {.alpha = -1}};
   expect_error(ctx, "bad_elu_negative_alpha", PK_OP_ELU, &nalpha, "alpha -1 out of range");
+  /* normalization */
+  pk_op_params bn1 = {5, {{2, {1, 3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F}},
+                      {.groups = 0}};
+  expect_error(ctx, "bad_batch_norm_one_value", PK_OP_BATCH_NORM, &bn1, "more than 1 value");
+  pk_op_params bnp = {5, {{2, {4, 3}, F}, {1, {3}, F}, {1, {4}, F}, {1, {3}, F}, {1, {3}, F}},
+                      {.groups = 0}};
+  expect_error(ctx, "bad_batch_norm_param_shape", PK_OP_BATCH_NORM, &bnp,
+               "beta (input 2) has shape (4,); it must be (3,)");
+  pk_op_params bnm = {5, {{2, {4, 3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F}},
+                      {.momentum = 1.5}};
+  expect_error(ctx, "bad_batch_norm_momentum", PK_OP_BATCH_NORM, &bnm, "momentum 1.5");
+  pk_op_params bnr = {5, {{1, {4}, F}, {1, {4}, F}, {1, {4}, F}, {1, {4}, F}, {1, {4}, F}},
+                      {.groups = 0}};
+  expect_error(ctx, "bad_batch_norm_rank", PK_OP_BATCH_NORM, &bnr, "rank >= 2");
+  pk_op_params bn4 = {4, {{2, {4, 3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_batch_norm_4_inputs", PK_OP_BATCH_NORM, &bn4, "takes 5 inputs");
+  pk_op_params bnh = {6, {{2, {4, 3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F}, {1, {3}, F},
+                          {1, {3}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_batch_norm_h_shape", PK_OP_BATCH_NORM, &bnh, "input 5 (H)");
+  pk_op_params ln = {3, {{2, {4, 3}, F}, {1, {3}, F}, {1, {3}, F}}, {.normalized_ndim = 3}};
+  expect_error(ctx, "bad_layer_norm_ndim", PK_OP_LAYER_NORM, &ln, "normalized_ndim 3 out of range");
+  pk_op_params lng = {3, {{2, {4, 3}, F}, {2, {4, 3}, F}, {1, {3}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_layer_norm_gamma", PK_OP_LAYER_NORM, &lng, "gamma (input 1)");
+  pk_op_params gn = {3, {{3, {2, 6, 5}, F}, {1, {6}, F}, {1, {6}, F}}, {.groups = 4}};
+  expect_error(ctx, "bad_group_norm_groups", PK_OP_GROUP_NORM, &gn, "groups 4 does not divide");
+  pk_op_params eps = {2, {{2, {4, 3}, F}, {1, {3}, F}}, {.eps = -1}};
+  expect_error(ctx, "bad_rms_norm_eps", PK_OP_RMS_NORM, &eps, "eps -1 out of range");
+}
+
+/* attention, softmax family, pooling, activations: each new error */
+static void test_bad_params_attn(pk_ctx *ctx) {
+  const pkrt_dtype F = PKRT_DTYPE_F32;
+  pk_op_params r2 = {3, {{2, {7, 4}, F}, {2, {7, 4}, F}, {2, {7, 4}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_sdpa_rank", PK_OP_SDPA, &r2, "must all have rank 4");
+  pk_op_params bd = {3, {{3, {2, 7, 4}, F}, {3, {3, 7, 4}, F}, {3, {2, 7, 4}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_sdpa_batch", PK_OP_SDPA, &bd, "share the batch dims");
+  pk_op_params hd = {3, {{3, {2, 7, 4}, F}, {3, {2, 7, 5}, F}, {3, {2, 7, 4}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_sdpa_head_dim", PK_OP_SDPA, &hd, "K's head_dim 5 differs");
+  pk_op_params nk = {3, {{3, {2, 7, 4}, F}, {3, {2, 7, 4}, F}, {3, {2, 6, 4}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_sdpa_keys", PK_OP_SDPA, &nk, "V has 6 keys but K has 7");
+  pk_op_params mk = {4, {{3, {2, 7, 4}, F}, {3, {2, 5, 4}, F}, {3, {2, 5, 4}, F}, {2, {3, 5}, F}},
+                     {.causal = false}};
+  expect_error(ctx, "bad_sdpa_mask_batch", PK_OP_SDPA_MASKED, &mk, "mask (3, 5) must be");
+  pk_op_params mr = {4, {{3, {2, 7, 4}, F}, {3, {2, 5, 4}, F}, {3, {2, 5, 4}, F}, {1, {5}, F}},
+                     {.causal = false}};
+  expect_error(ctx, "bad_sdpa_mask_rank", PK_OP_SDPA_MASKED, &mr, "broadcast to the scores");
+  pk_op_params sc = {3, {{3, {2, 7, 4}, F}, {3, {2, 7, 4}, F}, {3, {2, 7, 4}, F}}, {.scale = -1}};
+  expect_error(ctx, "bad_sdpa_scale", PK_OP_SDPA, &sc, "scale -1 out of range");
+  pk_op_params odd = {3, {{4, {1, 2, 7, 5}, F}, {2, {7, 2}, F}, {2, {7, 2}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_rope_odd_head_dim", PK_OP_ROPE, &odd, "head_dim 5 must be even");
+  pk_op_params tab = {3, {{4, {1, 2, 7, 8}, F}, {2, {7, 4}, F}, {2, {7, 8}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_rope_table", PK_OP_ROPE, &tab, "sin table (7, 8) must be (seq, head_dim / 2) = (7, 4)");
+  pk_op_params r1 = {3, {{1, {8}, F}, {2, {1, 4}, F}, {2, {1, 4}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_rope_rank", PK_OP_ROPE, &r1, "rank >= 2");
+  pk_op_params os = {1, {{4, {1, 2, 7, 7}, F}}, {.output_size = {0, 3}}};
+  expect_error(ctx, "bad_adaptive_output_size", PK_OP_ADAPTIVE_AVG_POOL2D, &os, "output_size (0, 3) must be >= 1");
+  pk_op_params g3 = {1, {{3, {2, 7, 7}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_global_pool_rank", PK_OP_GLOBAL_AVG_POOL2D, &g3, "rank 4 (N, C, H, W)");
+  pk_op_params ga = {1, {{1, {3}, F}}, {.approximate = 2}};
+  expect_error(ctx, "bad_gelu_approximate", PK_OP_GELU, &ga, "approximate 2 is neither");
+  pk_op_params pb = {2, {{2, {7, 3}, F}, {1, {5}, F}}, {.causal = false}};
+  expect_error(ctx, "bad_pow_broadcast", PK_OP_POW, &pb, "do not broadcast");
+  pk_op_params pe = {1, {{1, {3}, F}}, {.exponent = INFINITY}};
+  expect_error(ctx, "bad_pow_scalar_exponent", PK_OP_POW_SCALAR, &pe, "exponent inf must be finite");
+}
+
+/* Interprets op at inputs ins and compares the result with want (PyTorch 1.13's values,
+ * f64, printed by repr), element by element to 1e-12 relative. */
+static void expect_values(pk_ctx *ctx, const char *label, pk_op_kind op, const pk_op_params *prm,
+                          const double *const *ins, const double *want, int64_t n) {
+  pk_te_program *p;
+  bool ok = pk_op_build(ctx, op, prm, &p) == PK_OK;
+  pk_te_ref *ref = ok ? pk_te_ref_new(ctx, p) : NULL;
+  for (int i = 0; ok && i < prm->ninputs; i++)
+    for (int64_t j = 0; j < ref->tensors[i].numel; j++) {
+      ref->tensors[i].val[j] = ins[i][j];
+      ref->tensors[i].mag[j] = fabs(ins[i][j]);
+    }
+  ok = ok && pk_te_interp_run(ctx, p, ref) == PK_OK;
+  const pk_te_ref_tensor *y = ok ? &ref->tensors[p->ntensors - 1] : NULL;
+  int64_t bad = ok && y->numel == n ? -1 : 0;
+  for (int64_t i = 0; ok && bad < 0 && i < n; i++)
+    if (!(fabs(y->val[i] - want[i]) <= 1e-12 * fmax(1, fabs(want[i])))) bad = i;
+  check(ok && bad < 0, label, "%s element %lld: got %.17g, torch %.17g",
+        ok ? "" : pk_ctx_error(ctx), (long long)bad, y && bad >= 0 ? y->val[bad] : 0.0,
+        bad >= 0 ? want[bad] : 0.0);
+  pk_ctx_clear_error(ctx);
+}
+
+/* The new ops against PyTorch itself (torch.softmax of masked scores, HF's rotate_half,
+ * F.adaptive_avg_pool2d, F.gelu(approximate='tanh'), torch.log_softmax) on inputs that are
+ * simple formulas of the element index, so the numbers below can be regenerated. */
+/* shape and data movement: each new error */
+static void test_bad_params_shape(pk_ctx *ctx) {
+  const pkrt_dtype F = PKRT_DTYPE_F32;
+  pk_op_params tp = {1, {{3, {2, 3, 4}, F}}, {.nperm = 2, .perm = {1, 0}}};
+  expect_error(ctx, "bad_transpose_perm_length", PK_OP_TRANSPOSE, &tp, "perm has 2 entries");
+  pk_op_params tdup = {1, {{3, {2, 3, 4}, F}}, {.nperm = 3, .perm = {0, 2, -1}}};
+  expect_error(ctx, "bad_transpose_perm_repeat", PK_OP_TRANSPOSE, &tdup, "lists axis 2 twice");
+  pk_op_params cat = {2, {{2, {2, 3}, F}, {2, {4, 5}, F}}, {.axis = 1}};
+  expect_error(ctx, "bad_concat_shapes", PK_OP_CONCAT, &cat, "only axis 1 may differ");
+  pk_op_params cat9 = {9, {{1, {1}, F}}, {.axis = 0}};
+  expect_error(ctx, "bad_concat_count", PK_OP_CONCAT, &cat9, "takes 1 to 8 inputs, got 9");
+  pk_op_params catr = {2, {{2, {2, 3}, F}, {1, {3}, F}}, {.axis = 0}};
+  expect_error(ctx, "bad_concat_rank", PK_OP_CONCAT, &catr, "input 1 has shape (3,)");
+  pk_op_params step = {1, {{1, {5}, F}}, {.slice_len = 2, .slice_step = -2}};
+  expect_error(ctx, "bad_slice_step", PK_OP_SLICE, &step, "slice_step -2 out of range");
+  pk_op_params pads = {1, {{2, {2, 3}, F}}, {.pads = {0, 0, 1, 1, 2, 0}}};
+  expect_error(ctx, "bad_pad_rank", PK_OP_PAD, &pads, "pads has entries for dim 2");
+  pk_op_params padn = {1, {{1, {3}, F}}, {.pads = {-1, 0}}};
+  expect_error(ctx, "bad_pad_negative", PK_OP_PAD, &padn, "pads -1 out of range");
+  pk_op_params padv = {1, {{1, {3}, F}}, {.pads = {1, 0}, .value = INFINITY}};
+  expect_error(ctx, "bad_pad_value", PK_OP_PAD, &padv, "value inf must be finite");
+  pk_op_params ex = {1, {{2, {3, 2}, F}}, {.new_ndim = 2, .new_shape = {3, 4}}};
+  expect_error(ctx, "bad_expand_dim", PK_OP_EXPAND, &ex, "cannot expand (3, 2) to (3, 4)");
+  pk_op_params exr = {1, {{2, {1, 2}, F}}, {.new_ndim = 1, .new_shape = {2}}};
+  expect_error(ctx, "bad_expand_rank", PK_OP_EXPAND, &exr, "cannot expand");
+  pk_op_params ex0 = {1, {{2, {1, 2}, F}}, {.new_ndim = 0}};
+  expect_error(ctx, "bad_expand_no_shape", PK_OP_EXPAND, &ex0, "needs the target shape");
+  pk_op_params wf = {3, {{1, {3}, F}, {1, {3}, F}, {1, {3}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_where_float_cond", PK_OP_WHERE, &wf, "must be i32 or i64");
+  pk_op_params wb = {3, {{1, {3}, PKRT_DTYPE_I32}, {1, {4}, F}, {1, {3}, F}}, {.groups = 0}};
+  expect_error(ctx, "bad_where_broadcast", PK_OP_WHERE, &wb, "do not broadcast");
+  pk_op_params wd = {3, {{1, {3}, PKRT_DTYPE_I32}, {1, {3}, F}, {1, {3}, PKRT_DTYPE_F64}},
+                     {.groups = 0}};
+  expect_error(ctx, "bad_where_mixed_dtypes", PK_OP_WHERE, &wd, "but the first float input");
+  pk_op_params mf = {2, {{2, {2, 3}, F}, {2, {4, 3}, PKRT_DTYPE_I64}}, {.groups = 0}};
+  expect_error(ctx, "bad_masked_fill_mask", PK_OP_MASKED_FILL, &mf,
+               "mask (4, 3) does not broadcast to the input's shape (2, 3)");
+}
+
+static void test_attn_torch_values(pk_ctx *ctx) {
+  const pkrt_dtype D = PKRT_DTYPE_F64;
+  double q[12], k[16], v[16], x[12], c[6], sn[6], xp[15], xg[11], xl[12];
+  for (int i = 0; i < 16; i++) k[i] = cos(0.3 * i), v[i] = 0.1 * i - 0.5;
+  for (int i = 0; i < 12; i++) q[i] = sin(0.7 * i + 0.1), x[i] = sin(0.37 * i), xl[i] = 3 * cos(1.3 * i);
+  for (int i = 0; i < 6; i++) c[i] = cos(0.5 * i), sn[i] = sin(0.25 * i + 0.1);
+  for (int i = 0; i < 15; i++) xp[i] = i * i * 0.1;
+  for (int i = 0; i < 11; i++) xg[i] = -2.5 + 0.5 * i;
+  const double mask[8] = {0, -INFINITY, 0, 0, 0, 0, 0, -INFINITY};
+  pk_op_params sd = {4, {{3, {2, 3, 2}, D}, {3, {2, 4, 2}, D}, {3, {2, 4, 2}, D}, {2, {2, 4}, D}},
+                     {.causal = true}};
+  expect_values(ctx, "sdpa_masked_causal_vs_torch", PK_OP_SDPA_MASKED, &sd,
+                (const double *[]){q, k, v, mask},
+                (double[]){-0.5, -0.4, -0.5, -0.4, -0.28314743178539, -0.18314743178539003,
+                           0.30000000000000004, 0.4, 0.4045711355735946, 0.5045711355735947,
+                           0.5031055468594896, 0.6031055468594895}, 12);
+  pk_op_params rp = {3, {{4, {1, 1, 3, 4}, D}, {2, {3, 2}, D}, {2, {3, 2}, D}}, {.causal = false}};
+  expect_values(ctx, "rope_vs_hf_rotate_half", PK_OP_ROPE, &rp, (const double *[]){x, c, sn},
+                (double[]){-0.06731646602149224, 0.010214281742487286, 0.674287911628145,
+                           0.9100466860237773, 0.08830201820912897, -0.32570632744326894,
+                           0.9927027846905712, 0.7592566542233519, 0.3970393028277919,
+                           0.9312792051282629, 0.3814383570743826, 0.4587013027055679}, 12);
+  pk_op_params ap = {1, {{4, {1, 1, 5, 3}, D}}, {.output_size = {3, 2}}};
+  expect_values(ctx, "adaptive_avg_pool2d_vs_torch", PK_OP_ADAPTIVE_AVG_POOL2D, &ap,
+                (const double *[]){xp},
+                (double[]){0.65, 1.15, 4.8500000000000005, 6.25, 12.350000000000001, 14.65}, 6);
+  pk_op_params gp = {1, {{1, {11}, D}}, {.approximate = PK_GELU_TANH}};
+  expect_values(ctx, "gelu_tanh_vs_torch", PK_OP_GELU, &gp, (const double *[]){xg},
+                (double[]){-0.015084266089998577, -0.04540230591222494, -0.10042842301976707,
+                           -0.1588080093917233, -0.15428599017485606, 0.0, 0.34571400982514394,
+                           0.8411919906082768, 1.3995715769802328, 1.954597694087775,
+                           2.484915733910001}, 11);
+  pk_op_params lp = {1, {{3, {2, 3, 2}, D}}, {.axis = 1}};
+  expect_values(ctx, "log_softmax_mid_vs_torch", PK_OP_LOG_SOFTMAX, &lp, (const double *[]){xl},
+                (double[]){-0.1879955162467316, -2.2452391184407148, -5.7586617763535735,
+                           -5.225532516914897, -1.7824455023456003, -0.1179727271304066,
+                           -2.646175175885636, -4.878040094810802, -4.49099420985527,
+                           -0.0920862724558346, -0.08570109322299467, -2.5212185979166213}, 12);
+
 }
 
 int main(void) {
   pk_ctx *ctx = pk_ctx_new();
+  test_bad_params_attn(ctx);
+  test_bad_params_shape(ctx);
+  test_attn_torch_values(ctx);
   test_table();
   int count;
   const pk_op_example *ex = pk_op_examples(&count);

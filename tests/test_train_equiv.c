@@ -1,6 +1,8 @@
 /* test_train_equiv.c — Pock trains like PyTorch: for each case of tests/fixtures/train
  * (model, sparse spec, optimizer; written by scripts/gen_train_fixtures.py) compile, feed the
- * 10 recorded batches, and compare the losses and every parameter with PyTorch's. */
+ * 10 recorded batches, and compare the losses and every parameter with PyTorch's (and,
+ * where eval_losses.txt has one, the eval loss of batch 1 after training: model.eval(),
+ * batch norm with its running stats). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <ftw.h>
@@ -41,6 +43,8 @@ typedef struct tcase {
   double lr, momentum, weight_decay, tol;
   double torch_loss[MAX_STEPS];
   int nloss;
+  bool has_eval;     /* eval_losses.txt gives torch_eval */
+  double torch_eval;
 } tcase;
 
 /* A batch file: float64 or int32 data of up to 4 dims (what the generator writes). */
@@ -142,6 +146,17 @@ static int read_cases(const char *dir, tcase *cs, int *n) {
     }
   }
   fclose(f);
+  /* optional: "case loss" of an eval step on batch 1 after training */
+  pathf(path, sizeof path, "%s/eval_losses.txt", dir);
+  if (!(f = fopen(path, "r"))) return 0;
+  while (fgets(line, sizeof line, f)) {
+    char name[64];
+    double v;
+    if (line[0] == '#' || sscanf(line, "%63s %lf", name, &v) != 2) continue;
+    for (int i = 0; i < *n; i++)
+      if (strcmp(cs[i].name, name) == 0) cs[i].has_eval = true, cs[i].torch_eval = v;
+  }
+  fclose(f);
   return 0;
 }
 
@@ -203,8 +218,22 @@ static int check_param(const char *cname, const pkrt_wtensor *got, const pkrt_wt
   return 0;
 }
 
+/* Feeds batch t of x, y. */
+static int feed(pkrt_model *m, const npy *x, const npy *y, int64_t t, int64_t batch,
+                int64_t feats) {
+  int f32 = pkrt_model_dtype(m) == PKRT_DTYPE_F32;
+  void *in = pkrt_model_input(m, NULL);
+  const double *xs = (const double *)x->data + t * batch * feats;
+  for (int64_t i = 0; i < batch * feats; i++) {
+    if (f32) ((float *)in)[i] = (float)xs[i];
+    else ((double *)in)[i] = xs[i];
+  }
+  return pkrt_model_set_labels(m, (const int32_t *)y->data + t * batch, batch);
+}
+
 /* Compiles the case's model into tmp, runs the batches, saves the weights to `saved`
- * and the losses to loss[]. Returns 0 or prints FAIL. */
+ * and the losses to loss[] (then loss[steps]: an eval step on batch 1). Returns 0 or
+ * prints FAIL. */
 static int run_pock(const char *dir, const tcase *c, const npy *x, const npy *y,
                     const char *tmp, char *saved, size_t savedcap, double *loss) {
   char model[1024], spec[1024], art[1024];
@@ -246,15 +275,8 @@ static int run_pock(const char *dir, const tcase *c, const npy *x, const npy *y,
            (long long)pkrt_model_batch(m), (long long)inumel, (long long)batch, (long long)feats);
     goto out;
   }
-  int f32 = pkrt_model_dtype(m) == PKRT_DTYPE_F32;
   for (int64_t t = 0; t < steps; t++) {
-    void *in = pkrt_model_input(m, NULL);
-    const double *xs = (const double *)x->data + t * batch * feats;
-    for (int64_t i = 0; i < batch * feats; i++) {
-      if (f32) ((float *)in)[i] = (float)xs[i];
-      else ((double *)in)[i] = xs[i];
-    }
-    if (pkrt_model_set_labels(m, (const int32_t *)y->data + t * batch, batch) != PKRT_OK ||
+    if (feed(m, x, y, t, batch, feats) != PKRT_OK ||
         pkrt_model_train_step(m, &loss[t]) != PKRT_OK) {
       printf("FAIL %s: step %lld: %s\n", c->name, (long long)t + 1, pkrt_model_error(m));
       goto out;
@@ -262,6 +284,11 @@ static int run_pock(const char *dir, const tcase *c, const npy *x, const npy *y,
   }
   if (pkrt_model_save_weights(m, saved) != PKRT_OK) {
     printf("FAIL %s: save weights: %s\n", c->name, pkrt_model_error(m));
+    goto out;
+  }
+  if (feed(m, x, y, 0, batch, feats) != PKRT_OK ||
+      pkrt_model_eval_step(m, &loss[steps]) != PKRT_OK) {
+    printf("FAIL %s: eval step: %s\n", c->name, pkrt_model_error(m));
     goto out;
   }
   rc = 0;
@@ -274,7 +301,7 @@ out:
  * the regenerated model, spec and batches are byte-identical to the committed ones. */
 typedef struct pock_run {
   char key[65], saved[1024];
-  double loss[MAX_STEPS];
+  double loss[MAX_STEPS + 1]; /* + the eval loss after training */
 } pock_run;
 
 static void hash_files(const char *dir, const tcase *c, char key[65]) {
@@ -359,6 +386,12 @@ static int run_fixtures(const char *dir, const char *tmp, const char *label, con
         lbad = 1;
       }
       lerr = fmax(lerr, e);
+    }
+    double ev = pr->loss[x.shape[0]];
+    if (c->has_eval && !(fabs(ev - c->torch_eval) <= c->tol * fmax(1.0, fabs(c->torch_eval)))) {
+      printf("FAIL %s: eval loss after training %.17g, PyTorch (model.eval()) %.17g\n",
+             c->name, ev, c->torch_eval);
+      lbad = 1;
     }
     /* parameters */
     pkrt_ctx *rt = pkrt_ctx_new(1);

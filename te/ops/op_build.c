@@ -91,6 +91,14 @@ static pk_status check_common(pk_ctx *ctx, pk_op_kind op, const pk_op_params *pr
   if (!isfinite(a->clip_min) || !isfinite(a->clip_max) || a->clip_min > a->clip_max)
     return pk_op_fail(ctx, op, "clip range [%g, %g] must be finite with min <= max",
                       a->clip_min, a->clip_max);
+  /* shape and data movement: perm's entries and pads' length depend on the input's rank,
+   * so transpose and pad check those */
+  if ((s = check_attr(ctx, op, "slice_step", a->slice_step)) != PK_OK) return s;
+  for (int i = 0; i < 2 * PK_TE_MAX_DIMS; i++)
+    if ((s = check_attr(ctx, op, "pads", a->pads[i])) != PK_OK) return s;
+  if (a->nperm < 0 || a->nperm > PK_TE_MAX_DIMS)
+    return pk_op_fail(ctx, op, "nperm %d out of range (0..%d)", a->nperm, PK_TE_MAX_DIMS);
+  if (!isfinite(a->value)) return pk_op_fail(ctx, op, "value %g must be finite", a->value);
   return PK_OK;
 }
 

@@ -1,7 +1,8 @@
 /* op_elementwise.c — injective ops: add/sub/mul/div with numpy broadcasting, and the
- * activations relu, sigmoid, tanh, gelu (erf form), leaky_relu, elu, silu, hardsigmoid,
- * hardswish, relu6 and clip (PyTorch's definitions), and the math functions exp, log, sqrt,
- * rsqrt, abs, neg, reciprocal; each followed by its gradients. */
+ * activations relu, sigmoid, tanh, gelu (erf or tanh form), leaky_relu, elu, silu,
+ * hardsigmoid, hardswish, relu6 and clip (PyTorch's definitions), the math functions exp,
+ * log, sqrt, rsqrt, abs, neg, reciprocal, and pow (tensor exponent, broadcast) and
+ * pow_scalar (constant exponent); each followed by its gradients. */
 #include <math.h>
 
 #include "op_impl.h"
@@ -78,10 +79,25 @@ pk_status pk_op_grad_binary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
 static double leaky_alpha(const pk_op_attrs *a) { return a->alpha != 0 ? a->alpha : 0.01; }
 static double elu_alpha(const pk_op_attrs *a) { return a->alpha != 0 ? a->alpha : 1.0; }
 
+/* gelu's tanh form (PyTorch's approximate='tanh'): its constants and
+ * "tanh(k * (x + c * x * x * x))" for the read x. */
+#define GELU_K 0.7978845608028654 /* sqrt(2 / pi) */
+#define GELU_C 0.044715
+static void emit_gelu_tanh(pk_strbuf *b, const char *x) {
+  pk_strbuf_append(b, "tanh(");
+  pk_op_emit_float(b, GELU_K);
+  pk_strbuf_printf(b, " * (%s + ", x);
+  pk_op_emit_float(b, GELU_C);
+  pk_strbuf_printf(b, " * %s * %s * %s))", x, x, x);
+}
+
 pk_status pk_op_text_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                            pk_strbuf *out) {
   const pk_op_attrs *a = &prm->attrs;
   const pk_op_input *x = &prm->in[0];
+  if (op == PK_OP_GELU && a->approximate != PK_GELU_ERF && a->approximate != PK_GELU_TANH)
+    return pk_op_fail(ctx, op, "approximate %d is neither PK_GELU_ERF (0) nor PK_GELU_TANH (1)",
+                      a->approximate);
   pk_strbuf xr; /* "X[i0, i1]" */
   pk_strbuf_init(&xr);
   pk_strbuf_append(&xr, "X[");
@@ -128,7 +144,14 @@ pk_status pk_op_text_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   case PK_OP_ABS: pk_strbuf_printf(out, "abs(%s)", xr.data); break;
   case PK_OP_NEG: pk_strbuf_printf(out, "-%s", xr.data); break;
   case PK_OP_RECIPROCAL: pk_strbuf_printf(out, "1.0 / %s", xr.data); break;
-  default: /* PK_OP_GELU: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) */
+  default:
+    if (a->approximate == PK_GELU_TANH) { /* 0.5 x (1 + tanh(sqrt(2/pi) (x + c x^3))) */
+      pk_strbuf_printf(out, "0.5 * %s * (1.0 + ", xr.data);
+      emit_gelu_tanh(out, xr.data);
+      pk_strbuf_append(out, ")");
+      break;
+    }
+    /* PK_OP_GELU: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) */
     pk_strbuf_printf(out, "0.5 * %s * (1.0 + erf(%s * ", xr.data, xr.data);
     pk_op_emit_float(out, 1.0 / sqrt(2.0));
     pk_strbuf_append(out, "))");
@@ -227,7 +250,24 @@ pk_status pk_op_grad_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   case PK_OP_RECIPROCAL: /* -1/x^2 = -y^2 */
     pk_strbuf_printf(out, "-%s * %s * %s", dy.data, v.data, v.data);
     break;
-  default: /* PK_OP_GELU: d/dx x Phi(x) = Phi(x) + x phi(x) */
+  default:
+    if (a->approximate == PK_GELU_TANH) {
+      /* PyTorch's GeluBackward (tanh): 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2) with
+       * t = tanh(k (x + c x^3)), k = sqrt(2/pi), c = 0.044715 */
+      pk_strbuf_printf(out, "%s * (0.5 * (1.0 + ", dy.data);
+      emit_gelu_tanh(out, v.data);
+      pk_strbuf_printf(out, ") + 0.5 * %s * (1.0 - ", v.data);
+      emit_gelu_tanh(out, v.data);
+      pk_strbuf_append(out, " * ");
+      emit_gelu_tanh(out, v.data);
+      pk_strbuf_append(out, ") * ");
+      pk_op_emit_float(out, GELU_K);
+      pk_strbuf_printf(out, " * (1.0 + %s * %s * ", v.data, v.data);
+      pk_op_emit_float(out, 3 * GELU_C);
+      pk_strbuf_append(out, "))");
+      break;
+    }
+    /* PK_OP_GELU: d/dx x Phi(x) = Phi(x) + x phi(x) */
     pk_strbuf_printf(out, "%s * (0.5 * (1.0 + erf(%s * ", dy.data, v.data);
     pk_op_emit_float(out, 1.0 / sqrt(2.0));
     pk_strbuf_printf(out, ")) + %s * exp(-0.5 * %s * %s) * ", v.data, v.data, v.data);
@@ -240,5 +280,116 @@ pk_status pk_op_grad_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   pk_strbuf_free(&dy);
   (void)ctx;
   (void)input;
+  return PK_OK;
+}
+
+/* pow(A, B): A to the power B, broadcast like add; pow_scalar(X): X to attrs.exponent.
+ * C's pow, so a negative base with a non-integer exponent gives NaN (as PyTorch). The
+ * exponents PyTorch computes without pow (its pow_tensor_scalar kernel: 2, 3, 0.5, -0.5,
+ * -1, -2; x**2 and x**0.5 are what exporters emit) are written the same way here, so that
+ * results match it to the bit and cost a multiply or a square root. */
+pk_status pk_op_text_pow(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, pk_strbuf *out) {
+  if (op == PK_OP_POW) {
+    const pk_op_input *a = &prm->in[0], *b = &prm->in[1];
+    int64_t yshape[PK_TE_MAX_DIMS];
+    int ndim;
+    pk_status s = pk_op_broadcast(ctx, op, a->ndim, a->shape, b->ndim, b->shape, &ndim, yshape);
+    if (s != PK_OK) return s;
+    pk_op_emit_placeholder(out, "A", a->ndim, a->shape, a->dtype);
+    pk_op_emit_placeholder(out, "B", b->ndim, b->shape, b->dtype);
+    pk_op_emit_compute_head(out, "Y", ndim, yshape);
+    pk_strbuf_append(out, "pow(A[");
+    pk_op_emit_bcast_index(out, a->ndim, a->shape, ndim, 0);
+    pk_strbuf_append(out, "], B[");
+    pk_op_emit_bcast_index(out, b->ndim, b->shape, ndim, 0);
+    pk_strbuf_append(out, "]))\n");
+    return PK_OK;
+  }
+  const pk_op_input *x = &prm->in[0];
+  double e = prm->attrs.exponent;
+  if (!isfinite(e)) return pk_op_fail(ctx, op, "exponent %g must be finite", e);
+  pk_op_emit_placeholder(out, "X", x->ndim, x->shape, x->dtype);
+  pk_op_emit_compute_head(out, "Y", x->ndim, x->shape);
+  pk_strbuf xr;
+  pk_strbuf_init(&xr);
+  pk_op_emit_read_all(&xr, "X", x->ndim);
+  const char *v = xr.data;
+  if (e == 2) pk_strbuf_printf(out, "%s * %s", v, v);
+  else if (e == 3) pk_strbuf_printf(out, "%s * %s * %s", v, v, v);
+  else if (e == 0.5) pk_strbuf_printf(out, "sqrt(%s)", v);
+  else if (e == -0.5) pk_strbuf_printf(out, "rsqrt(%s)", v);
+  else if (e == -1) pk_strbuf_printf(out, "1.0 / %s", v);
+  else if (e == -2) pk_strbuf_printf(out, "1.0 / (%s * %s)", v, v);
+  else {
+    pk_strbuf_append(out, "pow(");
+    pk_op_emit_read_all(out, "X", x->ndim);
+    pk_strbuf_append(out, ", ");
+    pk_op_emit_float(out, e);
+    pk_strbuf_append(out, ")");
+  }
+  pk_strbuf_append(out, ")\n");
+  pk_strbuf_free(&xr);
+  return PK_OK;
+}
+
+/* PyTorch's pow_backward rules, so that training matches it at 0:
+ *   d/dA = B A^(B-1), but 0 where B == 0 (not 0 * 0^-1 = NaN): written B * A^(B - [B != 0]),
+ *     which is B A^(B-1) for B != 0 and 0 * A^0 = 0 for B == 0, with no select;
+ *   d/dB = A^B log A, but 0 where A == 0 and B >= 0: written A^B log(A + [A == 0 && B >= 0]);
+ *   pow_scalar: e X^(e-1) (2 X for e = 2), and 0 for e == 0.
+ * Both recompute A^B rather than reading Y, so the graph saves only the inputs. */
+pk_status pk_op_grad_pow(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                         const pk_te_tensor *y, int input, pk_op_grad *g, pk_strbuf *out) {
+  const pk_op_input *a = &prm->in[0];
+  const char *dt = pkrt_dtype_name(a->dtype);
+  if (op == PK_OP_POW_SCALAR) {
+    double e = prm->attrs.exponent;
+    pk_op_grad_add_arg(g, out, PK_GRAD_ARG_INPUT, 0, "X", prm, y);
+    pk_op_grad_add_arg(g, out, PK_GRAD_ARG_DY, 0, "DY", prm, y);
+    pk_op_emit_compute_head(out, "DX", a->ndim, a->shape);
+    pk_op_emit_read_all(out, "DY", a->ndim);
+    if (e == 0) {
+      pk_strbuf_append(out, " * 0.0");
+    } else if (e == 2) {
+      pk_strbuf_append(out, " * 2.0 * ");
+      pk_op_emit_read_all(out, "X", a->ndim);
+    } else {
+      pk_strbuf_append(out, " * ");
+      pk_op_emit_float(out, e);
+      pk_strbuf_append(out, " * pow(");
+      pk_op_emit_read_all(out, "X", a->ndim);
+      pk_strbuf_append(out, ", ");
+      pk_op_emit_float(out, e - 1);
+      pk_strbuf_append(out, ")");
+    }
+    pk_strbuf_append(out, ")\n");
+    (void)ctx;
+    return PK_OK;
+  }
+  const pk_op_input *b = &prm->in[1], *x = &prm->in[input];
+  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_INPUT, 0, "A", prm, y);
+  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_INPUT, 1, "B", prm, y);
+  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_DY, 0, "DY", prm, y);
+  pk_op_unbcast u;
+  pk_op_unbcast_init(&u, x->ndim, x->shape, y->ndim, y->shape, 0);
+  pk_op_unbcast_emit_axes(out, &u);
+  pk_strbuf ar, br; /* A and B at the gradient's point of the result */
+  pk_strbuf_init(&ar);
+  pk_strbuf_init(&br);
+  emit_bcast_read(&ar, "A", &u, a->ndim, a->shape, y->ndim);
+  emit_bcast_read(&br, "B", &u, b->ndim, b->shape, y->ndim);
+  pk_op_emit_compute_head(out, input ? "DB" : "DA", x->ndim, x->shape);
+  if (u.nk) pk_strbuf_append(out, "sum(");
+  emit_bcast_read(out, "DY", &u, y->ndim, y->shape, y->ndim);
+  if (input == 0)
+    pk_strbuf_printf(out, " * %s * pow(%s, %s - cast(%s, %s != 0.0))", br.data, ar.data, br.data,
+                     dt, br.data);
+  else
+    pk_strbuf_printf(out, " * pow(%s, %s) * log(%s + cast(%s, %s == 0.0 && %s >= 0.0))",
+                     ar.data, br.data, ar.data, dt, ar.data, br.data);
+  if (u.nk) pk_op_unbcast_emit_axis_list(out, &u);
+  pk_strbuf_append(out, u.nk ? "))\n" : ")\n");
+  pk_strbuf_free(&ar);
+  pk_strbuf_free(&br);
   return PK_OK;
 }

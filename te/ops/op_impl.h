@@ -49,6 +49,34 @@ pk_status pk_op_grad_slice(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_
                            int, pk_op_grad *, pk_strbuf *);
 pk_status pk_op_grad_reshape(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
                              int, pk_op_grad *, pk_strbuf *);
+/* shape and data movement (op_shape.c) */
+pk_status pk_op_grad_transpose(pk_ctx *, pk_op_kind, const pk_op_params *,
+                               const pk_te_tensor *, int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_concat(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
+                            int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_pad(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *, int,
+                         pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_expand(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
+                            int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_where(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *,
+                           int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_masked_fill(pk_ctx *, pk_op_kind, const pk_op_params *,
+                                 const pk_te_tensor *, int, pk_op_grad *, pk_strbuf *);
+
+/* attention, softmax family, pooling, activations */
+pk_status pk_op_grad_log_softmax(pk_ctx *, pk_op_kind, const pk_op_params *,
+                                 const pk_te_tensor *, int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_sdpa(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *, int,
+                          pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_rope(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *, int,
+                          pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_adaptive_pool(pk_ctx *, pk_op_kind, const pk_op_params *,
+                                   const pk_te_tensor *, int, pk_op_grad *, pk_strbuf *);
+pk_status pk_op_grad_pow(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *, int,
+                         pk_op_grad *, pk_strbuf *);
+/* normalization */
+pk_status pk_op_grad_norm(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *, int,
+                          pk_op_grad *, pk_strbuf *);
 
 pk_op_grad_fn pk_op_grad_builder(pk_op_kind op); /* NULL for ops with no differentiable input */
 

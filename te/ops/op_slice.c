@@ -1,6 +1,6 @@
-/* op_slice.c — slice (a contiguous range of one axis: partial-channel training saves only
- * that part of an activation) and reshape (a row-major copy to a new shape), with their
- * gradients: dY placed back into zeros, and dY reshaped back. */
+/* op_slice.c — slice (a range of one axis, every step-th element of it: partial-channel
+ * training saves only that part of an activation) and reshape (a row-major copy to a new
+ * shape), with their gradients: dY placed back into zeros, and dY reshaped back. */
 #include <stdio.h>
 #include <string.h>
 
@@ -22,6 +22,12 @@ static pk_status slice_axis(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   return PK_OK;
 }
 
+/* The step (0 means 1) and the number of elements taken: ceil(len / step). */
+static int64_t slice_step(const pk_op_attrs *a) { return a->slice_step ? a->slice_step : 1; }
+static int64_t slice_count(const pk_op_attrs *a) {
+  return (a->slice_len + slice_step(a) - 1) / slice_step(a);
+}
+
 pk_status pk_op_text_slice(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                            pk_strbuf *out) {
   const pk_op_input *x = &prm->in[0];
@@ -29,12 +35,15 @@ pk_status pk_op_text_slice(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   pk_status s = slice_axis(ctx, op, prm, &axis);
   if (s != PK_OK) return s;
   int64_t yshape[PK_TE_MAX_DIMS];
-  for (int d = 0; d < x->ndim; d++) yshape[d] = d == axis ? prm->attrs.slice_len : x->shape[d];
+  for (int d = 0; d < x->ndim; d++)
+    yshape[d] = d == axis ? slice_count(&prm->attrs) : x->shape[d];
   pk_op_emit_placeholder(out, "X", x->ndim, x->shape, x->dtype);
   pk_op_emit_compute_head(out, "Y", x->ndim, yshape);
   pk_strbuf_append(out, "X[");
   for (int d = 0; d < x->ndim; d++) {
     pk_strbuf_printf(out, "%si%d", d ? ", " : "", d);
+    if (d == axis && slice_step(&prm->attrs) > 1)
+      pk_strbuf_printf(out, " * %lld", (long long)slice_step(&prm->attrs));
     if (d == axis && prm->attrs.slice_start)
       pk_strbuf_printf(out, " + %lld", (long long)prm->attrs.slice_start);
   }
@@ -42,8 +51,9 @@ pk_status pk_op_text_slice(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   return PK_OK;
 }
 
-/* dX = dY inside the range, 0 outside; the guards are the facts that keep the read of dY
- * in bounds, each left out where the range reaches that end of the axis. */
+/* dX = dY inside the range, 0 outside (and between the taken elements of a step > 1); the
+ * range guards are the facts that keep the read of dY in bounds, each left out where the
+ * range reaches that end of the axis. */
 pk_status pk_op_grad_slice(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                            const pk_te_tensor *y, int input, pk_op_grad *g, pk_strbuf *out) {
   const pk_op_input *x = &prm->in[0];
@@ -51,21 +61,29 @@ pk_status pk_op_grad_slice(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   pk_status s = slice_axis(ctx, op, prm, &axis);
   if (s != PK_OK) return s;
   int64_t start = prm->attrs.slice_start, end = start + prm->attrs.slice_len;
+  int64_t step = slice_step(&prm->attrs);
   pk_op_grad_add_arg(g, out, PK_GRAD_ARG_DY, 0, "DY", prm, y);
   pk_op_emit_compute_head(out, "DX", x->ndim, x->shape);
-  bool lo = start > 0, hi = end < x->shape[axis];
-  if (lo || hi) {
+  bool lo = start > 0, hi = end < x->shape[axis], skip = step > 1;
+  if (lo || hi || skip) {
     pk_strbuf_append(out, "select(");
     if (lo) pk_strbuf_printf(out, "i%d >= %lld", axis, (long long)start);
     if (hi) pk_strbuf_printf(out, "%si%d < %lld", lo ? " && " : "", axis, (long long)end);
+    if (skip) {
+      pk_strbuf_printf(out, "%s(i%d", lo || hi ? " && " : "", axis);
+      if (start) pk_strbuf_printf(out, " - %lld", (long long)start);
+      pk_strbuf_printf(out, ") %% %lld == 0", (long long)step);
+    }
     pk_strbuf_append(out, ", ");
   }
   pk_strbuf_append(out, "DY[");
   for (int d = 0; d < x->ndim; d++) {
-    pk_strbuf_printf(out, "%si%d", d ? ", " : "", d);
+    pk_strbuf_printf(out, "%s", d ? ", " : "");
+    pk_strbuf_printf(out, "%si%d", d == axis && skip ? "(" : "", d);
     if (d == axis && start) pk_strbuf_printf(out, " - %lld", (long long)start);
+    if (d == axis && skip) pk_strbuf_printf(out, ") / %lld", (long long)step);
   }
-  pk_strbuf_append(out, lo || hi ? "], 0.0))\n" : "])\n");
+  pk_strbuf_append(out, lo || hi || skip ? "], 0.0))\n" : "])\n");
   (void)input;
   return PK_OK;
 }

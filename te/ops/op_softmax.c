@@ -1,6 +1,8 @@
-/* op_softmax.c — softmax over one axis, numerically stable in three stages:
- *   M = max over the axis, S = sum of exp(x - M), Y = exp(x - M) / S.
- * M and S keep the axis with extent 1. Then its gradient, dX = Y (dY - sum(dY Y)). */
+/* op_softmax.c — softmax and log_softmax over one axis (any axis), numerically stable in
+ * three stages: M = max over the axis, S = sum of exp(x - M), then
+ * Y = exp(x - M) / S (softmax) or Y = x - M - log S (log_softmax).
+ * M and S keep the axis with extent 1. Each is followed by its gradient:
+ * softmax dX = Y (dY - sum(dY Y)); log_softmax dX = dY - exp(Y) sum(dY). */
 #include <stdio.h>
 
 #include "op_impl.h"
@@ -80,6 +82,78 @@ pk_status pk_op_grad_softmax(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm
   pk_strbuf_append(out, " - S[");
   emit_index_with(out, x->ndim, axis, "0");
   pk_strbuf_append(out, "]))\n");
+  (void)input;
+  return PK_OK;
+}
+
+/* log_softmax: softmax's M and S stages, then Y = x - M - log S. */
+pk_status pk_op_text_log_softmax(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                                 pk_strbuf *out) {
+  const pk_op_input *x = &prm->in[0];
+  int axis;
+  pk_status s = pk_op_axis(ctx, op, prm->attrs.axis, x->ndim, &axis);
+  if (s != PK_OK) return s;
+  int64_t rshape[PK_TE_MAX_DIMS];
+  for (int d = 0; d < x->ndim; d++) rshape[d] = d == axis ? 1 : x->shape[d];
+  char ax[16];
+  snprintf(ax, sizeof ax, "i%d", axis);
+
+  pk_op_emit_placeholder(out, "X", x->ndim, x->shape, x->dtype);
+  pk_op_emit_reduce_axis(out, 0, x->shape[axis]);
+  pk_op_emit_reduce_axis(out, 1, x->shape[axis]);
+
+  pk_op_emit_compute_head(out, "M", x->ndim, rshape);
+  pk_strbuf_append(out, "max(X[");
+  emit_index_with(out, x->ndim, axis, "k0");
+  pk_strbuf_append(out, "], k0))\n");
+
+  pk_op_emit_compute_head(out, "S", x->ndim, rshape);
+  pk_strbuf_append(out, "sum(exp(X[");
+  emit_index_with(out, x->ndim, axis, "k1");
+  pk_strbuf_append(out, "] - M[");
+  emit_index_with(out, x->ndim, axis, "0");
+  pk_strbuf_append(out, "]), k1))\n");
+
+  /* x - M - log S rather than log(softmax): no log of an underflowed 0 (-inf) where a
+   * logit is far below the row's max */
+  pk_op_emit_compute_head(out, "Y", x->ndim, x->shape);
+  pk_strbuf_append(out, "X[");
+  emit_index_with(out, x->ndim, axis, ax);
+  pk_strbuf_append(out, "] - M[");
+  emit_index_with(out, x->ndim, axis, "0");
+  pk_strbuf_append(out, "] - log(S[");
+  emit_index_with(out, x->ndim, axis, "0");
+  pk_strbuf_append(out, "]))\n");
+  return PK_OK;
+}
+
+/* dX = dY - exp(Y) * sum over the axis of dY: reads only Y and dY (exp(Y) is the softmax,
+ * recomputed rather than saved). */
+pk_status pk_op_grad_log_softmax(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                                 const pk_te_tensor *y, int input, pk_op_grad *g,
+                                 pk_strbuf *out) {
+  const pk_op_input *x = &prm->in[0];
+  int axis;
+  pk_status s = pk_op_axis(ctx, op, prm->attrs.axis, x->ndim, &axis);
+  if (s != PK_OK) return s;
+  int64_t rshape[PK_TE_MAX_DIMS];
+  for (int d = 0; d < x->ndim; d++) rshape[d] = d == axis ? 1 : x->shape[d];
+  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_OUTPUT, 0, "Y", prm, y);
+  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_DY, 0, "DY", prm, y);
+  pk_op_emit_reduce_axis(out, 0, x->shape[axis]);
+
+  pk_op_emit_compute_head(out, "S", x->ndim, rshape);
+  pk_strbuf_append(out, "sum(DY[");
+  emit_index_with(out, x->ndim, axis, "k0");
+  pk_strbuf_append(out, "], k0))\n");
+
+  pk_op_emit_compute_head(out, "DX", x->ndim, x->shape);
+  pk_op_emit_read_all(out, "DY", x->ndim);
+  pk_strbuf_append(out, " - exp(");
+  pk_op_emit_read_all(out, "Y", x->ndim);
+  pk_strbuf_append(out, ") * S[");
+  emit_index_with(out, x->ndim, axis, "0");
+  pk_strbuf_append(out, "])\n");
   (void)input;
   return PK_OK;
 }

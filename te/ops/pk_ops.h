@@ -39,6 +39,73 @@
  *     dtype (so a window whose real elements are all -inf yields -FLT_MAX/-DBL_MAX);
  *     avg_pool2d divides by the number of in-bounds elements of each window (PyTorch's
  *     count_include_pad=False).
+ *   attention, softmax family, pooling, activations:
+ *   - softmax and log_softmax work over any axis (attrs.axis, negative from the end);
+ *     log_softmax = x - M - log(sum exp(x - M)), never log of an underflowed 0;
+ *   - sdpa(Q, K, V), sdpa_masked(Q, K, V, Mask): Y = softmax(Q K^T * scale + Mask) V over
+ *     the keys. Q (B, H, Lq, D), K (B, H, Lk, D), V (B, H, Lk, Dv), or rank 3 without H;
+ *     batch dims equal (no broadcasting, no grouped K/V heads). scale 0 means 1/sqrt(D).
+ *     causal: key j is excluded for query i when j > i (PyTorch's is_causal: top-left
+ *     aligned when Lq != Lk). Mask is additive float: (B, Lk) (a padding mask; extents
+ *     may be 1) or the scores' rank with each extent equal or 1 ((B, 1, 1, Lk),
+ *     (1, 1, Lq, Lk), ...): 0 keeps a key, -inf removes it. A rank-2 mask is always
+ *     (B, Lk), even for rank-3 Q: a (Lq, Lk) mask there is given as (1, Lq, Lk). A row
+ *     with no key left (every key -inf) yields Y = 0 and zero gradients, not NaN. A finite
+ *     large negative (-1e9) only shifts the score, as in PyTorch: a row masked that way
+ *     everywhere averages V by its unmasked scores. Two ops rather than an optional
+ *     input, so that the table's arity and differentiable-input mask stay exact (the mask
+ *     is not differentiable). Stages: S = Q K^T, M = row max, L = row sum of exp,
+ *     P = probabilities, Y; the gradients save M and L (compute 1 and 2), not P;
+ *   - rope(X, Cos, Sin): X (..., S, Dh), Dh even (layout (B, H, S, Dh) as HF applies it);
+ *     Cos, Sin (S, Dh / 2), the angle tables (not repeated). LLaMA's rotate-half form (HF
+ *     rotate_half): Y = X * [Cos, Cos] + [-X2, X1] * [Sin, Sin] with X1, X2 the halves
+ *     of the last dim, i.e. pair (d, d + Dh/2) is rotated by angle (s, d). Only X is
+ *     differentiable;
+ *   - global_avg_pool2d: (N, C, H, W) -> (N, C, 1, 1); adaptive_avg_pool2d: to
+ *     (N, C, OH, OW) = attrs.output_size, cell i averaging input
+ *     [floor(i H / OH), ceil((i + 1) H / OH)) (PyTorch; windows may overlap, OH > H works);
+ *   - gelu: attrs.approximate PK_GELU_TANH is 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+ *     (PyTorch's approximate='tanh'); the default is the exact erf form;
+ *   - pow(A, B): C's pow, broadcast like add (a negative base with a non-integer exponent
+ *     gives NaN); pow_scalar(X): X ** attrs.exponent, written without pow for 2, 3,
+ *     0.5, -0.5, -1 and -2 (x * x, sqrt, ...: PyTorch's special cases, bit for bit).
+ *   - normalizations (PyTorch's definitions; eps 0 means 1e-5; biased variance, two passes:
+ *     mean, then mean of (x - mean)^2):
+ *       batch_norm(X (N, C, ...), gamma, beta, running_mean, running_var (C,)): per channel
+ *         over N and the spatial dims, y = (x - mean) * rstd * gamma + beta with
+ *         rstd = rsqrt(var + eps); stages MEAN (0), VAR (1), RSTD (2), Y. The running stats
+ *         are read only with attrs.use_running_stats (frozen layers, evaluation): then
+ *         MEAN and VAR are copies of them (the same stages in both modes); or, in training
+ *         mode with the training step's H (4,) as a 6th input (the graph adds it; graph
+ *         JSON gives 5 inputs), by RSTD and Y while H[3] != 0. Batch statistics need
+ *         N * spatial >= 2 (PyTorch refuses 1 too);
+ *       layer_norm(X, gamma, beta): over the last normalized_ndim dims (gamma, beta shaped
+ *         like them); stages MEAN, VAR, RSTD (X's shape with those dims 1), Y;
+ *       rms_norm(X, gamma): y = x * rsqrt(mean(x^2) + eps) * gamma over the last
+ *         normalized_ndim dims (LLaMA's RMSNorm); stages MS, RR, Y;
+ *       group_norm(X (N, C, ...), gamma, beta (C,)): over each group of C / groups
+ *         consecutive channels and the spatial dims; stages MEAN, VAR, RSTD (N, groups), Y.
+ *     Their gradients read the saved MEAN and RSTD (RR) stages instead of recomputing;
+ *   - batch_norm_stats(X, running_mean, running_var) -> RM', RV' (a training op, run in place
+ *     like the optimizer updates): RM' = (1 - m) RM + m mean, RV' = (1 - m) RV + m var with
+ *     the UNBIASED variance (PyTorch's running_var rule); m = attrs.momentum (0: 0.1).
+ *   - shape and data movement (PyTorch's semantics; all are copies, class injective):
+ *     transpose(X): Y.shape[d] = X.shape[perm[d]] (permute; no perm reverses the axes);
+ *     concat(X0, ..., Xn-1) along axis: 1..8 inputs of one rank whose other dims agree
+ *     (torch.cat); the gradient of input i is the slice of dY it came from;
+ *     slice with slice_step s: elements start, start + s, ... of [start, start + len), so
+ *     ceil(len / s) of them (x[a:b:s]); its gradient puts dY back, zeros between;
+ *     there is no split op: a split is one slice per piece, and autodiff sums the pieces'
+ *     gradients into dX;
+ *     pad(X): pads[2d] elements of `value` before dim d and pads[2d + 1] after it (constant
+ *     padding, F.pad's mode='constant' with the pairs in dim order);
+ *     expand(X) to new_shape: dims of 1 stretch and new leading dims appear (expand, numpy
+ *     broadcasting of X to that shape); the gradient sums over the stretched dims;
+ *     where(C, A, B) = C != 0 ? A : B elementwise, C an i32/i64 mask, all three broadcast
+ *     like numpy (torch.where with a bool mask); masked_fill(X, M) = M != 0 ? value : X,
+ *     M an i32/i64 mask broadcast to X's shape (Tensor.masked_fill, for attention masks);
+ *     no gradient flows to the masks;
+ *     flatten, squeeze and unsqueeze are reshape (a row-major copy to new_shape).
  */
 #ifndef PK_OPS_H
 #define PK_OPS_H
@@ -56,7 +123,14 @@
   X(KEEPDIMS, "keepdims") X(KERNEL, "kernel") X(STRIDE, "stride") X(DILATION, "dilation")    \
   X(PAD, "pad") X(GROUPS, "groups") X(SLICE_AXIS, "slice_axis")                              \
   X(SLICE_START, "slice_start") X(SLICE_LEN, "slice_len") X(SHAPE, "shape")                  \
-  X(ALPHA, "alpha") X(MIN, "min") X(MAX, "max")
+  X(ALPHA, "alpha") X(MIN, "min") X(MAX, "max")                                             \
+  /* attention, softmax family, pooling, activations */                                     \
+  X(CAUSAL, "causal") X(SCALE, "scale") X(OUTPUT_SIZE, "output_size")                       \
+  X(APPROXIMATE, "approximate") X(EXPONENT, "exponent")                                     \
+  /* normalization */                                                                        \
+  X(EPS, "eps") X(MOMENTUM, "momentum") X(NORMALIZED_NDIM, "normalized_ndim") \
+  /* shape and data movement */                                                            \
+  X(PERM, "perm") X(SLICE_STEP, "slice_step") X(PADS, "pads") X(VALUE, "value")
 
 typedef enum pk_attr_key {
 #define PK_ATTR_X(id, key) PK_ATTR_KEY_##id,
@@ -145,7 +219,36 @@ typedef struct pk_op_attrs {
   double alpha;            /* >= 0; leaky_relu: negative slope, 0 means 0.01; elu: 0 means 1 */
   double clip_min, clip_max; /* clip: the range, finite with min <= max (graph JSON requires
                               * both; zero-initialised params clip to [0, 0]) */
+  /* attention, softmax family, pooling, activations */
+  bool causal;             /* sdpa, sdpa_masked: key j > query i is excluded (is_causal) */
+  double scale;            /* sdpa, sdpa_masked: score scale, finite >= 0; 0 means
+                            * 1 / sqrt(head_dim) */
+  int64_t output_size[2];  /* adaptive_avg_pool2d: (OH, OW), each >= 1 (required) */
+  int approximate;         /* gelu: PK_GELU_ERF (0, exact) or PK_GELU_TANH */
+  double exponent;         /* pow_scalar: the constant exponent, finite (graph JSON requires
+                            * it; zero-initialised params give x ** 0 = 1) */
+  /* normalization: eps (above) is added to the variance, 0 means 1e-5; momentum (above) is
+   * batch_norm's running-stats factor in [0, 1], 0 means 0.1 (PyTorch's meaning); groups
+   * (above) is group_norm's, 0 means 1, and must divide C. */
+  int normalized_ndim;     /* layer_norm, rms_norm: normalize over the last n dims, 0 means 1 */
+  bool use_running_stats;  /* batch_norm: normalize with the running stats (frozen layers,
+                              evaluation); set by the graph compiler, not a JSON key */
+  /* shape and data movement (expand reads new_ndim/new_shape above as its target shape;
+   * concat reads axis) */
+  int nperm;               /* transpose: entries of perm; 0 = reverse every axis (numpy's
+                              default, .T of a matrix) */
+  int perm[PK_TE_MAX_DIMS];/* transpose: result dim d is input dim perm[d] (negative from the
+                              end): PyTorch's permute */
+  int64_t slice_step;      /* slice: every step-th element of the range, from its start;
+                              0 means 1 */
+  int64_t pads[2 * PK_TE_MAX_DIMS]; /* pad: elements added before and after dim d are
+                              pads[2d] and pads[2d + 1] (>= 0; entries past the rank are 0) */
+  double value;            /* pad: the fill value; masked_fill: the value where the mask is
+                              set (finite: write -1e9 rather than -inf for attention masks) */
 } pk_op_attrs;
+
+/* pk_op_attrs.approximate (graph JSON "approximate": "none" or "tanh", as PyTorch's). */
+enum { PK_GELU_ERF = 0, PK_GELU_TANH = 1 };
 
 typedef struct pk_op_params {
   int ninputs;                      /* pk_op_arity(op); 1..arity for PK_OPF_VARIADIC ops */
@@ -195,6 +298,10 @@ pk_status pk_op_build(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
  *   - broadcast inputs of add/sub/mul/div get dY summed over the broadcast dims;
  *   - conv2d dX handles stride, dilation, groups, asymmetric padding and rows/cols of the
  *     input that no window reads (gradient 0).
+ *   - pow: dA = B A^(B-1) but 0 where B == 0; dB = A^B log A but 0 where A == 0 and
+ *     B >= 0 (torch.pow's rules); pow_scalar: e X^(e-1), 0 for e == 0;
+ *   - sdpa: dQ, dK, dV read Q, K (V for dQ and dK; Mask) and the saved row max and row sum,
+ *     and recompute the probabilities (memory over recompute: see op_attention.c).
  *
  * Usage:
  *   pk_op_grad g;
@@ -237,6 +344,7 @@ pk_status pk_op_grad_text(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, i
  *   mse_loss(P (N, ...), T (N, ...), R (N,)) -> (1,)
  *       loss = sum_n R[n] * mean over the other dims of (P - T)^2   (PyTorch's mean MSE).
  *   slice(X) -> X with axis slice_axis restricted to [slice_start, slice_start + slice_len)
+ *       (every slice_step-th element of it, see the semantics above)
  *   reshape(X) -> X with shape new_shape (a copy, row-major order kept)
  *   sgd_update(W, G, M, H (4,)) -> M', W'      (PyTorch SGD, dampening 0, no nesterov)
  *       g = clip(G) + weight_decay * W;  M' = momentum * M + g;  W' = W - H[0] * M'
@@ -246,7 +354,8 @@ pk_status pk_op_grad_text(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, i
  *       M' = b1 M + (1 - b1) g;  V' = b2 V + (1 - b2) g^2
  *       W' = W1 - H[0] * (M' / H[1]) / (sqrt(V' / H[2]) + eps)
  *   H = (lr, 1 - beta1^t, 1 - beta2^t, 0) for step t = 1, 2, ..., written by the executor
- *   each step (learning-rate schedules live there). clip(G) = G * min(1, c / (|G|_2 + 1e-6))
+ *   each step (learning-rate schedules live there); H[3] = 1 while it evaluates or infers
+ *   (a training-mode batch_norm given H as its 6th input then uses its running stats). clip(G) = G * min(1, c / (|G|_2 + 1e-6))
  *   when clip_norm = c > 0 (torch.nn.utils.clip_grad_norm_ on this tensor alone).
  *   Update ops are element-wise in W, M, V: the executor runs them in place (M' over M,
  *   V' over V, W' over W), which is safe because every output element depends only on the
