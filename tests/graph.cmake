@@ -2,10 +2,6 @@
 # memory planner.
 pk_add_test(test_graph LIBS pk_graph LABELS graph sanitize TIMEOUT 60)
 pk_add_test(test_graph_sparse LIBS pk_graph LABELS graph sanitize TIMEOUT 60)
-# The "norms" selector on a normalization op: skipped (77) while no op is flagged PK_OPF_NORM.
-add_test(NAME test_graph_sparse_norms COMMAND test_graph_sparse norms)
-set_tests_properties(test_graph_sparse_norms PROPERTIES LABELS "graph" TIMEOUT 60
-  SKIP_RETURN_CODE 77)
 pk_add_test(test_graph_train LIBS pk_graph LABELS graph sanitize TIMEOUT 60)
 pk_add_test(test_graph_numeric LIBS pk_graph LABELS graph sanitize TIMEOUT 60)
 # Random graphs through pk_compile and the runtime, each training step equal to the

@@ -255,52 +255,57 @@ static void test_transformer_specs(void) {
   pk_ctx_free(ctx);
 }
 
-/* "norms": true selects the params of ops flagged PK_OPF_NORM. Run as `test_graph_sparse
- * norms` (ctest test_graph_sparse_norms): exit 77 while no op carries the flag. */
-static int test_norms(void) {
-  pk_op_kind op = PK_OP_COUNT_;
-  for (int k = 0; k < PK_OP_COUNT_ && op == PK_OP_COUNT_; k++)
-    if (pk_op_flags((pk_op_kind)k) & PK_OPF_NORM) op = (pk_op_kind)k;
-  if (op == PK_OP_COUNT_) {
-    printf("SKIP test_graph_sparse_norms: no op in te/ops/op_table.def is flagged PK_OPF_NORM "
-           "yet, so the \"norms\" selector's positive case cannot run\n");
-    return 77;
-  }
-  /* x (N, 6) → OP(x, norm.weight (6,), norm.bias (6,), ...) → head: the layout of
-   * layer_norm / rms_norm / batch_norm over (N, C). */
+/* "norms": true selects the params of ops flagged PK_OPF_NORM: layer_norm's gamma and beta
+ * and rms_norm's gamma on a rank-3 stack, none of the linear layers; combined with blocks,
+ * the last block's norm and its linear weight's half; the training graph builds. */
+static void test_norms(void) {
   pk_ctx *ctx = pk_ctx_new();
   pk_graph *g = pk_graph_new(ctx, N);
-  int ins[PK_OP_MAX_INPUTS];
-  ins[0] = pk_graph_add_tensor(g, "x", PK_ROLE_INPUT, PKRT_DTYPE_F32, 2, (int64_t[]){N, 6});
-  int arity = pk_op_arity(op);
-  for (int i = 1; i < arity; i++) {
-    char nm[32];
-    snprintf(nm, sizeof nm, i == 1 ? "norm.weight" : i == 2 ? "norm.bias" : "norm.p%d", i);
-    ins[i] = pk_graph_add_param(g, nm, PKRT_DTYPE_F32, 1, (int64_t[]){6}, NULL);
+  int x = pk_graph_add_tensor(g, "x", PK_ROLE_INPUT, PKRT_DTYPE_F32, 3, (int64_t[]){N, 3, 6});
+  int h = x;
+  for (int i = 0; i < 2; i++) {
+    char nm[64], on[64];
+    snprintf(nm, sizeof nm, "layer.%d.ln.weight", i);
+    int gam = pk_graph_add_param(g, nm, PKRT_DTYPE_F32, 1, (int64_t[]){6}, NULL);
+    snprintf(nm, sizeof nm, "layer.%d.ln.bias", i);
+    int bet = pk_graph_add_param(g, nm, PKRT_DTYPE_F32, 1, (int64_t[]){6}, NULL);
+    snprintf(nm, sizeof nm, "layer.%d.fc.weight", i);
+    int w = pk_graph_add_param(g, nm, PKRT_DTYPE_F32, 2, (int64_t[]){6, 6}, NULL);
+    snprintf(nm, sizeof nm, "layer.%d.ln", i);
+    TG_OK(ctx, pk_graph_add_op(g, nm, PK_OP_LAYER_NORM, NULL, 3, (int[]){h, gam, bet}, nm, &h));
+    snprintf(nm, sizeof nm, "layer.%d.fc", i);
+    snprintf(on, sizeof on, "layer.%d.fc.out", i);
+    TG_OK(ctx, pk_graph_add_op(g, nm, PK_OP_BATCH_MATMUL, &(pk_op_attrs){.trans_b = true}, 2,
+                               (int[]){h, w}, on, &h));
   }
-  int y;
-  pk_status s = pk_graph_add_op(g, "norm", op, NULL, arity, ins, "norm.out", &y);
-  TG_CHECK(s == PK_OK, "%s(x (N, 6), params (6,)) does not build: %s: adjust test_norms",
-           pk_op_name(op), pk_ctx_error(ctx));
-  if (s != PK_OK) return tg_report("test_graph_sparse_norms");
-  g->output = tg_linear(g, "head", y, 6, 3);
+  int rg = pk_graph_add_param(g, "final.weight", PKRT_DTYPE_F32, 1, (int64_t[]){6}, NULL);
+  TG_OK(ctx, pk_graph_add_op(g, "final", PK_OP_RMS_NORM, NULL, 2, (int[]){h, rg}, "final", &h));
+  h = tg_unary(g, "pool", PK_OP_MEAN, &(pk_op_attrs){.naxes = 1, .axes = {1}}, h);
+  g->output = tg_linear(g, "head", h, 6, 3);
   TG_OK(ctx, pk_graph_validate(g));
-  TG_OK(ctx, tg_apply_text(g, V "[{\"norms\":true}]}"));
-  int nparams = 0;
-  for (int i = 0; i < g->ntensors; i++) {
-    const pk_gtensor *t = g->tensors[i];
-    if (t->role != PK_ROLE_PARAM) continue;
-    bool is_norm = strncmp(t->name, "norm.", 5) == 0;
-    nparams += is_norm;
-    TG_CHECK(t->trainable == is_norm, "norms: %s trainable %d", t->name, t->trainable);
-  }
-  TG_CHECK(nparams >= 1, "%s reads no param", pk_op_name(op));
+  const char *names[] = {"layer.0.ln.weight", "layer.0.ln.bias", "layer.0.fc.weight",
+                         "layer.1.ln.weight", "layer.1.ln.bias", "layer.1.fc.weight",
+                         "final.weight",      "head.weight",     "head.bias"};
+  struct {
+    const char *spec;
+    int64_t want[9];
+  } cases[] = {
+      {V "[{\"norms\":true}]}", {1, 1, 0, 1, 1, 0, 1, 0, 0}},
+      {V "[{\"norms\":true},{\"biases\":true}]}", {1, 1, 0, 1, 1, 0, 1, 0, 1}},
+      {V "[{\"blocks\":{\"last\":1},\"channels\":0.5},{\"params\":\"head.*\"}]}",
+       {0, 0, 0, 1, 1, 3, 0, 6, 1}},
+  };
   pk_train_spec sp = {.loss = PK_LOSS_SOFTMAX_XENT, .optim = PK_OPTIM_SGD, .lr = 0.1};
-  pk_graph *t;
-  TG_OK(ctx, pk_train_build(g, &sp, &t));
-  printf("norms: %s with %d params selected\n", pk_op_name(op), nparams);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    TG_OK(ctx, tg_apply_text(g, cases[c].spec));
+    for (int i = 0; i < 9; i++)
+      TG_CHECK(mark(g, names[i]) == cases[c].want[i], "%s: %s marked %lld, want %lld",
+               cases[c].spec, names[i], (long long)mark(g, names[i]),
+               (long long)cases[c].want[i]);
+    pk_graph *t;
+    TG_OK(ctx, pk_train_build(g, &sp, &t));
+  }
   pk_ctx_free(ctx);
-  return tg_report("test_graph_sparse_norms");
 }
 
 /* Mutations of valid specs: each is parsed and applied; it must never crash, and an
@@ -461,10 +466,10 @@ static void test_example_specs(void) {
   pk_ctx_free(ctx);
 }
 
-int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "norms") == 0) return test_norms();
+int main(void) {
   test_schemes();
   test_transformer_specs();
+  test_norms();
   pk_ctx *ctx = pk_ctx_new();
   pk_graph *g = tg_cnn(ctx, N);
   run_errors(ctx, g, parse_errors, (int)(sizeof parse_errors / sizeof parse_errors[0]));
