@@ -735,6 +735,25 @@ static void test_v2(void) {
               strstr(pk_ctx_error(ctx), "'sm.max' (output 0 of node 'sm', before its result)"),
           "training through a stage: %s", pk_ctx_error(ctx));
   }
+  /* A normalization's saved stages, named: its own gradient still reads them, so training
+   * builds (the names only make them visible). */
+  static const char ln_text[] =
+      HDR2 X "\"params\":[{\"name\":\"g\",\"shape\":[4],\"init\":[1,1,1,1]},"
+      "{\"name\":\"b\",\"shape\":[4],\"init\":[0,0,0,0]}],"
+      "\"nodes\":[{\"name\":\"ln\",\"op\":\"layer_norm\",\"inputs\":[\"x\",\"g\",\"b\"],"
+      "\"outputs\":[\"ln.mean\",\"ln.var\",\"ln.rstd\",\"y\"]}],\"output\":\"y\"}";
+  pk_ctx_clear_error(ctx);
+  s = pk_frontend_json(ctx, ln_text, strlen(ln_text), path, 3, &fwd, NULL);
+  CHECK(s == PK_OK, "layer_norm outputs: %s", pk_ctx_error(ctx));
+  if (s == PK_OK) {
+    const pk_gtensor *rstd = tensor(fwd, "ln.rstd");
+    CHECK(rstd && shape_is(rstd, 2, (int64_t[]){3, 1}) && rstd->role == PK_ROLE_ACTIVATION,
+          "ln.rstd (3, 1)");
+    pk_train_spec sp = {.loss = PK_LOSS_SOFTMAX_XENT, .optim = PK_OPTIM_SGD, .lr = 0.1};
+    pk_graph *t;
+    s = pk_train_build(fwd, &sp, &t);
+    CHECK(s == PK_OK, "training with named layer_norm stages: %s", pk_ctx_error(ctx));
+  }
   pk_ctx_free(ctx);
 }
 
