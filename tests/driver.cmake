@@ -20,3 +20,8 @@ add_test(NAME test_blocks_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_blocks_cl
   $<TARGET_FILE:pock>)
 set_tests_properties(test_blocks_cli PROPERTIES LABELS "driver;cli" TIMEOUT 120
   ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")
+# --print-memory: workspace and backward-pass figures against numbers worked out by hand.
+add_test(NAME test_print_memory COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_print_memory.sh
+  $<TARGET_FILE:pock> ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_print_memory PROPERTIES LABELS "driver;cli" TIMEOUT 120
+  ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")
