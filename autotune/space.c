@@ -95,6 +95,104 @@ const pk_te_tensor *space_product_stage(const pk_te_program *p) {
   return NULL;
 }
 
+const pk_expr *space_sum_product(const pk_te_tensor *t) {
+  if (t->kind != PK_TE_COMPUTE || t->body->kind != PK_EXPR_REDUCE || t->body->op != PK_EOP_SUM)
+    return NULL;
+  const pk_expr *e = t->body->args[0];
+  if (e->kind == PK_EXPR_SELECT && e->args[2]->kind == PK_EXPR_FLOAT && e->args[2]->fval == 0)
+    e = e->args[1];
+  return e->kind == PK_EXPR_BINARY && e->op == PK_EOP_MUL ? e : NULL;
+}
+
+int space_sibling_stages(const pk_te_program *p, const pk_te_tensor *t,
+                         const pk_te_tensor **out, int max) {
+  int n = 0;
+  for (int i = t->id + 1; i < p->ntensors && n < max; i++) {
+    const pk_te_tensor *u = p->tensors[i];
+    if (space_sum_product(u) && u->ndim == t->ndim && u->body->naxes == t->body->naxes)
+      out[n++] = u;
+  }
+  return n;
+}
+
+int64_t space_stage_extent(const pk_space *sp, const char *stage, int d) {
+  int id = atoi(stage + 1);
+  PK_ASSERT(stage[0] == 't' && id >= 0 && id < sp->task->prog->ntensors);
+  const pk_te_tensor *t = sp->task->prog->tensors[id];
+  PK_ASSERT(d >= 0 && d < t->ndim);
+  return t->shape[d];
+}
+
+/* ---- reductions split across threads ---- */
+
+int space_thread_values(const pk_space *sp, const pk_te_tensor *t, int64_t *out) {
+  int n = 0;
+  out[n++] = 0;
+  if (!sp->opts.allow_parallel || t->body->kind != PK_EXPR_REDUCE) return n;
+  int64_t longest = 0;
+  double length = 1;
+  for (int a = 0; a < t->body->naxes; a++) {
+    int64_t e = t->body->axes[a]->hi - t->body->axes[a]->lo;
+    if (e > longest) longest = e;
+    length *= (double)e;
+  }
+  /* only where the output is small relative to the reduction: elsewhere its tiles give
+   * every core work (and the space stays as it was) */
+  if ((double)pk_te_tensor_numel(t) > length) return n;
+  for (int64_t f = 2; f <= 8 && f <= longest; f *= 2) out[n++] = f;
+  return n;
+}
+
+int64_t space_thread_preset(const pk_space *sp, int k, int64_t parallel_extent) {
+  const pk_knob *kn = &sp->knobs[k];
+  if (kn->nvalues < 2) return 0;
+  const pk_target *t;
+  int cores = 4;
+  if (pk_task_target(sp->ctx, sp->task, &t) == PK_OK && t->cores > 0) cores = t->cores;
+  else pk_ctx_clear_error(sp->ctx);
+  if (parallel_extent >= cores) return 0;
+  int64_t best = 0;
+  for (int i = 0; i < kn->nvalues; i++)
+    if (kn->values[i] <= cores && kn->values[i] > best) best = kn->values[i];
+  return best ? best : kn->values[1];
+}
+
+pk_status space_thread_rfactor(pk_schedule *s, const space_names *n, int64_t threads,
+                               space_names *out) {
+  const pk_stage *st = pk_sched_find_stage(s, n->stage);
+  PK_ASSERT(st);
+  int nsp = st->tensor->ndim;
+  const pk_iter *k = NULL;
+  for (int r = nsp; r < st->nroot; r++)
+    if (!k || st->root[r]->extent > k->extent) k = st->root[r];
+  if (!k || k->extent < threads)
+    return pk_ctx_fail(s->ctx, PK_ERR_SCHEDULE, "knobs: rfactor_threads %lld exceeds the "
+                       "longest reduction (%lld)", (long long)threads, (long long)(k ? k->extent : 0));
+  const char *kname = k->name;
+  SPACE_TRY(pk_sched_split(s, n->stage, kname, threads));
+  SPACE_TRY(pk_sched_rfactor(s, n->stage, space_name(s, kname, ".i")));
+  const char *rf_name = space_name(s, n->stage, ".rf");
+  const pk_stage *rf = pk_sched_find_stage(s, rf_name);
+  PK_ASSERT(rf && rf->tensor->ndim == nsp + 1);
+  memset(out, 0, sizeof *out);
+  out->stage = rf_name;
+  out->local = space_name(s, rf_name, ".local");
+  out->ndim = nsp + 1;
+  out->root[0] = rf->root[nsp]->name;
+  for (int d = 0; d < nsp; d++) out->root[d + 1] = rf->root[d]->name;
+  out->nreduce = rf->nroot - nsp - 1;
+  PK_ASSERT(out->nreduce == n->nreduce);
+  for (int r = 0; r < out->nreduce; r++) { /* insertion by name, as space_names_of */
+    const char *name = rf->root[nsp + 1 + r]->name;
+    int j = r;
+    for (; j > 0 && strcmp(out->k[j - 1], name) > 0; j--) out->k[j] = out->k[j - 1];
+    out->k[j] = name;
+  }
+  out->norders = n->norders;
+  memcpy(out->orders, n->orders, sizeof out->orders);
+  return PK_OK;
+}
+
 /* ---- the space ---- */
 
 /* Knobs JSON lists keys in byte order (the project's canonical JSON): a few knobs, so an
@@ -146,7 +244,9 @@ pk_status pk_space_new_opts(pk_ctx *ctx, const pk_task *task, const pk_space_opt
   /* convolutions on small images (and their guarded data gradients, classed reductions):
    * channels as lanes; the template refuses long rows, which the conv one serves */
   if (task->cls == PK_TASK_CONV || task->cls == PK_TASK_REDUCTION) tries[ntries++] = &pk_space_class_conv_gemm;
-  if (task->cls == PK_TASK_CONV) tries[ntries++] = &pk_space_class_conv;
+  /* (guarded sums of products with >= 3 reduce axes, a conv's data gradient, too: its
+   * template refuses other reductions) */
+  if (task->cls == PK_TASK_CONV || task->cls == PK_TASK_REDUCTION) tries[ntries++] = &pk_space_class_conv;
   if (task->cls != PK_TASK_INJECTIVE) tries[ntries++] = &pk_space_class_reduction;
   tries[ntries++] = &pk_space_class_injective;
   pk_status st = PK_ERR_UNSUPPORTED;

@@ -9,7 +9,7 @@
 
 enum {
   CV_TILE_OC, CV_TILE_W, CV_TILE_H, CV_VECTOR, CV_CACHE_WRITE, CV_REDUCE_ORDER, CV_ORDER,
-  CV_UNROLL, CV_UNROLL_K, CV_PACK_W, CV_PARALLEL, CV_PARTITION, CV_NKNOBS
+  CV_UNROLL, CV_UNROLL_K, CV_PACK_W, CV_PARALLEL, CV_PARTITION, CV_RFACTOR_THREADS, CV_NKNOBS
 };
 
 typedef struct conv_plan {
@@ -18,11 +18,19 @@ typedef struct conv_plan {
   int oc, h, w;  /* dims: output channels, rows (-1: none), columns */
   const char *weight; /* operand read at bare oc ("t1"); NULL: none */
   int weight_dim;
+  int nsib;           /* stages shaped like this one (a strided dX's phases): same knobs */
+  space_names *sib;
+  bool lanes_first;   /* n.root[0] is the lane of a thread-split reduction (parallel) */
 } conv_plan;
+
+#define CV_MAX_SIBLINGS 16
 
 static pk_status conv_init(pk_space *sp) {
   const pk_te_program *prog = sp->task->prog;
   const pk_te_tensor *t = space_product_stage(prog);
+  if (!t && sp->task->cls == PK_TASK_REDUCTION) /* a guarded conv data gradient */
+    for (int i = 0; i < prog->ntensors && !t; i++)
+      if (space_sum_product(prog->tensors[i]) && prog->tensors[i]->body->naxes >= 3) t = prog->tensors[i];
   if (!t || t->ndim < 3) return PK_ERR_UNSUPPORTED;
   pk_ctx *ctx = sp->ctx;
   conv_plan *p = pk_alloc(ctx, sizeof *p);
@@ -30,7 +38,7 @@ static pk_status conv_init(pk_space *sp) {
   p->oc = 1;
   p->w = t->ndim - 1;
   p->h = t->ndim >= 4 ? t->ndim - 2 : -1;
-  const pk_expr *mul = t->body->args[0];
+  const pk_expr *mul = space_sum_product(t);
   for (int i = 0; i < 2 && !p->weight; i++) {
     int d = space_bare_dim(mul->args[i], t->axes[p->oc]);
     if (d >= 0) {
@@ -38,6 +46,10 @@ static pk_status conv_init(pk_space *sp) {
       p->weight_dim = d;
     }
   }
+  const pk_te_tensor *sibs[CV_MAX_SIBLINGS];
+  p->nsib = space_sibling_stages(prog, t, sibs, CV_MAX_SIBLINGS);
+  p->sib = pk_alloc(ctx, (size_t)(p->nsib ? p->nsib : 1) * sizeof *p->sib);
+  for (int i = 0; i < p->nsib; i++) space_names_of(sp, sibs[i], &p->sib[i]);
   sp->plan = p;
 
   int64_t OC = t->shape[p->oc], W = t->shape[p->w], H = p->h >= 0 ? t->shape[p->h] : 1;
@@ -62,6 +74,9 @@ static pk_status conv_init(pk_space *sp) {
   /* cut the innermost serial reduce loop where the padding guards hold (pk_sched_partition):
    * interior tiles then read the input with plain vector loads */
   space_add_knob(sp, "partition", (int64_t[]){0, 1}, 2);
+  /* weight gradients: few outputs, long reductions (space_thread_values); not with siblings */
+  space_add_knob(sp, "rfactor_threads", v, p->nsib ? 1 : space_thread_values(sp, t, v));
+  sp->knobs[CV_RFACTOR_THREADS].added_later = true;
   PK_ASSERT(sp->nknobs == CV_NKNOBS);
   return PK_OK;
 }
@@ -140,8 +155,8 @@ static pk_status conv_unroll_and_vectorize(const conv_plan *p, pk_schedule *s, c
   return PK_OK;
 }
 
-static pk_status conv_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
-  const conv_plan *p = sp->plan;
+/* Shapes the product stage p->n.stage (the main one or a sibling). */
+static pk_status conv_apply_stage(const conv_plan *p, pk_schedule *s, const int64_t *v) {
   const char *T = p->n.stage;
   bool local = v[CV_CACHE_WRITE] != 0;
   conv_loops l;
@@ -163,14 +178,68 @@ static pk_status conv_apply(const pk_space *sp, pk_schedule *s, const int64_t *v
     SPACE_TRY(conv_shape(p, s, T, v, &l, true));
     SPACE_TRY(conv_unroll_and_vectorize(p, s, T, v, &l, true));
   }
-  if (v[CV_PARALLEL]) {
+  if (p->lanes_first) {
+    SPACE_TRY(pk_sched_parallel(s, T, l.outer[0])); /* one partial sum per thread */
+  } else if (v[CV_PARALLEL]) {
     /* the first tile loop: batch dims are often 1 */
     int first = l.nouter - (p->h >= 0 ? 3 : 2);
     SPACE_TRY(pk_sched_parallel(s, T, l.outer[first]));
   }
+  return PK_OK;
+}
+
+/* The knob values for a sibling stage, whose extents may be smaller than the main stage's
+ * (a phase has a row fewer, a kernel tap fewer): tiles, vectors and unroll depths clamped
+ * to them; the weight is packed for the main stage only. */
+static void conv_fit(const conv_plan *q, pk_schedule *s, const int64_t *v, int64_t *out) {
+  const pk_stage *st = pk_sched_find_stage(s, q->n.stage);
+  const int64_t *shape = st->tensor->shape;
+  memcpy(out, v, CV_NKNOBS * sizeof *out);
+  if (out[CV_TILE_OC] > shape[q->oc]) out[CV_TILE_OC] = shape[q->oc];
+  if (q->h >= 0 && out[CV_TILE_H] > shape[q->h]) out[CV_TILE_H] = shape[q->h];
+  if (out[CV_TILE_W] > shape[q->w]) out[CV_TILE_W] = shape[q->w];
+  if (out[CV_VECTOR] > out[CV_TILE_W]) out[CV_VECTOR] = out[CV_TILE_W];
+  if (out[CV_VECTOR] < 2) out[CV_VECTOR] = 1;
+  out[CV_PACK_W] = 0;
+  const char *k = q->n.k[q->n.orders[v[CV_REDUCE_ORDER]][q->n.nreduce - 1]];
+  const pk_iter *it = pk_sched_find_iter(st, k);
+  if (it && out[CV_UNROLL_K] > it->extent) out[CV_UNROLL_K] = it->extent <= 64 ? 0 : 1;
+}
+
+/* rfactor_threads T: the longest reduction split T ways first (space_thread_rfactor); the
+ * tile is then shaped in T.rf, whose lanes run as the parallel loop outside it, and T sums
+ * the T partial results. */
+static pk_status conv_apply_threads(const conv_plan *p, pk_schedule *s, const int64_t *v) {
+  conv_plan q = *p;
+  int64_t w[CV_NKNOBS];
+  memcpy(w, v, sizeof w);
+  SPACE_TRY(space_thread_rfactor(s, &p->n, v[CV_RFACTOR_THREADS], &q.n));
+  q.oc++, q.w++; /* the lane is root 0 */
+  if (q.h >= 0) q.h++;
+  q.lanes_first = true;
+  const pk_stage *st = pk_sched_find_stage(s, q.n.stage);
+  const pk_iter *k = pk_sched_find_iter(st, q.n.k[q.n.orders[v[CV_REDUCE_ORDER]][q.n.nreduce - 1]]);
+  if (k && w[CV_UNROLL_K] > k->extent) w[CV_UNROLL_K] = k->extent <= 64 ? 0 : 1;
+  return conv_apply_stage(&q, s, w);
+}
+
+static pk_status conv_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
+  const conv_plan *p = sp->plan;
+  if (v[CV_RFACTOR_THREADS]) SPACE_TRY(conv_apply_threads(p, s, v));
+  else SPACE_TRY(conv_apply_stage(p, s, v));
+  for (int i = 0; i < p->nsib; i++) {
+    conv_plan q = *p;
+    int64_t w[CV_NKNOBS];
+    q.n = p->sib[i];
+    q.weight = NULL;
+    conv_fit(&q, s, v, w);
+    SPACE_TRY(conv_apply_stage(&q, s, w));
+  }
   for (int i = 0; i < p->n.nother; i++) {
     const pk_stage *st = pk_sched_find_stage(s, p->n.other[i]);
-    if (st) SPACE_TRY(space_schedule_injective(s, st, v[CV_VECTOR], 1, v[CV_PARALLEL] != 0, false, false));
+    bool sibling = false; /* shaped above (after cache_write, a copy that looks injective) */
+    for (int j = 0; j < p->nsib; j++) sibling |= !strcmp(p->n.other[i], p->sib[j].stage);
+    if (st && !sibling) SPACE_TRY(space_schedule_injective(s, st, v[CV_VECTOR], 1, v[CV_PARALLEL] != 0, false, false));
   }
   return PK_OK;
 }
@@ -186,6 +255,14 @@ static bool conv_preset(const pk_space *sp, int64_t *v) {
   v[CV_CACHE_WRITE] = 1;
   v[CV_UNROLL] = 1;
   v[CV_UNROLL_K] = 0;
+  /* small outputs (a depthwise dW: (C, 1, 3, 3)): the most the shape allows, and the
+   * reduction split across threads when the channel tiles are fewer than the cores */
+  const conv_plan *p = sp->plan;
+  v[CV_TILE_OC] = space_pick(sp, CV_TILE_OC, 4);
+  v[CV_TILE_W] = space_pick(sp, CV_TILE_W, 2 * (int64_t)sp->lanes);
+  v[CV_VECTOR] = space_pick(sp, CV_VECTOR, v[CV_TILE_W]);
+  int64_t oc = space_stage_extent(sp, p->n.stage, p->oc);
+  v[CV_RFACTOR_THREADS] = space_thread_preset(sp, CV_RFACTOR_THREADS, (oc + v[CV_TILE_OC] - 1) / v[CV_TILE_OC]);
   return true;
 }
 

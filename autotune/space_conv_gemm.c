@@ -17,16 +17,21 @@
 
 enum {
   CG_TILE_ROWS, CG_TILE_V, CG_VECTOR, CG_CACHE_WRITE, CG_PACK, CG_REDUCE_ORDER, CG_ORDER,
-  CG_UNROLL, CG_UNROLL_K, CG_PARALLEL, CG_NKNOBS
+  CG_UNROLL, CG_UNROLL_K, CG_PARALLEL, CG_RFACTOR_THREADS, CG_NKNOBS
 };
 
 typedef struct gemm_plan {
   space_names n;
   int v, r;           /* dims: vector lanes, register rows (-1: none) */
   int64_t ev, er;     /* their extents (er 1 without rows) */
-  const char *packed; /* the operand read at bare V ("t1") */
+  const char *packed; /* the operand read at bare V ("t1"); NULL: not packed (siblings) */
   int packed_dim;
+  int nsib;           /* stages shaped like this one (a strided dX's phases): same knobs */
+  space_names *sib;
+  bool lanes_first;   /* n.root[0] is the lane of a thread-split reduction (parallel) */
 } gemm_plan;
+
+#define CG_MAX_SIBLINGS 16
 
 /* The product of a sum: sum(a * b) or sum(select(c, a * b, 0)) (a transposed window's
  * guard); *guard gets c or NULL. */
@@ -102,6 +107,10 @@ static pk_status gemm_init(pk_space *sp) {
   gemm_plan *p = pk_alloc(sp->ctx, sizeof *p);
   if (!choose_axes(sp, t, mul, guard, p)) return PK_ERR_UNSUPPORTED;
   space_names_of(sp, t, &p->n);
+  const pk_te_tensor *sibs[CG_MAX_SIBLINGS];
+  p->nsib = space_sibling_stages(prog, t, sibs, CG_MAX_SIBLINGS);
+  p->sib = pk_alloc(sp->ctx, (size_t)(p->nsib ? p->nsib : 1) * sizeof *p->sib);
+  for (int i = 0; i < p->nsib; i++) space_names_of(sp, sibs[i], &p->sib[i]);
   sp->plan = p;
 
   int64_t EV = p->ev = t->shape[p->v], ER = p->er = p->r >= 0 ? t->shape[p->r] : 1;
@@ -122,6 +131,9 @@ static pk_status gemm_init(pk_space *sp) {
   space_add_knob(sp, "unroll", (int64_t[]){0, 1}, 2);
   space_add_knob(sp, "unroll_k", (int64_t[]){1, 2, 4, 0}, 4);
   space_add_knob(sp, "parallel", (int64_t[]){0, 1}, sp->opts.allow_parallel ? 2 : 1);
+  /* weight gradients of few channels (space_thread_values); not with siblings */
+  space_add_knob(sp, "rfactor_threads", v, p->nsib ? 1 : space_thread_values(sp, t, v));
+  sp->knobs[CG_RFACTOR_THREADS].added_later = true;
   PK_ASSERT(sp->nknobs == CG_NKNOBS);
   return PK_OK;
 }
@@ -156,11 +168,12 @@ static pk_status split_tile(const gemm_plan *p, pk_schedule *s, const char *stag
  * then V.o, then the other dims, each a single point of the tile. */
 static int outer_loops(const gemm_plan *p, pk_schedule *s, const int64_t *v, const char **out) {
   int n = 0;
+  if (p->lanes_first) out[n++] = p->n.root[0]; /* the threads' partial sums, in parallel */
   const char *R = p->r >= 0 ? p->n.root[p->r] : NULL, *V = p->n.root[p->v];
   if (v[CG_ORDER] == 1 && R) out[n++] = N_(R, ".o");
   out[n++] = N_(V, ".o");
   if (v[CG_ORDER] == 0 && R) out[n++] = N_(R, ".o");
-  for (int d = 0; d < p->n.ndim; d++)
+  for (int d = p->lanes_first ? 1 : 0; d < p->n.ndim; d++)
     if (d != p->v && d != p->r) out[n++] = p->n.root[d];
   return n;
 }
@@ -184,10 +197,10 @@ static pk_status shape_acc(const gemm_plan *p, pk_schedule *s, const char *stage
   return PK_OK;
 }
 
-static pk_status gemm_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
-  const gemm_plan *p = sp->plan;
+/* Shapes the accumulating stage p->n.stage (the main one or a sibling). */
+static pk_status gemm_apply_stage(const gemm_plan *p, pk_schedule *s, const int64_t *v) {
   const char *T = p->n.stage;
-  if (v[CG_PACK]) {
+  if (v[CG_PACK] && p->packed) {
     const char *readers[] = {T};
     SPACE_TRY(pk_sched_cache_read(s, p->packed, "ws", 1, readers, p->packed_dim, v[CG_TILE_V]));
   }
@@ -211,10 +224,58 @@ static pk_status gemm_apply(const pk_space *sp, pk_schedule *s, const int64_t *v
     SPACE_TRY(shape_acc(p, s, T, v));
     nouter = outer_loops(p, s, v, outer);
   }
-  if (v[CG_PARALLEL]) SPACE_TRY(pk_sched_parallel(s, T, outer[0]));
+  if (v[CG_PARALLEL] || p->lanes_first) SPACE_TRY(pk_sched_parallel(s, T, outer[0]));
+  return PK_OK;
+}
+
+/* rfactor_threads T: the longest reduction split T ways first (space_thread_rfactor); the
+ * tile is shaped in T.rf, its lanes the outermost, parallel loop; T sums the partials. */
+static pk_status gemm_apply_threads(const gemm_plan *p, pk_schedule *s, const int64_t *v) {
+  gemm_plan q = *p;
+  int64_t w[CG_NKNOBS];
+  memcpy(w, v, sizeof w);
+  SPACE_TRY(space_thread_rfactor(s, &p->n, v[CG_RFACTOR_THREADS], &q.n));
+  q.v++; /* the lane is root 0 */
+  if (q.r >= 0) q.r++;
+  q.lanes_first = true;
+  const pk_stage *st = pk_sched_find_stage(s, q.n.stage);
+  const pk_iter *k = pk_sched_find_iter(st, q.n.k[q.n.orders[v[CG_REDUCE_ORDER]][q.n.nreduce - 1]]);
+  if (k && w[CG_UNROLL_K] > k->extent) w[CG_UNROLL_K] = k->extent <= 64 ? 0 : 1;
+  return gemm_apply_stage(&q, s, w);
+}
+
+/* The knob values for a sibling stage, whose extents may be smaller than the main stage's:
+ * tiles, vectors and unroll depths clamped to them; no packing. */
+static void gemm_fit(const gemm_plan *q, pk_schedule *s, const int64_t *v, int64_t *out) {
+  const pk_stage *st = pk_sched_find_stage(s, q->n.stage);
+  const int64_t *shape = st->tensor->shape;
+  memcpy(out, v, CG_NKNOBS * sizeof *out);
+  if (q->r >= 0 && out[CG_TILE_ROWS] > shape[q->r]) out[CG_TILE_ROWS] = shape[q->r];
+  if (out[CG_TILE_V] > shape[q->v]) out[CG_TILE_V] = shape[q->v];
+  if (out[CG_VECTOR] > out[CG_TILE_V]) out[CG_VECTOR] = out[CG_TILE_V];
+  if (out[CG_VECTOR] < 2) out[CG_VECTOR] = 1;
+  const char *k = q->n.k[q->n.orders[v[CG_REDUCE_ORDER]][q->n.nreduce - 1]];
+  const pk_iter *it = pk_sched_find_iter(st, k);
+  if (it && out[CG_UNROLL_K] > it->extent) out[CG_UNROLL_K] = it->extent <= 64 ? 0 : 1;
+}
+
+static pk_status gemm_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
+  const gemm_plan *p = sp->plan;
+  if (v[CG_RFACTOR_THREADS]) SPACE_TRY(gemm_apply_threads(p, s, v));
+  else SPACE_TRY(gemm_apply_stage(p, s, v));
+  for (int i = 0; i < p->nsib; i++) {
+    gemm_plan q = *p;
+    int64_t w[CG_NKNOBS];
+    q.n = p->sib[i];
+    q.packed = NULL;
+    gemm_fit(&q, s, v, w);
+    SPACE_TRY(gemm_apply_stage(&q, s, w));
+  }
   for (int i = 0; i < p->n.nother; i++) {
     const pk_stage *st = pk_sched_find_stage(s, p->n.other[i]);
-    if (st) SPACE_TRY(space_schedule_injective(s, st, v[CG_VECTOR], 1, v[CG_PARALLEL] != 0, false, false));
+    bool sibling = false; /* shaped above (after cache_write, a copy that looks injective) */
+    for (int j = 0; j < p->nsib; j++) sibling |= !strcmp(p->n.other[i], p->sib[j].stage);
+    if (st && !sibling) SPACE_TRY(space_schedule_injective(s, st, v[CG_VECTOR], 1, v[CG_PARALLEL] != 0, false, false));
   }
   return PK_OK;
 }
@@ -241,6 +302,8 @@ static bool gemm_preset(const pk_space *sp, int64_t *v) {
   v[CG_PACK] = 1;
   v[CG_UNROLL] = 1;
   v[CG_UNROLL_K] = 1;
+  /* fewer lane tiles than cores (a weight gradient of few channels): split the reduction */
+  v[CG_RFACTOR_THREADS] = space_thread_preset(sp, CG_RFACTOR_THREADS, (p->ev + v[CG_TILE_V] - 1) / v[CG_TILE_V]);
   return true;
 }
 

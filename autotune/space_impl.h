@@ -70,6 +70,17 @@ int64_t space_pick(const pk_space *sp, int k, int64_t want);
 const char *space_name(pk_schedule *s, const char *base, const char *suffix);
 /* The compute that classifies the task: the first sum of a product (matmul, conv). */
 const pk_te_tensor *space_product_stage(const pk_te_program *p);
+/* The product of a sum of products, sum(a * b) or sum(select(c, a * b, 0.0)) (a guarded
+ * window), or NULL when t is not one. */
+const pk_expr *space_sum_product(const pk_te_tensor *t);
+/* The other computes shaped like t: sums of products (possibly guarded) with t's rank and
+ * number of reduce axes, after t (the phase stages of a strided conv2d's dX, which a
+ * template shapes as it shapes t). Up to max tensors into out; returns how many. */
+int space_sibling_stages(const pk_te_program *p, const pk_te_tensor *t,
+                         const pk_te_tensor **out, int max);
+/* Extent of dim d of the compute that stage "tN" evaluates. */
+int64_t space_stage_extent(const pk_space *sp, const char *stage, int d);
+
 /* The index of the dim of READ r that is exactly the bare axis ax, or -1. */
 int space_bare_dim(const pk_expr *r, const pk_te_axis *ax);
 
@@ -92,6 +103,24 @@ typedef struct space_names {
 void space_names_of(pk_space *sp, const pk_te_tensor *t, space_names *out);
 /* Does e use axis ax anywhere? */
 bool space_uses_axis(const pk_expr *e, const pk_te_axis *ax);
+
+/* ---- reductions split across threads (weight gradients: few outputs, long sums) ----
+ * The values of an rfactor_threads knob: 0 (off), then 2, 4, 8 up to t's longest reduce
+ * axis, when the space may run loops in parallel and t has at most as many elements as
+ * its reduction is long (all reduce extents multiplied); into out, returning how many. */
+int space_thread_values(const pk_space *sp, const pk_te_tensor *t, int64_t *out);
+/* What a preset takes for knob k (rfactor_threads): 0 when the loop the template runs in
+ * parallel has at least as many iterations as the target has cores (cores from the target
+ * description; 4 when it does not say), else the knob's value nearest the core count. */
+int64_t space_thread_preset(const pk_space *sp, int k, int64_t parallel_extent);
+/* Splits the longest reduce axis of n->stage by threads and rfactors the inner part, so
+ * "<stage>.rf" computes `threads` partial results (its last dim, each from every
+ * threads-th point of that axis) and <stage> sums them. out gets the names of the .rf
+ * stage as the template's plan names stages, with the lane as root 0, then the stage's
+ * roots, the split axis replaced by its outer part among the reduce roots (same order
+ * indices), and no other stages. PK_ERR_SCHEDULE when the axis is shorter than threads. */
+pk_status space_thread_rfactor(pk_schedule *s, const space_names *n, int64_t threads,
+                               space_names *out);
 
 /* ---- shared with the tuners and space_extern.c ---- */
 void space_extern_init(pk_space *sp);

@@ -10,7 +10,8 @@
 
 enum {
   MM_TILE_M, MM_TILE_N, MM_VECTOR, MM_CACHE_WRITE, MM_PACK_B, MM_PACK_A, MM_ORDER,
-  MM_K_UNROLL, MM_K_BLOCK, MM_UNROLL, MM_RFACTOR, MM_PARALLEL, MM_VECTOR_ROWS, MM_NKNOBS
+  MM_K_UNROLL, MM_K_BLOCK, MM_UNROLL, MM_RFACTOR, MM_PARALLEL, MM_VECTOR_ROWS,
+  MM_RFACTOR_THREADS, MM_NKNOBS
 };
 
 typedef struct matmul_plan {
@@ -24,6 +25,8 @@ typedef struct matmul_plan {
   bool b_strided_n;          /* B's n dim is not its innermost ("NT"): columns are strided */
   int nother;
   const char *other[64];     /* the other computes (an epilogue such as a ReLU) */
+  int ndim;                  /* of the product stage */
+  const char *lanes;         /* rfactor_threads: T.rf's lane root, the parallel loop */
 } matmul_plan;
 
 /* An operand read at the bare axis, and the dim where: what cache_read packs by. */
@@ -60,6 +63,7 @@ static pk_status matmul_init(pk_space *sp) {
   p->nreduce = t->body->naxes;
   for (int r = 0; r < p->nreduce; r++) p->k[r] = pk_strdup(ctx, st->root[t->ndim + r]->name);
   p->k_extent = st->root[t->ndim]->extent;
+  p->ndim = t->ndim;
   for (int i = 0; i < s0->nstages && p->nother < 64; i++)
     if (strcmp(s0->stages[i]->name, p->stage) != 0) p->other[p->nother++] = pk_strdup(ctx, s0->stages[i]->name);
   pk_ctx_free(tmp);
@@ -102,6 +106,9 @@ static pk_status matmul_init(pk_space *sp) {
   space_add_knob(sp, "parallel", (int64_t[]){0, 1}, sp->opts.allow_parallel ? 2 : 1);
   space_add_knob(sp, "vector_rows", (int64_t[]){0, 1}, rows_too ? 2 : 1);
   sp->knobs[MM_VECTOR_ROWS].added_later = true;
+  /* weight gradients (a linear layer's dW sums over every token): space_thread_values */
+  space_add_knob(sp, "rfactor_threads", v, space_thread_values(sp, t, v));
+  sp->knobs[MM_RFACTOR_THREADS].added_later = true;
   PK_ASSERT(sp->nknobs == MM_NKNOBS);
   return PK_OK;
 }
@@ -261,8 +268,7 @@ static pk_status matmul_rows_check(pk_schedule *s, const int64_t *v) {
   return PK_OK;
 }
 
-static pk_status matmul_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
-  const matmul_plan *p = sp->plan;
+static pk_status matmul_apply_plan(const matmul_plan *p, pk_schedule *s, const int64_t *v) {
   const char *T = p->stage;
   const char *readers[] = {T};
   int64_t MR = v[MM_TILE_M], NR = v[MM_TILE_N], V = v[MM_VECTOR];
@@ -290,6 +296,11 @@ static pk_status matmul_apply(const pk_space *sp, pk_schedule *s, const int64_t 
     return matmul_epilogue(p, s, v);
   }
   if (local) SPACE_TRY(pk_sched_cache_write(s, T, "local"));
+  if (p->lanes) { /* T.rf: the lanes outermost (cache_write has to come first) */
+    const char *order[PK_TE_MAX_DIMS + 1] = {p->lanes};
+    for (int d = 0; d < p->ndim; d++) order[d + 1] = pk_sprintf(s->ctx, "i%d", d);
+    SPACE_TRY(pk_sched_reorder(s, T, p->ndim + 1, order));
+  }
   SPACE_TRY(pk_sched_tile(s, T, p->m, p->n, MR, NR));
   /* C's copy-out walks the tile with its vectors innermost, like the accumulation */
   if (v[MM_ORDER] == 0 || rows) {
@@ -307,8 +318,52 @@ static pk_status matmul_apply(const pk_space *sp, pk_schedule *s, const int64_t 
   } else {
     SPACE_TRY(matmul_direct(p, s, v, outer));
   }
-  if (v[MM_PARALLEL]) SPACE_TRY(pk_sched_parallel(s, T, outer[0]));
+  if (p->lanes) SPACE_TRY(pk_sched_parallel(s, T, p->lanes)); /* one partial sum per thread */
+  else if (v[MM_PARALLEL]) SPACE_TRY(pk_sched_parallel(s, T, outer[0]));
   return matmul_epilogue(p, s, v);
+}
+
+/* rfactor_threads T: the longest reduction split T ways first (space_thread_rfactor); the
+ * tile is then shaped in T.rf, whose lanes are its outermost loop, run in parallel, and T
+ * sums the T partial results. */
+static pk_status matmul_apply_threads(const matmul_plan *p, pk_schedule *s, const int64_t *v) {
+  if (v[MM_RFACTOR])
+    return pk_ctx_fail(s->ctx, PK_ERR_SCHEDULE, "knobs: rfactor_threads needs rfactor 0");
+  space_names n, rfn;
+  memset(&n, 0, sizeof n);
+  n.stage = p->stage;
+  n.nreduce = p->nreduce;
+  n.norders = 1;
+  for (int r = 0; r < p->nreduce; r++) n.orders[0][r] = r;
+  SPACE_TRY(space_thread_rfactor(s, &n, v[MM_RFACTOR_THREADS], &rfn));
+  matmul_plan q = *p;
+  q.stage = rfn.stage;
+  q.local = rfn.local;
+  q.lanes = rfn.root[0];
+  q.nother = 0; /* the epilogue once, below */
+  const pk_stage *rf = pk_sched_find_stage(s, rfn.stage);
+  for (int r = 0; r < p->nreduce; r++) { /* the split axis is now its outer part */
+    const pk_iter *it = pk_sched_find_iter(rf, p->k[r]);
+    if (!it || it->reduce == false) q.k[r] = space_name(s, p->k[r], ".o");
+    else {
+      bool root = false;
+      for (int i = 0; i < rf->nroot; i++) root |= rf->root[i] == it;
+      if (!root) q.k[r] = space_name(s, p->k[r], ".o");
+    }
+  }
+  const pk_iter *k0 = pk_sched_find_iter(rf, q.k[0]);
+  PK_ASSERT(k0);
+  q.k_extent = k0->extent;
+  int64_t w[MM_NKNOBS];
+  memcpy(w, v, sizeof w);
+  if (w[MM_K_UNROLL] > q.k_extent) w[MM_K_UNROLL] = 1;
+  SPACE_TRY(matmul_apply_plan(&q, s, w));
+  return matmul_epilogue(p, s, v);
+}
+
+static pk_status matmul_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
+  const matmul_plan *p = sp->plan;
+  return v[MM_RFACTOR_THREADS] ? matmul_apply_threads(p, s, v) : matmul_apply_plan(p, s, v);
 }
 
 /* bench/hand_schedules.c: 6 rows × 2 vectors, B packed by the tile width, k outermost in
@@ -323,6 +378,10 @@ static bool matmul_preset(const pk_space *sp, int64_t *v) {
   v[MM_PACK_B] = 1;
   v[MM_K_UNROLL] = 1;
   v[MM_UNROLL] = 1;
+  /* few column tiles to run in parallel (a small weight gradient): split the reduction */
+  const matmul_plan *p = sp->plan;
+  int64_t N = space_stage_extent(sp, p->stage, p->ndim - 1);
+  v[MM_RFACTOR_THREADS] = space_thread_preset(sp, MM_RFACTOR_THREADS, (N + v[MM_TILE_N] - 1) / v[MM_TILE_N]);
   return true;
 }
 

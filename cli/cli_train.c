@@ -40,6 +40,8 @@ static const char train_help[] =
     "                          checkpoint given to --resume\n"
     "  --lr X                  base learning rate (default: the compiled one, or the\n"
     "                          checkpoint's)\n"
+    "  --warmup-steps N        linear lr warmup over N optimizer steps, then the schedule\n"
+    "                          (default: the compiled one; transformers' rule)\n"
     "  --seed S                shuffling seed (default 1)\n"
     "  --threads T             kernel threads (default 1)\n"
     "  --save W.pkw            write the trained weights (also on Ctrl-C)\n"
@@ -79,8 +81,8 @@ static const char run_help[] =
     "usage: %1$s run MODEL.pock --data FILE [options]\n"
     "\n"
     "Runs inference and prints one line per row: the predicted class (the output's first\n"
-    "maximum), then with --scores the output values; for a regression model, the output\n"
-    "values. The data has the same format as for training: its label column is read but\n"
+    "maximum; a per-token classifier prints one per token), then with --scores the output\n"
+    "values; for a regression model, the output values. The data has the same format as for training: its label column is read but\n"
     "not used (fill it with 0 when unknown).\n"
     "\n"
     "options:\n"
@@ -98,7 +100,7 @@ typedef struct run_options {
   const char *prog;         /* "pock" or "pock-rt", for messages and help */
   mode mode;
   const char *model, *data, *val, *save, *metrics, *weights, *checkpoint, *resume, *key;
-  int64_t epochs, seed, threads, label_column, every, max_steps;
+  int64_t epochs, seed, threads, label_column, every, max_steps, warmup_steps;
   double lr, scale;
   bool scores;
 } run_options;
@@ -138,6 +140,7 @@ static const int_opt int_opts[] = {
     {"--threads", offsetof(run_options, threads), 1, 512, false},
     {"--checkpoint-every", offsetof(run_options, every), 1, INT64_MAX, true},
     {"--max-steps", offsetof(run_options, max_steps), 1, INT64_MAX, true},
+    {"--warmup-steps", offsetof(run_options, warmup_steps), 1, INT32_MAX, true},
     {"--label-column", offsetof(run_options, label_column), -100000, 100000, false},
 };
 
@@ -248,7 +251,7 @@ static int train(const run_options *o, pkrt_model *m, const pkrt_dataset *data,
                           .val = val, .save_path = o->save, .metrics_path = o->metrics,
                           .stop = &stop_requested, .checkpoint_path = o->checkpoint,
                           .checkpoint_every = o->every, .resume_path = o->resume,
-                          .max_steps = o->max_steps};
+                          .max_steps = o->max_steps, .warmup_steps = o->warmup_steps};
   pkrt_train_result r;
   fflush(stdout);
   if (pkrt_train_run(m, data, &t, &r) != 0) return fail(o, "%s", pkrt_model_error(m));
@@ -268,15 +271,19 @@ static int predict(const run_options *o, pkrt_model *m, const pkrt_dataset *d) {
     if (pkrt_model_feed(m, d, first, valid) != 0 || pkrt_model_infer(m) != 0)
       return fail(o, "%s", pkrt_model_error(m));
     const void *out = pkrt_model_output(m);
+    /* a per-token classifier ((batch, T, classes) output) predicts T classes per row */
+    int64_t tokens = classes > 0 && per_row % classes == 0 ? per_row / classes : 1;
+    int64_t width = classes > 0 && tokens > 1 ? classes : per_row;
     for (int64_t r = 0; r < valid; r++) {
-      int64_t best = 0;
-      double bv = -INFINITY;
-      for (int64_t c = 0; c < per_row; c++) {
-        double v = f64 ? ((const double *)out)[r * per_row + c]
-                       : ((const float *)out)[r * per_row + c];
-        if (v > bv) bv = v, best = c;
+      for (int64_t tk = 0; tk < tokens; tk++) {
+        int64_t best = 0, at = r * per_row + tk * width;
+        double bv = -INFINITY;
+        for (int64_t c = 0; c < width; c++) {
+          double v = f64 ? ((const double *)out)[at + c] : ((const float *)out)[at + c];
+          if (v > bv) bv = v, best = c;
+        }
+        if (classes > 0) printf("%s%lld", tk ? " " : "", (long long)best);
       }
-      if (classes > 0) printf("%lld", (long long)best);
       if (classes <= 0 || o->scores)
         for (int64_t c = 0; c < per_row; c++)
           printf("%s%.9g", c || classes > 0 ? " " : "",

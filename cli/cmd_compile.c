@@ -1,5 +1,6 @@
 /* cmd_compile.c — `pock compile MODEL.json [...] -o OUT.pock`: the model, its sparse-update
  * spec and the tuning database into one artifact for the runtime (driver/pk_driver.h). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,9 @@ static const char compile_help[] =
     "  --inference           forward only (no loss, no backward)\n"
     "  --optimizer sgd|adam|adamw, --lr X, --momentum X, --weight-decay X\n"
     "                        override the model file's training object\n"
+    "  --warmup-steps N      linear lr warmup over N optimizer steps, then the schedule\n"
+    "  --accum-steps K       gradient accumulation: one optimizer step per K steps (mean)\n"
+    "  --clip-global X       clip the global L2 norm of all gradients to X (0: off)\n"
     "  --print-memory        print the planned memory (peak beside the naive sum), the\n"
     "                        kernels' workspace and the backward-pass memory\n"
     "  --dump-after STAGE    print the IR after STAGE and stop; stages:\n"
@@ -77,6 +81,16 @@ static int parse_options(int argc, char **argv, pk_compile_options *o) {
           (!strcmp(a, "--momentum") && d >= 1))
         return pk_cli_usage("compile: %s needs a number (lr > 0, 0 <= momentum < 1, weight decay >= 0)", a);
       *(!strcmp(a, "--lr") ? &o->lr : !strcmp(a, "--momentum") ? &o->momentum : &o->weight_decay) = d;
+    } else if (!strcmp(a, "--warmup-steps") || !strcmp(a, "--accum-steps")) {
+      int64_t n;
+      bool acc = !strcmp(a, "--accum-steps");
+      if (!pkrt_cli_parse_i64(v, &n) || n < (acc ? 1 : 0) || n > INT32_MAX)
+        return pk_cli_usage("compile: %s needs an integer in %d..2147483647", a, acc ? 1 : 0);
+      *(acc ? &o->accum_steps : &o->warmup_steps) = n;
+    } else if (!strcmp(a, "--clip-global")) {
+      if (!pkrt_cli_parse_double(v, &d) || !(d >= 0) || d > 1e30)
+        return pk_cli_usage("compile: --clip-global needs a norm >= 0 (0: off)");
+      o->clip_global = d;
     } else {
       return pk_cli_usage("compile: unknown option '%s'", a);
     }

@@ -42,6 +42,8 @@ typedef struct pk_target {
   int vector_bytes;      /* widest vector register: 64 AVX-512F, 32 AVX, 16 SSE/NEON; 0 GPU */
   int vector_regs;       /* architectural vector registers: 32 (AVX-512, AArch64), 16 (x86) */
   int64_t l1d_bytes, l2_bytes, l3_bytes; /* per core (L3: shared); 0 where not known */
+  int cores;             /* logical CPUs the kernels' thread pool may use (/proc/cpuinfo
+                            when native); 0 where not known (cross targets) */
 } pk_target;
 
 /* Parses text (NULL: "c") for compiler cc (NULL: $CC, else "cc"; C targets only). Runs the

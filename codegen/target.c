@@ -186,6 +186,8 @@ static pk_status describe_native(pk_ctx *ctx, pk_target *t) {
   isa_from_cpuinfo(ctx, cpuinfo, have);
   set_isa(t, have);
   caches_from_sysfs(ctx, t);
+  for (const char *line = cpuinfo; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+    t->cores += !strncmp(line, "processor", 9);
   return PK_OK;
 }
 

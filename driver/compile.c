@@ -9,7 +9,7 @@
 
 pk_compile_options pk_compile_defaults(void) {
   return (pk_compile_options){.batch = 32, .target = "c", .lr = NAN, .momentum = NAN,
-                              .weight_decay = NAN};
+                              .weight_decay = NAN, .warmup_steps = -1, .clip_global = NAN};
 }
 
 static char *dump_fwd(drv_state *S) { return pk_graph_print(S->ctx, S->fwd); }

@@ -76,7 +76,11 @@ static cJSON *optimizer_json(const pk_train_spec *sp) {
   cJSON_AddNumberToObject(s, "gamma", sp->lr_sched == PK_LR_STEP ? sp->lr_gamma : 1);
   cJSON_AddNumberToObject(s, "total_steps", (double)sp->lr_total_steps);
   cJSON_AddNumberToObject(s, "min_lr", sp->lr_min);
+  if (sp->lr_warmup_steps > 0)
+    cJSON_AddNumberToObject(s, "warmup_steps", (double)sp->lr_warmup_steps);
   cJSON_AddItemToObject(o, "schedule", s);
+  /* micro-steps per optimizer step: the executor's H[3] and step count follow it */
+  if (sp->accum_steps > 1) cJSON_AddNumberToObject(o, "accum_steps", (double)sp->accum_steps);
   return o;
 }
 
@@ -126,6 +130,8 @@ pk_status drv_manifest(drv_state *S) {
   cJSON_AddStringToObject(m, "dtype", pkrt_dtype_name(g->tensors[g->output]->dtype));
   cJSON_AddNumberToObject(m, "batch", (double)g->batch);
   cJSON_AddNumberToObject(m, "classes", (double)S->info.classes);
+  if (S->spec.loss == PK_LOSS_SOFTMAX_XENT && S->spec.has_ignore_index)
+    cJSON_AddNumberToObject(m, "ignore_index", (double)S->spec.ignore_index);
 
   cJSON *r = cJSON_CreateObject();
   cJSON_AddNumberToObject(r, "arena", (double)mp->region_bytes[PK_REGION_ARENA]);

@@ -42,6 +42,9 @@ typedef struct pk_compile_options {
   double lr;
   const char *optimizer;    /* "sgd", "adam", "adamw" or NULL */
   double momentum, weight_decay;
+  int64_t warmup_steps;     /* linear lr warmup, optimizer steps (negative: keep) */
+  int64_t accum_steps;      /* gradient accumulation, >= 1 (0: keep) */
+  double clip_global;       /* > 0: global-norm clipping to this norm; 0: off (NAN: keep) */
   FILE *log;                /* progress and tables; NULL: stderr */
 } pk_compile_options;
 

@@ -30,6 +30,12 @@ pk_status drv_load(drv_state *S) {
   if (isfinite(o->lr) && o->lr >= 0) S->spec.lr = o->lr;
   if (isfinite(o->momentum) && o->momentum >= 0) S->spec.momentum = o->momentum;
   if (isfinite(o->weight_decay) && o->weight_decay >= 0) S->spec.weight_decay = o->weight_decay;
+  if (o->warmup_steps >= 0) S->spec.lr_warmup_steps = o->warmup_steps;
+  if (o->accum_steps >= 1) S->spec.accum_steps = o->accum_steps;
+  if (isfinite(o->clip_global) && o->clip_global >= 0) {
+    S->spec.clip_global = o->clip_global > 0;
+    if (o->clip_global > 0) S->spec.clip_norm = o->clip_global;
+  }
   if (!o->inference && !(S->spec.lr > 0))
     return pk_ctx_fail(S->ctx, PK_ERR_CHECK, "%s: the learning rate must be > 0 (give --lr)", o->model);
   return PK_OK;

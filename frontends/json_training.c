@@ -5,11 +5,18 @@
 #include "json_impl.h"
 
 static const char *const TRAINING_KEYS[] = {"loss", "classes", "optimizer", "lr_schedule",
-                                            "bn_mode", NULL};
+                                            "bn_mode",
+                                            /* classification with integer labels */
+                                            "ignore_index", "label_smoothing",
+                                            NULL};
 static const char *const OPTIM_KEYS[] = {"kind", "lr", "momentum", "weight_decay", "betas",
-                                         "eps", "clip_norm", "clip_global", NULL};
+                                         "eps", "clip_norm", "clip_global",
+                                         /* gradient accumulation */
+                                         "accum_steps", NULL};
 static const char *const SCHED_KEYS[] = {"kind", "step_size", "gamma", "total_steps",
-                                         "min_lr", NULL};
+                                         "min_lr",
+                                         /* linear warmup before the schedule */
+                                         "warmup_steps", NULL};
 
 /* Refuses `key` in obj with a message saying what it is for. */
 static pk_status fe_not_here(pk_fe *f, const char *where, const cJSON *obj, const char *key,
@@ -42,6 +49,8 @@ static pk_status fe_optimizer(pk_fe *f, const cJSON *o, pk_train_spec *t) {
     return s;
   if (t->clip_global && t->clip_norm <= 0)
     return pk_fe_fail(f, where, "clip_global needs clip_norm > 0");
+  if ((s = pk_fe_int(f, where, o, "accum_steps", false, 1, INT32_MAX, &t->accum_steps)))
+    return s;
   if (t->optim == PK_OPTIM_SGD) {
     if ((s = fe_not_here(f, where, o, "betas", "applies to adam and adamw only")) ||
         (s = fe_not_here(f, where, o, "eps", "applies to adam and adamw only")))
@@ -101,11 +110,18 @@ static pk_status fe_schedule(pk_fe *f, const cJSON *o, pk_train_spec *t) {
       return s;
     if (t->lr_min > t->lr)
       return pk_fe_fail(f, where, "min_lr %g is above the optimizer's lr %g", t->lr_min, t->lr);
+    if ((s = pk_fe_int(f, where, o, "warmup_steps", false, 0, INT32_MAX, &t->lr_warmup_steps)))
+      return s;
+    if (t->lr_warmup_steps > 0 && t->lr_total_steps <= t->lr_warmup_steps)
+      return pk_fe_fail(f, where, "total_steps %lld must exceed warmup_steps %lld (the cosine "
+                        "runs over the steps after the warmup)", (long long)t->lr_total_steps,
+                        (long long)t->lr_warmup_steps);
+    return PK_OK;
   } else {
     return pk_fe_fail(f, where, "kind %s is not constant, step or cosine",
                       pk_fe_quote(f, kind));
   }
-  return PK_OK;
+  return pk_fe_int(f, where, o, "warmup_steps", false, 0, INT32_MAX, &t->lr_warmup_steps);
 }
 
 pk_status pk_fe_training(pk_fe *f, const cJSON *tr, pk_model_info *info) {
@@ -119,7 +135,8 @@ pk_status pk_fe_training(pk_fe *f, const cJSON *tr, pk_model_info *info) {
   t->eps = 1e-8;
   t->lr_sched = PK_LR_CONSTANT;
   const pk_gtensor *y = f->g->tensors[f->g->output];
-  int64_t out_classes = y->ndim == 2 ? y->shape[1] : 0;
+  /* (N, K), or (N, T, K) with a label per token */
+  int64_t out_classes = y->ndim == 2 || y->ndim == 3 ? y->shape[y->ndim - 1] : 0;
   info->has_training = tr != NULL;
   if (!tr) {
     /* No training object: classification when the output looks like (batch, classes). */
@@ -134,9 +151,10 @@ pk_status pk_fe_training(pk_fe *f, const cJSON *tr, pk_model_info *info) {
     return s;
   if (strcmp(loss, "softmax_cross_entropy") == 0) {
     t->loss = PK_LOSS_SOFTMAX_XENT;
-    if (y->ndim != 2)
+    if (y->ndim != 2 && y->ndim != 3)
       return pk_fe_fail(f, where,
-                        "loss softmax_cross_entropy needs a (batch, classes) output, %s is %s",
+                        "loss softmax_cross_entropy needs a (batch, classes) or (batch, tokens, "
+                        "classes) output, %s is %s",
                         pk_fe_quote(f, y->name), pk_fe_shape_str(f, y->ndim, y->shape));
     info->classes = out_classes;
     int64_t classes = out_classes;
@@ -145,9 +163,19 @@ pk_status pk_fe_training(pk_fe *f, const cJSON *tr, pk_model_info *info) {
     if (classes != out_classes)
       return pk_fe_fail(f, where, "classes is %lld, the output %s has %lld",
                         (long long)classes, pk_fe_quote(f, y->name), (long long)out_classes);
+    /* PyTorch's cross_entropy options; labels are integers (never one-hot) */
+    t->has_ignore_index = pk_fe_get(tr, "ignore_index") != NULL;
+    if ((s = pk_fe_int(f, where, tr, "ignore_index", false, -INT32_MAX, INT32_MAX,
+                       &t->ignore_index)) ||
+        (s = pk_fe_double(f, where, tr, "label_smoothing", false, 0, false, 1,
+                          &t->label_smoothing)))
+      return s;
   } else if (strcmp(loss, "mse") == 0) {
     t->loss = PK_LOSS_MSE;
-    if ((s = fe_not_here(f, where, tr, "classes", "applies to softmax_cross_entropy only")))
+    if ((s = fe_not_here(f, where, tr, "classes", "applies to softmax_cross_entropy only")) ||
+        (s = fe_not_here(f, where, tr, "ignore_index", "applies to softmax_cross_entropy only")) ||
+        (s = fe_not_here(f, where, tr, "label_smoothing",
+                         "applies to softmax_cross_entropy only")))
       return s;
   } else {
     return pk_fe_fail(f, where, "loss %s is not softmax_cross_entropy or mse",

@@ -183,8 +183,9 @@ typedef struct pk_train_spec {
   double momentum, weight_decay;
   double beta1, beta2, eps; /* 0: 0.9, 0.999, 1e-8 */
   double clip_norm;         /* > 0: per-tensor clipping */
-  bool clip_global;         /* global-norm clipping: needs every gradient first, so
-                               updates all run after the backward pass (no in-place order) */
+  bool clip_global;         /* global-norm clipping with clip_norm (clip_grad_norm_ over
+                               every trained param): every gradient first, then one norm,
+                               then the updates (each still in place) */
   pk_lr_sched_kind lr_sched;
   int64_t lr_step_size;     /* STEP: multiply by lr_gamma every lr_step_size steps */
   double lr_gamma;
@@ -195,6 +196,16 @@ typedef struct pk_train_spec {
    * (graph JSON "bn_mode": "train", PyTorch's model.train()) = every layer uses batch
    * statistics and updates its running stats */
   bool bn_train_all;
+  /* classification (PK_LOSS_SOFTMAX_XENT) trains with the integer-label cross_entropy op:
+   * labels are i64, one per row (prediction (N, K)) or per token ((N, T, K)) */
+  bool has_ignore_index;    /* labels equal to ignore_index weigh nothing (PyTorch's rule) */
+  int64_t ignore_index;
+  double label_smoothing;   /* [0, 1] */
+  /* optimizer features transformers' training uses */
+  int64_t lr_warmup_steps;  /* linear warmup 0 -> lr over this many optimizer steps, then
+                               the schedule (transformers' get_*_schedule_with_warmup) */
+  int64_t accum_steps;      /* 0 or 1: none; k: the optimizer steps every k-th step on the
+                               mean of the k micro-batches' gradients */
 } pk_train_spec;
 
 /* From a validated forward graph (its output = prediction) whose params were marked by
@@ -207,12 +218,17 @@ typedef struct pk_train_spec {
  * *out is a new graph; fwd is unchanged; forward tensors keep their ids. Node order:
  * forward (each slice just before its layer), the loss, then backward with the updates
  * interleaved, so forward + loss is a prefix (evaluation may run just that prefix).
- * Made-up names: labels "target", "row_weight", the "loss", "hyper"; "grad(T)" (a second
+ * Classification: the loss is cross_entropy over integer labels "target" (i64, the
+ * prediction's shape without its class dim; padding rows of a partial batch are fed -1,
+ * which the op ignores) and there is no "row_weight"; mse keeps float targets and row
+ * weights. Made-up names: labels "target", "row_weight", the "loss", "hyper"; "grad(T)" (a second
  * contribution "grad(T)#2", summed by node "accumulate(grad(T))"); slices "X[:, :S]" (of a
  * rank-3 batch_matmul input, sliced on its last axis: "X[..., :S]") and
  * weight views "W[:, :S]"; state "opt.m(W)", "opt.v(W)"; in-place outputs "opt.m(W)'",
- * "W'"; nodes "loss", "grad(NODE).INPUT", "slice(X)", "update(W)". PK_ERR_UNSUPPORTED for
- * clip_global (global-norm clipping).
+ * "W'"; nodes "loss", "grad(NODE).INPUT", "slice(X)", "update(W)". Accumulation
+ * (accum_steps > 1) adds state "opt.acc(W)" and nodes "accumulate(W)" (in place), which the
+ * update then reads; clip_global adds "sumsq(W)" (mul "square(W)" + sum), their sum
+ * "grad_norm_sq" (chain "grad_norm_sq#k"), and "clip(W)" before each update.
  * batch_norm layers get their mode (spec->bn_train_all); each in training mode gets a
  * batch_norm_stats node "update(NODE.stats)" (phase UPDATE) writing its running stats in
  * place ("RM'", "RV'"); its running stats must then be buffers. */

@@ -8,28 +8,43 @@
 
 #define CHECKF(...) pk_ctx_fail(ctx, PK_ERR_CHECK, "graph: " __VA_ARGS__)
 
-/* Labels and the loss node. The labels share the prediction's dtype and batch dim. */
+/* Labels and the loss node. Classification: integer labels (i64, the prediction's shape
+ * without the class dim) and cross_entropy, whose ignored labels (-1 outside [0, K), and
+ * ignore_index) also make a partial batch's padding rows weigh nothing; mse: float targets
+ * shaped like the prediction and row weights (1/valid, 0 for padding). */
 static pk_status add_loss(pk_graph *g, const pk_train_spec *spec, int *loss_node) {
   pk_ctx *ctx = g->ctx;
   const pk_gtensor *z = g->tensors[g->output];
-  pk_op_kind op = spec->loss == PK_LOSS_MSE ? PK_OP_MSE_LOSS : PK_OP_SOFTMAX_CROSS_ENTROPY;
   if (spec->loss != PK_LOSS_MSE && spec->loss != PK_LOSS_SOFTMAX_XENT)
     return CHECKF("unknown loss kind %d", (int)spec->loss);
-  if (op == PK_OP_SOFTMAX_CROSS_ENTROPY && z->ndim != 2)
-    return CHECKF("softmax_cross_entropy needs a prediction of shape (N, K); '%s' has rank %d",
-                  z->name, z->ndim);
-  g->target = pk_graph_push_tensor(g, pk_graph_unique_name(g, "target"), PK_ROLE_LABEL,
-                                   z->dtype, z->ndim, z->shape);
-  g->row_weight = pk_graph_push_tensor(g, pk_graph_unique_name(g, "row_weight"), PK_ROLE_LABEL,
-                                       z->dtype, 1, z->shape);
-  int in[3] = {g->output, g->target, g->row_weight};
+  bool xent = spec->loss == PK_LOSS_SOFTMAX_XENT;
+  pk_op_kind op = xent ? PK_OP_CROSS_ENTROPY : PK_OP_MSE_LOSS;
+  if (xent && z->ndim != 2 && z->ndim != 3)
+    return CHECKF("cross-entropy needs a prediction of shape (N, K) or (N, T, K); '%s' has "
+                  "rank %d", z->name, z->ndim);
+  pk_op_attrs a = {.has_ignore_index = spec->has_ignore_index,
+                   .ignore_index = spec->ignore_index,
+                   .label_smoothing = spec->label_smoothing};
+  int in[3], nin = xent ? 2 : 3;
+  in[0] = g->output;
+  if (xent) {
+    g->target = pk_graph_push_tensor(g, pk_graph_unique_name(g, "target"), PK_ROLE_LABEL,
+                                     PKRT_DTYPE_I64, z->ndim - 1, z->shape);
+  } else {
+    g->target = pk_graph_push_tensor(g, pk_graph_unique_name(g, "target"), PK_ROLE_LABEL,
+                                     z->dtype, z->ndim, z->shape);
+    g->row_weight = pk_graph_push_tensor(g, pk_graph_unique_name(g, "row_weight"),
+                                         PK_ROLE_LABEL, z->dtype, 1, z->shape);
+    in[2] = g->row_weight;
+  }
+  in[1] = g->target;
   pk_op_params prm;
-  pk_graph_params_of(g, 3, in, NULL, &prm);
+  pk_graph_params_of(g, nin, in, xent ? &a : NULL, &prm);
   pk_te_program *prog;
   pk_status s = pk_op_build(ctx, op, &prm, &prog);
   if (s != PK_OK) return pk_graph_refail(ctx, s, pk_sprintf(ctx, "loss on '%s'", z->name));
-  *loss_node = pk_graph_push_prog(g, "loss", PK_GNODE_OP, op, &prm, -1, PK_PHASE_LOSS, prog, 3,
-                                  in, "loss", PK_ROLE_ACTIVATION, &g->loss);
+  *loss_node = pk_graph_push_prog(g, "loss", PK_GNODE_OP, op, &prm, -1, PK_PHASE_LOSS, prog,
+                                  nin, in, "loss", PK_ROLE_ACTIVATION, &g->loss);
   return PK_OK;
 }
 
@@ -136,13 +151,92 @@ static int add_state(pk_graph *g, const char *what, const pk_gtensor *w, int lik
                               PK_ROLE_OPT_STATE, lt->dtype, lt->ndim, lt->shape);
 }
 
+/* One optimizer-side node of a single result (accumulate, square, sum, add, clip):
+ * result named out_name with role; in place over `base` when base >= 0. */
+static pk_status push_opt_node(pk_graph *g, const char *name, pk_op_kind op,
+                               const pk_op_attrs *a, int nin, const int *in,
+                               const char *out_name, pk_tensor_role role, int base, int *out) {
+  pk_op_params prm;
+  pk_graph_params_of(g, nin, in, a, &prm);
+  pk_te_program *prog;
+  pk_status s = pk_op_build(g->ctx, op, &prm, &prog);
+  if (s != PK_OK) return pk_graph_refail(g->ctx, s, name);
+  if (base < 0) {
+    pk_graph_push_prog(g, name, PK_GNODE_OP, op, &prm, -1, PK_PHASE_UPDATE, prog, nin, in,
+                       pk_graph_unique_name(g, out_name), role, out);
+    return PK_OK;
+  }
+  int o = inplace_output(g, out_name, role, base, base);
+  pk_graph_push_node(g, name, PK_GNODE_OP, op, &prm, -1, PK_PHASE_UPDATE, prog, nin, in, 1, &o);
+  *out = o;
+  return PK_OK;
+}
+
+/* The gradient each update reads, eff[w] (from tb->grad[w]): with accum_steps k > 1 the
+ * group mean in a persistent accumulator (grad_accumulate, in place); with clip_global,
+ * that scaled by min(1, c / (|all gradients|_2 + 1e-6)): every gradient is computed
+ * before the norm, and the norm before any update reads a clipped gradient, so the
+ * updates (anchored after their gradient's producer) all follow it. */
+static pk_status add_grad_prep(train_build *tb, const bool *trains, int *eff) {
+  pk_graph *g = tb->g;
+  pk_ctx *ctx = g->ctx;
+  const pk_train_spec *sp = tb->spec;
+  pk_status s;
+  for (int w = 0; w < tb->n0; w++) eff[w] = trains[w] ? tb->grad[w] : -1;
+  if (sp->accum_steps > 1) {
+    pk_op_attrs a = {.accum_steps = sp->accum_steps};
+    for (int w = 0; w < tb->n0; w++) {
+      if (!trains[w]) continue;
+      const pk_gtensor *wt = g->tensors[w];
+      int acc = add_state(g, "opt.acc", wt, tb->view[w] >= 0 ? tb->view[w] : w);
+      int in[3] = {acc, eff[w], g->hyper};
+      if ((s = push_opt_node(g, pk_sprintf(ctx, "accumulate(%s)", wt->name),
+                             PK_OP_GRAD_ACCUMULATE, &a, 3, in,
+                             pk_sprintf(ctx, "%s'", g->tensors[acc]->name), PK_ROLE_OPT_STATE,
+                             acc, &eff[w])) != PK_OK)
+        return s;
+    }
+  }
+  if (!sp->clip_global) return PK_OK;
+  int total = -1;
+  for (int w = 0; w < tb->n0; w++) {
+    if (!trains[w]) continue;
+    const char *wn = g->tensors[w]->name;
+    int sq, ss, in2[2] = {eff[w], eff[w]};
+    pk_op_attrs all = {.naxes = 0};
+    if ((s = push_opt_node(g, pk_sprintf(ctx, "square(%s)", wn), PK_OP_MUL, NULL, 2, in2,
+                           pk_sprintf(ctx, "square(%s)", wn), PK_ROLE_TEMP, -1, &sq)) ||
+        (s = push_opt_node(g, pk_sprintf(ctx, "sumsq(%s)", wn), PK_OP_SUM, &all, 1, &sq,
+                           pk_sprintf(ctx, "sumsq(%s)", wn), PK_ROLE_TEMP, -1, &ss)))
+      return s;
+    if (total < 0) {
+      total = ss;
+      continue;
+    }
+    int in[2] = {total, ss};
+    if ((s = push_opt_node(g, pk_sprintf(ctx, "grad_norm_sq(%s)", wn), PK_OP_ADD, NULL, 2, in,
+                           "grad_norm_sq", PK_ROLE_TEMP, -1, &total)))
+      return s;
+  }
+  pk_op_attrs c = {.clip_norm = sp->clip_norm};
+  for (int w = 0; total >= 0 && w < tb->n0; w++) {
+    if (!trains[w]) continue;
+    const char *wn = g->tensors[w]->name;
+    int in[2] = {eff[w], total};
+    if ((s = push_opt_node(g, pk_sprintf(ctx, "clip(%s)", wn), PK_OP_CLIP_GRAD_NORM, &c, 2, in,
+                           pk_sprintf(ctx, "clip(grad(%s))", wn), PK_ROLE_GRADIENT, -1,
+                           &eff[w])))
+      return s;
+  }
+  return PK_OK;
+}
+
 /* optimizer(W, G, M[, V], H) -> [stages,] M'[, V'], W' */
-static pk_status add_update(train_build *tb, int w) {
+static pk_status add_update(train_build *tb, int w, int G) {
   pk_graph *g = tb->g;
   pk_ctx *ctx = g->ctx;
   const pk_train_spec *sp = tb->spec;
   const pk_gtensor *wt = g->tensors[w];
-  int G = tb->grad[w];
   int wv = tb->view[w] >= 0 ? tb->view[w] : w;
   bool adam = sp->optim != PK_OPTIM_SGD;
   pk_op_kind op = adam ? PK_OP_ADAMW_UPDATE : PK_OP_SGD_UPDATE;
@@ -150,7 +244,10 @@ static pk_status add_update(train_build *tb, int w) {
   int v = adam ? add_state(g, "opt.v", wt, wv) : -1;
   int in[5] = {wv, G, m, adam ? v : g->hyper, g->hyper};
   int nin = adam ? 5 : 4;
-  pk_op_attrs a = {.weight_decay = sp->weight_decay, .clip_norm = sp->clip_norm};
+  /* global clipping already scaled G (clip_grad_norm) */
+  pk_op_attrs a = {.weight_decay = sp->weight_decay,
+                   .clip_norm = sp->clip_global ? 0 : sp->clip_norm,
+                   .accum_steps = sp->accum_steps > 1 ? sp->accum_steps : 0};
   if (adam) {
     a.beta1 = sp->beta1;
     a.beta2 = sp->beta2;
@@ -200,7 +297,7 @@ static bool trains(const pk_graph *g, int t) {
  * train_all) and rebuilds its program; the stages are the same in both modes, so its
  * output tensors stay. Each layer in training mode updates its running stats, which must
  * then be buffers, and reads the step's H (made here when needed): the executor sets
- * H[3] = 1 to evaluate, so the artifact's eval and infer plans use the running stats. */
+ * H[3] = -1 to evaluate, so the artifact's eval and infer plans use the running stats. */
 static pk_status set_bn_modes(pk_graph *g, int nfwd, bool train_all, bool eval) {
   pk_ctx *ctx = g->ctx;
   for (int k = 0; k < nfwd; k++) {
@@ -214,7 +311,7 @@ static pk_status set_bn_modes(pk_graph *g, int nfwd, bool train_all, bool eval) 
                       i == 3 ? "mean" : "var", g->tensors[n->inputs[i]]->name,
                       pk_role_name(g->tensors[n->inputs[i]]->role));
     n->prm.attrs.use_running_stats = !train;
-    if (train) { /* H[3] != 0 while the executor evaluates: then the running stats */
+    if (train) { /* H[3] < 0 while the executor evaluates: then the running stats */
       if (g->hyper < 0) {
         const pk_gtensor *z = g->tensors[g->output];
         g->hyper = pk_graph_push_tensor(g, pk_graph_unique_name(g, "hyper"), PK_ROLE_HYPER,
@@ -322,13 +419,20 @@ static void order_nodes(train_build *tb, int first_update) {
 
 static pk_status check_spec(pk_ctx *ctx, const pk_train_spec *spec) {
   if (!spec) return CHECKF("no training spec");
-  if (spec->clip_global)
-    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED,
-                       "graph: global-norm gradient clipping (clip_global) is not supported yet "
-                       "(it would need every gradient before the first update); use per-tensor "
-                       "clip_norm");
+  if (spec->clip_global && !(spec->clip_norm > 0))
+    return CHECKF("global-norm clipping (clip_global) needs clip_norm > 0");
+  if (spec->accum_steps < 0 || spec->accum_steps > INT32_MAX ||
+      spec->lr_warmup_steps < 0 || spec->lr_warmup_steps > INT32_MAX)
+    return CHECKF("accum_steps and lr_warmup_steps must be in 0..%d", INT32_MAX);
+  if (spec->lr_sched == PK_LR_COSINE && spec->lr_warmup_steps > 0 &&
+      spec->lr_total_steps <= spec->lr_warmup_steps)
+    return CHECKF("cosine schedule: total_steps %lld must exceed warmup_steps %lld (the decay "
+                  "runs over the steps after the warmup)", (long long)spec->lr_total_steps,
+                  (long long)spec->lr_warmup_steps);
   if (spec->optim != PK_OPTIM_SGD && spec->optim != PK_OPTIM_ADAM && spec->optim != PK_OPTIM_ADAMW)
     return CHECKF("unknown optimizer kind %d", (int)spec->optim);
+  if (!(spec->label_smoothing >= 0 && spec->label_smoothing <= 1))
+    return CHECKF("label_smoothing %g must be in [0, 1]", spec->label_smoothing);
   const double v[] = {spec->lr, spec->momentum, spec->weight_decay, spec->beta1, spec->beta2,
                       spec->eps, spec->clip_norm};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
@@ -378,18 +482,22 @@ pk_status pk_train_build(const pk_graph *fwd, const pk_train_spec *spec, pk_grap
   if (g->hyper < 0) /* else made for batch norm's mode switch */
     g->hyper = pk_graph_push_tensor(g, pk_graph_unique_name(g, "hyper"), PK_ROLE_HYPER,
                                     z->dtype, 1, (int64_t[]){4});
-  int first_update = g->nnodes;
+  bool *trains = pk_alloc(ctx, sizeof(bool) * nt);
+  int *eff = pk_alloc(ctx, sizeof(int) * nt);
   for (int w = 0; w < tb.n0; w++) {
     const pk_gtensor *wt = g->tensors[w];
     /* a trainable param the loss does not depend on gets no gradient and no update */
-    if (wt->role != PK_ROLE_PARAM || wt->base >= 0 || !wt->trainable || tb.grad[w] < 0) continue;
-    if (wt->dtype != z->dtype)
+    trains[w] = wt->role == PK_ROLE_PARAM && wt->base < 0 && wt->trainable && tb.grad[w] >= 0;
+    if (trains[w] && wt->dtype != z->dtype)
       return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED,
                          "graph: param '%s' is %s but the model's output is %s (one dtype per "
                          "training graph)", wt->name, pkrt_dtype_name(wt->dtype),
                          pkrt_dtype_name(z->dtype));
-    if ((s = add_update(&tb, w)) != PK_OK) return s;
   }
+  if ((s = add_grad_prep(&tb, trains, eff)) != PK_OK) return s;
+  int first_update = g->nnodes;
+  for (int w = 0; w < tb.n0; w++)
+    if (trains[w] && (s = add_update(&tb, w, eff[w])) != PK_OK) return s;
   if ((s = add_bn_updates(&tb)) != PK_OK) return s;
   order_nodes(&tb, first_update);
   if ((s = pk_graph_validate(g)) != PK_OK) return s;

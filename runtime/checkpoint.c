@@ -62,8 +62,9 @@ void rt_dataset_digest(const pkrt_dataset *d, uint8_t out[PKRT_SHA256_BYTES]) {
     crypto_hash_sha256_update(&h, d->extra[k].data, (size_t)(d->extra[k].batch ? d->rows : 1) *
                                                         (size_t)d->extra[k].per_row *
                                                         pkrt_dtype_size(d->extra[k].dtype));
+  int64_t lw = d->label_width > 1 ? d->label_width : 1;
   crypto_hash_sha256_update(&h, (const unsigned char *)d->labels,
-                            (size_t)d->rows * sizeof(int32_t));
+                            (size_t)d->rows * (size_t)lw * sizeof(int32_t));
   crypto_hash_sha256_final(&h, out);
 }
 
@@ -221,7 +222,8 @@ static pkrt_status verify(pkrt_model *m, const char *path, const unsigned char *
   int64_t nsteps = (ls->rows + mf->batch - 1) / mf->batch;
   double loss_sum = get_f64(b + O_LOSS);
   if (epochs < 0 || epochs > 1000000000 || (in_epoch != 0 && in_epoch != 1) || pos < 0 ||
-      pos > nsteps || (!in_epoch && pos != 0) || seen < 0 || seen > ls->rows || correct < 0 ||
+      pos > nsteps || (!in_epoch && pos != 0) || seen < 0 ||
+      seen > ls->rows * (mf->label_width > 1 ? mf->label_width : 1) || correct < 0 ||
       correct > seen || !isfinite(loss_sum))
     return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: the training-loop position is invalid", path);
   /* The order must be a permutation, or a resumed epoch would skip or repeat rows. */

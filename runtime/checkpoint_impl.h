@@ -12,7 +12,8 @@ typedef struct rt_loop_state {
   int64_t in_epoch;        /* 1: epoch epochs_done + 1 is shuffled and `pos` steps ran */
   int64_t pos;             /* steps of that epoch already taken */
   uint64_t rng[4];         /* the shuffling PRNG, after the running epoch's shuffle */
-  double loss_sum;         /* the running epoch's sums: loss x rows, correct, rows seen */
+  double loss_sum;         /* the running epoch's sums over the labels the loss counts
+                              (rows, or tokens): loss x labels, correct, labels seen */
   int64_t correct, seen;
   int64_t rows;            /* the training set: row count and SHA-256 of its rows */
   uint8_t data_sha[PKRT_SHA256_BYTES];

@@ -8,12 +8,18 @@
 #include <string.h>
 
 #include "data_impl.h"
+#include "model_impl.h"
 #include "rt_file.h"
 
 #define MAX_DATA_FILE ((size_t)1 << 36)
 
 bool rt_data_fits(double v, pkrt_dtype dtype) {
   return isfinite(v) && (dtype != PKRT_DTYPE_F32 || fabs(v) <= FLT_MAX);
+}
+
+bool rt_label_ok(const rt_data_opts *o, int64_t v) {
+  if (o->has_ignore_index && v == o->ignore_index) return true;
+  return v >= 0 && v <= INT32_MAX && (o->classes <= 0 || v < o->classes);
 }
 
 pkrt_status rt_data_check(pkrt_ctx *rt, const char *path, const pkrt_dataset *d,
@@ -23,12 +29,17 @@ pkrt_status rt_data_check(pkrt_ctx *rt, const char *path, const pkrt_dataset *d,
     return pkrt_ctx_fail(rt, PKRT_ERR_INPUT,
                          "%s: %lld features per row, but the model's input takes %lld", path,
                          (long long)d->features, (long long)o->features);
-  for (int64_t r = 0; o->classes > 0 && r < d->rows; r++)
-    if (d->labels[r] < 0 || d->labels[r] >= o->classes)
+  int64_t lw = d->label_width > 1 ? d->label_width : 1;
+  if (o->label_width > 1 && lw != o->label_width)
+    return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: %lld labels per row, but the model takes %lld "
+                         "(a label per token)", path, (long long)lw, (long long)o->label_width);
+  for (int64_t i = 0; o->classes > 0 && i < d->rows * lw; i++)
+    if (!rt_label_ok(o, d->labels[i]))
       return pkrt_ctx_fail(rt, PKRT_ERR_INPUT,
                            "%s: row %lld: label %d is out of range for a model with %lld "
                            "classes",
-                           path, (long long)r + 1, (int)d->labels[r], (long long)o->classes);
+                           path, (long long)(i / lw) + 1, (int)d->labels[i],
+                           (long long)o->classes);
   return PKRT_OK;
 }
 
@@ -109,12 +120,13 @@ static pkrt_status csv_row(csv *C, const char *p, const char *end, int64_t line)
   if (lv != floor(lv) || lv < -2147483648.0 || lv > 2147483647.0)
     return pkrt_ctx_fail(C->rt, PKRT_ERR_INPUT, "%s:%lld: label %g is not an integer", C->path,
                          (long long)line, lv);
-  if (C->o->classes > 0 && (lv < 0 || lv >= (double)C->o->classes))
+  bool ignored = C->o->has_ignore_index && lv == (double)C->o->ignore_index;
+  if (C->o->classes > 0 && !ignored && (lv < 0 || lv >= (double)C->o->classes))
     return pkrt_ctx_fail(C->rt, PKRT_ERR_INPUT,
                          "%s:%lld: label %d is out of range for a model with %lld classes",
                          C->path, (long long)line, (int)lv, (long long)C->o->classes);
-  /* Labels are class ids, as the .npy reader requires: never negative. */
-  if (lv < 0)
+  /* Labels are class ids (or the model's ignore_index), as the .npy reader requires. */
+  if (lv < 0 && !ignored)
     return pkrt_ctx_fail(C->rt, PKRT_ERR_INPUT, "%s:%lld: label %d is not a class id", C->path,
                          (long long)line, (int)lv);
   if (C->rows == C->cap && csv_grow(C) != PKRT_OK) return PKRT_ERR_NOMEM;
@@ -205,7 +217,7 @@ pkrt_status rt_csv_parse(pkrt_ctx *rt, const char *path, const char *text, size_
     return st;
   }
   *d = (pkrt_dataset){.rows = C.rows, .features = C.ncols - 1, .dtype = o->dtype, .x = C.x,
-                      .labels = C.labels};
+                      .labels = C.labels, .label_width = 1};
   *out = d;
   return PKRT_OK;
 }
@@ -224,7 +236,8 @@ pkrt_status rt_csv_load(pkrt_ctx *rt, const char *path, const rt_data_opts *o,
 /* ---- the public loader ---- */
 
 static pkrt_status resolve(pkrt_ctx *rt, const pkrt_data_options *opts, rt_data_opts *o) {
-  *o = (rt_data_opts){.scale = 1, .label_column = -1, .dtype = PKRT_DTYPE_F32};
+  *o = (rt_data_opts){.scale = 1, .label_column = -1, .dtype = PKRT_DTYPE_F32,
+                      .label_width = 1};
   if (!opts) return PKRT_OK;
   o->scale = opts->scale != 0 ? opts->scale : 1;
   o->label_column = opts->label_column;
@@ -236,6 +249,9 @@ static pkrt_status resolve(pkrt_ctx *rt, const pkrt_data_options *opts, rt_data_
     o->features = pkrt_model_features(opts->model);
     o->model = opts->model;
     o->x_dtype = (pkrt_dtype)pkrt_model_input_dtype(opts->model, 0);
+    o->label_width = opts->model->mf.label_width > 1 ? opts->model->mf.label_width : 1;
+    o->has_ignore_index = opts->model->mf.has_ignore_index;
+    o->ignore_index = opts->model->mf.ignore_index;
     return PKRT_OK;
   }
   o->dtype = opts->dtype ? (pkrt_dtype)opts->dtype : PKRT_DTYPE_F32;
@@ -243,6 +259,12 @@ static pkrt_status resolve(pkrt_ctx *rt, const pkrt_data_options *opts, rt_data_
     return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "dataset dtype must be f32 or f64");
   o->classes = opts->classes;
   o->features = opts->features;
+  if (opts->label_width < 0 || opts->label_width > INT32_MAX)
+    return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "label_width %lld out of range",
+                         (long long)opts->label_width);
+  o->label_width = opts->label_width > 1 ? opts->label_width : 1;
+  o->has_ignore_index = opts->has_ignore_index != 0;
+  o->ignore_index = opts->ignore_index;
   return PKRT_OK;
 }
 
@@ -282,6 +304,10 @@ int pkrt_dataset_load(const char *path, const pkrt_data_options *opts, pkrt_data
     if (n >= 4 && strcmp(path + n - 4, ".npy") == 0)
       st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT,
                          "%s: give the features and the labels as X.npy:Y.npy", path);
+    else if (o.label_width > 1)
+      st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: the model takes %lld labels per row (a "
+                         "label per token): give X.npy:Y.npy with Y of shape (rows, %lld)",
+                         path, (long long)o.label_width, (long long)o.label_width);
     else
       st = rt_csv_load(rt, path, &o, &d);
   }
@@ -309,3 +335,6 @@ int64_t pkrt_dataset_features(const pkrt_dataset *d) { return d ? d->features : 
 int pkrt_dataset_dtype(const pkrt_dataset *d) { return d ? (int)d->dtype : 0; }
 const void *pkrt_dataset_x(const pkrt_dataset *d) { return d ? d->x : NULL; }
 const int32_t *pkrt_dataset_labels(const pkrt_dataset *d) { return d ? d->labels : NULL; }
+int64_t pkrt_dataset_label_width(const pkrt_dataset *d) {
+  return d ? (d->label_width > 1 ? d->label_width : 1) : 0;
+}

@@ -22,7 +22,8 @@ struct pkrt_dataset {
   int64_t rows, features;
   pkrt_dtype dtype;  /* of x: F32 or F64 (I32/I64 when the model's first input holds integers) */
   void *x;           /* rows x features, row-major, already scaled */
-  int32_t *labels;   /* rows */
+  int32_t *labels;   /* rows x label_width, row-major */
+  int64_t label_width; /* labels per row: 1, or T (per-token labels of a (N, T, K) model) */
   /* graph I/O: the model's inputs 2.. (io.inputs[1..]), in order; x is the first */
   int nextra;
   rt_dinput extra[PKRT_MAX_INPUTS - 1];
@@ -37,7 +38,13 @@ typedef struct rt_data_opts {
   int64_t features;  /* > 0: required */
   pkrt_dtype x_dtype; /* of the first input's values: 0 = dtype; I32/I64 read integers */
   const pkrt_model *model; /* when loading for a model: its inputs decide the files */
+  int64_t label_width; /* >= 1: labels per row (the model's); Y.npy is (rows, T) when > 1 */
+  bool has_ignore_index; /* a label value allowed besides class ids (the model's) */
+  int64_t ignore_index;
 } rt_data_opts;
+
+/* A label the options accept: a class id (below classes when > 0), or ignore_index. */
+RT_INTERNAL bool rt_label_ok(const rt_data_opts *o, int64_t v);
 
 /* X.npy:Y.npy (paths given separately). On success *out is a new dataset. */
 RT_INTERNAL pkrt_status rt_npy_load(pkrt_ctx *rt, const char *xpath, const char *ypath,

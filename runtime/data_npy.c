@@ -220,7 +220,12 @@ pkrt_status rt_npy_parse(pkrt_ctx *rt, const char *xpath, const void *xb, size_t
                        ypath);
   if (st == PKRT_OK && (X.ndim < 1 || X.shape[0] < 1))
     st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: features need shape (rows, ...)", xpath);
-  if (st == PKRT_OK && !(Y.ndim == 1 || (Y.ndim == 2 && Y.shape[1] == 1)))
+  /* a label per token: (rows, T) for a model taking T labels per row */
+  int64_t lw = o->label_width > 1 ? o->label_width : 1;
+  if (st == PKRT_OK && lw > 1 && !(Y.ndim == 2 && Y.shape[1] == lw))
+    st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: labels need shape (rows, %lld): the model takes "
+                       "a label per token", ypath, (long long)lw);
+  if (st == PKRT_OK && lw == 1 && !(Y.ndim == 1 || (Y.ndim == 2 && Y.shape[1] == 1)))
     st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: labels need shape (rows,) or (rows, 1)", ypath);
   if (st == PKRT_OK && Y.shape[0] != X.shape[0])
     st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s has %lld rows but %s has %lld", xpath,
@@ -237,7 +242,7 @@ pkrt_status rt_npy_parse(pkrt_ctx *rt, const char *xpath, const void *xb, size_t
     size_t es = pkrt_dtype_size(xd);
     if (d) {
       d->x = malloc((size_t)X.count * es + 1);
-      d->labels = malloc((size_t)rows * sizeof(int32_t) + 1);
+      d->labels = malloc((size_t)rows * (size_t)lw * sizeof(int32_t) + 1);
     }
     if (!d || !d->x || !d->labels)
       st = pkrt_ctx_fail(rt, PKRT_ERR_NOMEM, "%s: out of memory", xpath);
@@ -271,9 +276,9 @@ pkrt_status rt_npy_parse(pkrt_ctx *rt, const char *xpath, const void *xb, size_t
     if (o->dtype == PKRT_DTYPE_F64) ((double *)d->x)[i] = v;
     else ((float *)d->x)[i] = (float)v;
   }
-  for (int64_t r = 0; st == PKRT_OK && r < rows; r++) {
-    int64_t v = get_i(&Y, r);
-    if (v < 0 || v > INT32_MAX || (o->classes > 0 && v >= o->classes)) {
+  for (int64_t i = 0; st == PKRT_OK && i < rows * lw; i++) {
+    int64_t v = get_i(&Y, i), r = i / lw;
+    if (!rt_label_ok(o, v)) {
       st = o->classes > 0
                ? pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: row %lld: label %lld is out of range "
                                "for a model with %lld classes", ypath, (long long)r + 1,
@@ -282,13 +287,14 @@ pkrt_status rt_npy_parse(pkrt_ctx *rt, const char *xpath, const void *xb, size_t
                                ypath, (long long)r + 1, (long long)v);
       break;
     }
-    d->labels[r] = (int32_t)v;
+    d->labels[i] = (int32_t)v;
   }
   if (st != PKRT_OK) {
     pkrt_dataset_free(d);
     return st;
   }
   d->rows = rows;
+  d->label_width = lw;
   d->features = nf;
   d->dtype = xd;
   *out = d;

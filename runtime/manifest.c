@@ -342,7 +342,7 @@ static pkrt_status parse_io(parser *P, const cJSON *root, rt_manifest *mf) {
   if (!cJSON_IsObject(io)) return fail(P, "io: missing or not an object");
   struct { const char *key; int *dst; bool need; } f[] = {
       {"input", &mf->input, true},        {"output", &mf->output, true},
-      {"target", &mf->target_t, mf->train}, {"row_weight", &mf->row_weight, mf->train},
+      {"target", &mf->target_t, mf->train}, {"row_weight", &mf->row_weight, false},
       {"loss", &mf->loss, mf->train},     {"hyper", &mf->hyper, mf->train},
   };
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
@@ -353,6 +353,11 @@ static pkrt_status parse_io(parser *P, const cJSON *root, rt_manifest *mf) {
     if (v < 0) continue;
     const rt_tensor *t = &mf->tensors[v];
     if (f[i].dst == &mf->input) continue; /* io.inputs below checks every input */
+    /* integer class labels (the cross_entropy loss) */
+    if (&mf->target_t == f[i].dst && t->dtype == PKRT_DTYPE_I64 && mf->classes > 0) {
+      mf->int_labels = true;
+      continue;
+    }
     if (t->dtype != mf->dtype)
       return fail(P, "io.%s: tensor '%s' has dtype %s, the model %s", f[i].key, t->name,
                   pkrt_dtype_name(t->dtype), pkrt_dtype_name(mf->dtype));
@@ -369,17 +374,35 @@ static pkrt_status parse_io(parser *P, const cJSON *root, rt_manifest *mf) {
   }
   pkrt_status ist = parse_inputs(P, io, mf);
   if (ist != PKRT_OK) return ist;
+  if (mf->train && mf->row_weight < 0 && !mf->int_labels)
+    return fail(P, "io.row_weight: missing (needed in mode \"train\" unless the target holds "
+                "i64 class labels)");
   if (mf->row_weight >= 0 && mf->tensors[mf->row_weight].ndim != 1)
     return fail(P, "io.row_weight: tensor '%s' must have shape (batch)",
                 mf->tensors[mf->row_weight].name);
-  if (mf->target_t >= 0 && mf->classes > 0) {
+  mf->label_width = 1;
+  /* an inference artifact of a per-token classifier: output (batch, T, classes) */
+  if (mf->target_t < 0 && mf->classes > 0 && mf->output >= 0 &&
+      mf->tensors[mf->output].ndim == 3 &&
+      mf->tensors[mf->output].shape[2] == mf->classes)
+    mf->label_width = mf->tensors[mf->output].shape[1];
+  if (mf->int_labels) {
+    const rt_tensor *t = &mf->tensors[mf->target_t];
+    if (t->ndim > 2)
+      return fail(P, "io.target: tensor '%s' must have shape (batch) or (batch, tokens)",
+                  t->name);
+    mf->label_width = t->ndim == 2 ? t->shape[1] : 1;
+    if (mf->output >= 0 && mf->tensors[mf->output].numel != t->numel * mf->classes)
+      return fail(P, "io.output: tensor '%s' must have classes (%lld) elements per label",
+                  mf->tensors[mf->output].name, (long long)mf->classes);
+  } else if (mf->target_t >= 0 && mf->classes > 0) {
     const rt_tensor *t = &mf->tensors[mf->target_t];
     if (t->ndim != 2 || t->shape[1] != mf->classes)
       return fail(P, "io.target: tensor '%s' must have shape (batch, classes = %lld)", t->name,
                   (long long)mf->classes);
   }
   if (mf->output >= 0 && mf->classes > 0 && mf->tensors[mf->output].numel !=
-                                               mf->batch * mf->classes)
+                                               mf->batch * mf->classes * mf->label_width)
     return fail(P, "io.output: tensor '%s' must have batch x classes elements",
                 mf->tensors[mf->output].name);
   if (mf->loss >= 0 && mf->tensors[mf->loss].numel != 1)
@@ -442,6 +465,8 @@ static pkrt_status parse_optimizer(parser *P, const cJSON *root, rt_manifest *mf
       !get_num(P, j, "optimizer", "beta1", 0, 0.999999999, 0, 0.9, &o->beta1) ||
       !get_num(P, j, "optimizer", "beta2", 0, 0.999999999, 0, 0.999, &o->beta2))
     return P->st;
+  if (!get_int(P, j, "optimizer", "accum_steps", 1, INT32_MAX, 0, 1, &o->accum_steps))
+    return P->st;
   const cJSON *s = get(j, "schedule");
   if (!s || cJSON_IsNull(s)) return PKRT_OK;
   if (!cJSON_IsObject(s)) return fail(P, "optimizer.schedule: must be an object");
@@ -462,6 +487,8 @@ static pkrt_status parse_optimizer(parser *P, const cJSON *root, rt_manifest *mf
   } else if (strcmp(kind, "cosine") == 0) {
     o->sched = RT_SCHED_COSINE;
     if (o->total_steps < 1) return fail(P, "%s.total_steps: must be >= 1 for kind \"cosine\"", w);
+    if (o->warmup_steps > 0 && o->total_steps <= o->warmup_steps)
+      return fail(P, "%s.total_steps: must exceed warmup_steps for kind \"cosine\"", w);
   } else {
     return fail(P, "%s.kind: unknown schedule '%s' (constant, step, cosine)", w, kind);
   }
@@ -617,6 +644,11 @@ static pkrt_status parse_root(parser *P, const cJSON *root, size_t weights_bytes
     return fail(P, "dtype: '%s' (models are f32 or f64)", dt);
   if (!get_int(P, root, "", "batch", 1, INT32_MAX, 1, 0, &mf->batch) ||
       !get_int(P, root, "", "classes", 0, INT32_MAX, 1, 0, &mf->classes))
+    return P->st;
+  /* optional: the label value a classification loss ignores (PyTorch's ignore_index) */
+  mf->has_ignore_index = get(root, "ignore_index") != NULL;
+  if (mf->has_ignore_index && !get_int(P, root, "", "ignore_index", -INT32_MAX, INT32_MAX, 1,
+                                       0, &mf->ignore_index))
     return P->st;
   const cJSON *rg = get(root, "regions");
   if (!cJSON_IsObject(rg)) return fail(P, "regions: missing or not an object");

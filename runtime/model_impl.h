@@ -79,6 +79,7 @@ typedef struct rt_optimizer {
   rt_sched_kind sched;
   int64_t step_size, total_steps, warmup_steps;
   double gamma, min_lr;
+  int64_t accum_steps;          /* >= 1: training steps per optimizer step */
 } rt_optimizer;
 
 typedef struct rt_manifest {
@@ -97,6 +98,13 @@ typedef struct rt_manifest {
    * input. Without the key, the one io.input. */
   int ninputs;
   int inputs[RT_MAX_INPUTS];
+  /* Classification artifacts label rows with integers: target is i64, (batch) or
+   * (batch, T) for per-token labels (label_width = T), and has no row_weight: padding rows
+   * get label -1, which the loss ignores. Old one-hot artifacts: int_labels false. */
+  bool int_labels;
+  int64_t label_width;          /* labels per row: 1, or T */
+  bool has_ignore_index;        /* "ignore_index": a label value that is allowed and ignored */
+  int64_t ignore_index;
   int nkernels;
   rt_kernel *kernels;
   rt_optimizer opt;
@@ -149,7 +157,9 @@ struct pkrt_model {
 static inline unsigned char *rt_tensor_base(const pkrt_model *m, const rt_tensor *t) {
   return m->region[t->region] + t->offset;
 }
-/* lr_t for training step t (1, 2, ...) from the schedule. */
+/* lr_t for optimizer step t (1, 2, ...) from the schedule: linear warmup from 0 over
+ * warmup_steps (transformers' get_*_schedule_with_warmup: optimizer step t uses
+ * base * (t - 1) / warmup_steps), then the schedule over the steps after the warmup. */
 RT_INTERNAL double rt_lr_at(const rt_optimizer *o, double base_lr, int64_t t);
 /* Runs one plan's steps; errors name the plan, step, node and kernel. */
 RT_INTERNAL pkrt_status rt_plan_run(pkrt_model *m, rt_plan_kind p);

@@ -7,20 +7,29 @@
 #include "model_impl.h"
 
 double rt_lr_at(const rt_optimizer *o, double base, int64_t t) {
-  /* s = steps already taken, as PyTorch's schedulers count after each optimizer.step(). */
-  int64_t s = t > 0 ? t - 1 : 0;
+  /* s = optimizer steps already taken, as PyTorch's schedulers count after each
+   * optimizer.step(); the warmup's ramp, then the schedule over the steps after it. */
+  int64_t s = t > 0 ? t - 1 : 0, w = o->warmup_steps > 0 ? o->warmup_steps : 0;
+  if (s < w) return base * (double)s / (double)w;
+  s -= w;
   double lr = base;
   switch (o->sched) {
   case RT_SCHED_CONSTANT: break;
   case RT_SCHED_STEP: lr = base * pow(o->gamma, (double)(s / o->step_size)); break;
   case RT_SCHED_COSINE: {
-    double p = (double)(s < o->total_steps ? s : o->total_steps) / (double)o->total_steps;
+    int64_t T = o->total_steps - w; /* >= 1: the manifest checks total_steps > warmup */
+    double p = (double)(s < T ? s : T) / (double)T;
     lr = o->min_lr + (base - o->min_lr) * (1 + cos(M_PI * p)) / 2;
     break;
   }
   }
-  if (o->warmup_steps > 0 && t < o->warmup_steps) lr *= (double)t / (double)o->warmup_steps;
   return lr;
+}
+
+/* Optimizer steps are every accum_steps training steps: step t_opt (1, 2, ...) of the
+ * training step that follows `steps` taken ones, and the micro-step within its group. */
+static int64_t opt_step(const rt_optimizer *o, int64_t steps) {
+  return steps / (o->accum_steps > 1 ? o->accum_steps : 1) + 1;
 }
 
 static void store(void *base, pkrt_dtype dt, int64_t i, double v) {
@@ -32,8 +41,24 @@ static double load(const void *base, pkrt_dtype dt, int64_t i) {
   return dt == PKRT_DTYPE_F64 ? ((const double *)base)[i] : ((const float *)base)[i];
 }
 
+/* Integer labels: rows [valid, batch) of the label buffer get -1, which the loss ignores
+ * (they weigh nothing and do not count in the mean). */
+static void pad_int_labels(pkrt_model *m, int64_t valid) {
+  const rt_manifest *mf = &m->mf;
+  int64_t *tg = (int64_t *)rt_tensor_base(m, &mf->tensors[mf->target_t]);
+  for (int64_t i = valid * mf->label_width; i < mf->batch * mf->label_width; i++) tg[i] = -1;
+}
+
 static pkrt_status write_row_weights(pkrt_model *m, int64_t valid) {
   const rt_manifest *mf = &m->mf;
+  if (mf->int_labels) {
+    if (valid < 1 || valid > mf->batch)
+      return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "valid rows %lld out of range [1, %lld]",
+                           (long long)valid, (long long)mf->batch);
+    pad_int_labels(m, valid);
+    m->valid = valid;
+    return PKRT_OK;
+  }
   if (mf->row_weight < 0)
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "this model has no loss inputs (inference "
                                                 "artifact)");
@@ -60,13 +85,18 @@ int pkrt_model_set_labels(pkrt_model *m, const int32_t *labels, int64_t valid) {
                          (long long)valid, (long long)mf->batch);
   if (!labels) return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "labels is NULL");
   /* All labels are checked first: a refused batch leaves the previous one intact. */
-  for (int64_t r = 0; r < valid; r++)
-    if (labels[r] < 0 || labels[r] >= mf->classes)
+  for (int64_t r = 0; r < valid * mf->label_width; r++)
+    if ((labels[r] < 0 || labels[r] >= mf->classes) &&
+        !(mf->has_ignore_index && labels[r] == mf->ignore_index))
       return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
                            "label %d in row %lld is out of range for %lld classes",
                            (int)labels[r], (long long)r, (long long)mf->classes);
   const rt_tensor *t = &mf->tensors[mf->target_t];
   unsigned char *tg = rt_tensor_base(m, t);
+  if (mf->int_labels) { /* the labels themselves, label_width per row: no one-hot */
+    for (int64_t i = 0; i < valid * mf->label_width; i++) ((int64_t *)tg)[i] = labels[i];
+    return write_row_weights(m, valid);
+  }
   memset(tg, 0, (size_t)t->numel * pkrt_dtype_size(t->dtype));
   for (int64_t r = 0; r < valid; r++) store(tg, t->dtype, r * mf->classes + labels[r], 1.0);
   return write_row_weights(m, valid);
@@ -139,27 +169,29 @@ int pkrt_model_train_step(pkrt_model *m, double *loss) {
   const rt_manifest *mf = &m->mf;
   if (!mf->train)
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "this is an inference artifact: it cannot train");
-  int64_t t = m->steps + 1;
+  /* H = (lr, Adam's bias corrections, micro-step): with accumulation the kernels add each
+   * step's gradient and update only on the group's last micro-step */
+  int64_t t = opt_step(&mf->opt, m->steps), k = mf->opt.accum_steps > 1 ? mf->opt.accum_steps : 1;
   const rt_tensor *h = &mf->tensors[mf->hyper];
   unsigned char *hb = rt_tensor_base(m, h);
   store(hb, h->dtype, 0, rt_lr_at(&mf->opt, m->lr, t));
   store(hb, h->dtype, 1, 1 - pow(mf->opt.beta1, (double)t));
   store(hb, h->dtype, 2, 1 - pow(mf->opt.beta2, (double)t));
-  store(hb, h->dtype, 3, 0);
+  store(hb, h->dtype, 3, (double)(m->steps % k));
   pkrt_status st = rt_plan_run(m, RT_PLAN_TRAIN);
   if (st != PKRT_OK) return st;
-  m->steps = t;
+  m->steps++;
   if (loss) *loss = read_loss(m);
   return PKRT_OK;
 }
 
-/* H[3] = 1: the kernels evaluate (batch norm in training mode then normalizes with its
- * running stats); the next training step writes 0 again. */
+/* H[3] = -1: the kernels evaluate (batch norm in training mode then normalizes with its
+ * running stats); a training step writes its accumulation micro-step (>= 0) there. */
 static void set_evaluating(pkrt_model *m) {
   const rt_manifest *mf = &m->mf;
   if (mf->hyper < 0) return;
   const rt_tensor *h = &mf->tensors[mf->hyper];
-  store(rt_tensor_base(m, h), h->dtype, 3, 1);
+  store(rt_tensor_base(m, h), h->dtype, 3, -1);
 }
 
 int pkrt_model_eval_step(pkrt_model *m, double *loss) {

@@ -100,11 +100,18 @@ static pkrt_status check_fits(pkrt_model *m, const pkrt_dataset *d, const char *
                          in0 == mf->dtype ? "computes in" : "input takes", pkrt_dtype_name(in0));
   pkrt_status st = check_inputs(m, d, what);
   if (st != PKRT_OK) return st;
-  for (int64_t r = 0; r < d->rows; r++)
-    if (d->labels[r] < 0 || d->labels[r] >= mf->classes)
+  int64_t lw = d->label_width > 1 ? d->label_width : 1;
+  if (lw != mf->label_width)
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
+                         "%s: %lld labels per row, but the model takes %lld (load the dataset "
+                         "with .model set)", what, (long long)lw, (long long)mf->label_width);
+  for (int64_t i = 0; i < d->rows * lw; i++)
+    if ((d->labels[i] < 0 || d->labels[i] >= mf->classes) &&
+        !(mf->has_ignore_index && d->labels[i] == mf->ignore_index))
       return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
                            "%s: row %lld: label %d is out of range for a model with %lld classes",
-                           what, (long long)r + 1, (int)d->labels[r], (long long)mf->classes);
+                           what, (long long)(i / lw) + 1, (int)d->labels[i],
+                           (long long)mf->classes);
   return PKRT_OK;
 }
 
@@ -149,6 +156,11 @@ int pkrt_model_feed(pkrt_model *m, const pkrt_dataset *d, int64_t first, int64_t
   return PKRT_OK;
 }
 
+/* Whether the loss counts a label (cross_entropy's rule: a class id, not ignore_index). */
+static bool counted(const rt_manifest *mf, int32_t l) {
+  return l >= 0 && l < mf->classes && !(mf->has_ignore_index && l == mf->ignore_index);
+}
+
 /* Copies rows idx[0..valid) (idx NULL: rows first..first+valid) into the input, zeros the
  * padding rows, and sets the labels. */
 static pkrt_status feed(pkrt_model *m, const pkrt_dataset *d, const int64_t *idx, int64_t first,
@@ -157,22 +169,28 @@ static pkrt_status feed(pkrt_model *m, const pkrt_dataset *d, const int64_t *idx
   size_t row = (size_t)d->features * pkrt_dtype_size(d->dtype);
   unsigned char *in = rt_tensor_base(m, &mf->tensors[mf->input]);
   const unsigned char *x = d->x;
+  int64_t lw = mf->label_width;
   for (int64_t i = 0; i < valid; i++) {
     int64_t r = idx ? idx[first + i] : first + i;
     memcpy(in + (size_t)i * row, x + (size_t)r * row, row);
-    labels[i] = d->labels[r];
+    memcpy(labels + i * lw, d->labels + r * lw, sizeof(int32_t) * (size_t)lw);
   }
   if (valid < mf->batch) memset(in + (size_t)valid * row, 0, (size_t)(mf->batch - valid) * row);
   feed_extra(m, d, idx, first, valid);
   return (pkrt_status)pkrt_model_set_labels(m, labels, valid);
 }
 
-/* Rows among the first `valid` whose output argmax (first maximum) equals the label. */
-static int64_t count_correct(const pkrt_model *m, const int32_t *labels, int64_t valid) {
+/* Labels among the first `valid` rows' (label_width each) that the loss counts (*nlabels)
+ * and whose output argmax (first maximum) equals the label (returned). */
+static int64_t count_correct(const pkrt_model *m, const int32_t *labels, int64_t valid,
+                             int64_t *nlabels) {
   const rt_manifest *mf = &m->mf;
   const void *out = pkrt_model_output(m);
   int64_t k = mf->classes, correct = 0;
-  for (int64_t i = 0; i < valid; i++) {
+  *nlabels = 0;
+  for (int64_t i = 0; i < valid * mf->label_width; i++) {
+    if (!counted(mf, labels[i])) continue;
+    ++*nlabels;
     int64_t best = 0;
     double bv = -INFINITY;
     for (int64_t c = 0; c < k; c++) {
@@ -192,10 +210,10 @@ int pkrt_eval_run(pkrt_model *m, const pkrt_dataset *d, double *loss, double *ac
   const rt_manifest *mf = &m->mf;
   /* Inference artifacts have no loss: accuracy from the infer plan, loss NAN. */
   bool with_loss = mf->plans[RT_PLAN_EVAL].present && mf->loss >= 0 && mf->target_t >= 0;
-  int32_t *labels = malloc(sizeof(int32_t) * (size_t)mf->batch);
+  int32_t *labels = malloc(sizeof(int32_t) * (size_t)(mf->batch * mf->label_width));
   if (!labels) return pkrt_ctx_fail(m->rt, PKRT_ERR_NOMEM, "out of memory");
   double sum = 0;
-  int64_t correct = 0;
+  int64_t correct = 0, nlabels = 0;
   for (int64_t first = 0; first < d->rows && st == PKRT_OK; first += mf->batch) {
     int64_t valid = d->rows - first < mf->batch ? d->rows - first : mf->batch;
     double l = 0;
@@ -208,17 +226,21 @@ int pkrt_eval_run(pkrt_model *m, const pkrt_dataset *d, double *loss, double *ac
       memset(in, 0, row * (size_t)mf->batch);
       memcpy(in, (const unsigned char *)d->x + (size_t)first * row, row * (size_t)valid);
       feed_extra(m, d, NULL, first, valid);
-      memcpy(labels, d->labels + first, sizeof(int32_t) * (size_t)valid);
+      memcpy(labels, d->labels + first * mf->label_width,
+             sizeof(int32_t) * (size_t)(valid * mf->label_width));
       st = (pkrt_status)pkrt_model_infer(m);
     }
     if (st != PKRT_OK) break;
-    sum += l * (double)valid;
-    correct += count_correct(m, labels, valid);
+    /* the batch loss is the mean over its counted labels: weigh it by their count */
+    int64_t n;
+    correct += count_correct(m, labels, valid, &n);
+    sum += l * (double)n;
+    nlabels += n;
   }
   free(labels);
   if (st != PKRT_OK) return st;
-  if (loss) *loss = with_loss ? sum / (double)d->rows : NAN;
-  if (acc) *acc = (double)correct / (double)d->rows;
+  if (loss) *loss = with_loss && nlabels ? sum / (double)nlabels : NAN;
+  if (acc) *acc = nlabels ? (double)correct / (double)nlabels : NAN;
   return PKRT_OK;
 }
 
@@ -287,9 +309,11 @@ static pkrt_status run_epoch(loop *L, int epoch, double *loss, double *acc, bool
                            "saved (lower the learning rate, or check the data's scale)",
                            (long long)m->steps, epoch, l);
     L->step_ns += pkrt_now_ns() - t0;
-    ls->loss_sum += l * (double)valid;
-    ls->seen += valid;
-    ls->correct += count_correct(m, L->labels, valid);
+    /* sums over the labels the loss counts (rows; tokens for per-token labels) */
+    int64_t n, c = count_correct(m, L->labels, valid, &n);
+    ls->loss_sum += l * (double)n;
+    ls->seen += n;
+    ls->correct += c;
     ls->pos = s + 1;
     /* Counted in total steps, so resumed runs checkpoint at the same points; the epoch's
      * last step is left to the end-of-epoch checkpoint. */
@@ -320,8 +344,15 @@ static pkrt_status setup(loop *L, pkrt_train_result *r) {
   if (st == PKRT_OK && o->val) st = check_fits(m, o->val, "validation data");
   if (st == PKRT_OK && o->lr > 0) st = (pkrt_status)pkrt_model_set_lr(m, o->lr);
   if (st != PKRT_OK) return st;
+  if (o->warmup_steps < 0 || o->warmup_steps > INT32_MAX ||
+      (o->warmup_steps > 0 && m->mf.opt.sched == RT_SCHED_COSINE &&
+       m->mf.opt.total_steps <= o->warmup_steps))
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "warmup_steps %lld: must be in 0..%d and below "
+                         "the cosine schedule's total_steps (%lld)", (long long)o->warmup_steps,
+                         INT32_MAX, (long long)m->mf.opt.total_steps);
+  if (o->warmup_steps > 0) m->mf.opt.warmup_steps = o->warmup_steps;
   L->perm = malloc(sizeof(int64_t) * (size_t)L->d->rows);
-  L->labels = malloc(sizeof(int32_t) * (size_t)m->mf.batch);
+  L->labels = malloc(sizeof(int32_t) * (size_t)(m->mf.batch * m->mf.label_width));
   if (!L->perm || !L->labels) return pkrt_ctx_fail(m->rt, PKRT_ERR_NOMEM, "out of memory");
   for (int64_t i = 0; i < L->d->rows; i++) L->perm[i] = i;
   prng_seed(&L->rng, o->seed);
@@ -357,6 +388,12 @@ static void metrics_check(loop *L, int rc) {
   L->metrics = NULL;
 }
 
+/* The optimizer step the last training step belonged to (accumulation groups k steps). */
+static int64_t last_opt_step(const pkrt_model *m) {
+  int64_t k = m->mf.opt.accum_steps > 1 ? m->mf.opt.accum_steps : 1;
+  return (m->steps + k - 1) / k;
+}
+
 static void print_epoch(loop *L, int epoch, const pkrt_train_result *r, double ms) {
   const pkrt_train_options *o = L->o;
   if (!o->quiet) {
@@ -375,7 +412,7 @@ static void print_epoch(loop *L, int epoch, const pkrt_train_result *r, double m
       rc = fprintf(L->metrics, ", \"val_loss\": %.17g, \"val_acc\": %.17g", r->val_loss, r->val_acc);
     if (rc >= 0)
       rc = fprintf(L->metrics, ", \"ms_per_step\": %.6f, \"lr\": %.17g}\n", ms,
-                   rt_lr_at(&L->m->mf.opt, L->m->lr, L->m->steps));
+                   rt_lr_at(&L->m->mf.opt, L->m->lr, last_opt_step(L->m)));
     metrics_check(L, rc);
   }
 }

@@ -16,6 +16,11 @@ Output (all small; see cases.txt for the list the C test reads):
   cases.txt                      one line per case:
       case model spec optimizer lr momentum weight_decay tolerance after
   losses.txt                     per case: PyTorch's loss at each of the 10 steps
+  optim/                         a small MLP graph under the loss and optimizer options
+                                 (ignore_index, label_smoothing, clip_global, lr warmup,
+                                 gradient accumulation), 5 steps, one graph file per case
+  tokens/                        a per-token classifier (N, 8, 10) with labels (5, 4, 8)
+                                 (some ignored) and label smoothing, 5 SGD steps
   graphs/                        the same for hand-written graphs that are not
                                  nn.Sequential (a residual net, an attention block), full
                                  update over 5 steps, PyTorch running the graph itself
@@ -402,12 +407,224 @@ def generate_graphs(out_dir, only=None):
     return len(lines) - 1
 
 
+# ---- losses and optimizer features (integer labels with ignore_index and label smoothing,
+# global-norm clipping, lr warmup, gradient accumulation) on a small MLP graph ----
+OPTIM_STEPS = 5
+IGNORE = -100  # PyTorch's default ignore_index; two labels of the batches carry it
+# case: (optimizer, label_smoothing, clip_global norm (0: off), warmup_steps,
+#        schedule (kind, total_steps), accum_steps)
+OPTIM_CASES = collections.OrderedDict([
+    ("optim_xent_smooth_sgd", (SGD, 0.1, 0, 0, None, 1)),
+    ("optim_clip_global_sgd", (SGD, 0.0, 0.05, 0, None, 1)),
+    ("optim_clip_global_adamw", (ADAMW, 0.0, 0.05, 0, None, 1)),
+    ("optim_warmup_cosine_adamw", (ADAMW, 0.0, 0, 2, ("cosine", 5), 1)),
+    ("optim_warmup_constant_sgd", (SGD, 0.0, 0, 3, None, 1)),
+    ("optim_accum2_sgd", (SGD, 0.0, 0, 0, None, 2)),
+    ("optim_accum2_clip_warmup_adamw", (ADAMW, 0.2, 0.05, 1, ("cosine", 3), 2)),
+])
+
+
+def small_mlp_graph():
+    """x (N, 64) -> fc1 16 -> relu -> fc2 10."""
+    shapes = [("fc1.weight", (16, 64)), ("fc1.bias", (16,)), ("fc2.weight", (10, 16)),
+              ("fc2.bias", (10,))]
+    nodes = [_node("fc1", "matmul", ["x", "fc1.weight"], "fc1.mm", trans_b=True),
+             _node("fc1.add", "add", ["fc1.mm", "fc1.bias"], "fc1.out"),
+             _node("relu", "relu", ["fc1.out"], "h"),
+             _node("fc2", "matmul", ["h", "fc2.weight"], "fc2.mm", trans_b=True),
+             _node("fc2.add", "add", ["fc2.mm", "fc2.bias"], "fc2.out")]
+    return shapes, nodes, "fc2.out"
+
+
+def optim_training(opt, smooth, clip, warmup, sched, accum):
+    """The graph file's training object of a case (docs/graph-format.md)."""
+    o = {"kind": opt["kind"], "lr": opt["lr"], "weight_decay": opt["weight_decay"]}
+    if opt["kind"] == "sgd":
+        o["momentum"] = opt["momentum"]
+    if clip:
+        o["clip_norm"], o["clip_global"] = clip, True
+    if accum > 1:
+        o["accum_steps"] = accum
+    t = {"loss": "softmax_cross_entropy", "classes": 10, "ignore_index": IGNORE,
+         "optimizer": o}
+    if smooth:
+        t["label_smoothing"] = smooth
+    if warmup or sched:
+        s = {"kind": sched[0] if sched else "constant"}
+        if sched:
+            s["total_steps"] = sched[1]
+        if warmup:
+            s["warmup_steps"] = warmup
+        t["lr_schedule"] = s
+    return t
+
+
+def lr_lambda(warmup, sched):
+    """transformers' get_{constant,cosine}_schedule_with_warmup (num_cycles 0.5) as a
+    LambdaLR factor of s, the optimizer steps already taken."""
+    import math
+
+    def f(s):
+        if s < warmup:
+            return s / warmup
+        if not sched:
+            return 1.0
+        p = min(s - warmup, sched[1] - warmup) / (sched[1] - warmup)
+        return 0.5 * (1.0 + math.cos(math.pi * p))
+    return f
+
+
+def train_optim_torch(g, weights, case, x, y):
+    """PyTorch on the graph with the case's loss options, clip_grad_norm_, LambdaLR and
+    accumulation (each micro-batch's loss / k, step every k-th): ({name: tensor} after
+    OPTIM_STEPS steps, [unscaled loss per step])."""
+    import torch
+    from graph_torch import PockGraph, training_loss
+    opt, smooth, clip, warmup, sched, accum = OPTIM_CASES[case]
+    m = PockGraph(g, weights, dtype=torch.float64)
+    params = [p for _, p in m.named_pock_params()]
+    if opt["kind"] == "sgd":
+        o = torch.optim.SGD(params, lr=opt["lr"], momentum=opt["momentum"],
+                            weight_decay=opt["weight_decay"])
+    else:
+        o = torch.optim.AdamW(params, lr=opt["lr"], weight_decay=opt["weight_decay"])
+    lr_sched = torch.optim.lr_scheduler.LambdaLR(o, lr_lambda(warmup, sched))
+    losses = []
+    for t in range(OPTIM_STEPS):
+        loss = training_loss(g, m(torch.from_numpy(x[t])), torch.from_numpy(y[t]))
+        (loss / accum).backward()
+        losses.append(loss.item())
+        if (t + 1) % accum == 0:
+            if clip:
+                torch.nn.utils.clip_grad_norm_(params, clip)
+            o.step()
+            o.zero_grad()
+            lr_sched.step()
+    return collections.OrderedDict((n, p.detach()) for n, p in m.named_pock_params()), losses
+
+
+def token_graph():
+    """x (N, 64) as 8 tokens of width 8 -> linear 8 -> 10 per token -> (N, 8, 10): a
+    per-token classifier (a language model's head)."""
+    shapes = [("head.weight", (10, 8)), ("head.bias", (10,))]
+    nodes = [_node("tokens", "reshape", ["x"], "t", shape=[-1, 8]),
+             _node("head", "matmul", ["t", "head.weight"], "head.mm", trans_b=True),
+             _node("head.add", "add", ["head.mm", "head.bias"], "head.out"),
+             _node("per_token", "reshape", ["head.out"], "logits", shape=["N", 8, 10])]
+    return shapes, nodes, "logits"
+
+
+def generate_tokens(out_dir):
+    """out_dir/tokens: the per-token classifier with labels (steps, batch, 8) including
+    IGNORE, label smoothing 0.1, SGD: PyTorch's per-token cross_entropy. Returns 1."""
+    import torch
+    import torch2pock
+    from graph_torch import PockGraph, training_loss
+    tdir = os.path.join(out_dir, "tokens")
+    os.makedirs(tdir, exist_ok=True)
+    x, _ = make_batches()
+    x = x[:OPTIM_STEPS]
+    rng = np.random.default_rng(17)
+    y = rng.integers(0, 10, size=(OPTIM_STEPS, BATCH, 8)).astype(np.int32)
+    y[rng.random(y.shape) < 0.15] = IGNORE
+    np.save(os.path.join(tdir, "x.npy"), x)
+    np.save(os.path.join(tdir, "y.npy"), y)
+    with open(os.path.join(tdir, "full.json"), "w") as f:
+        json.dump({"version": 1, "train": [{"all": True}]}, f)
+        f.write("\n")
+    shapes, nodes, output = token_graph()
+    w = collections.OrderedDict(
+        (n, np.random.default_rng(19).uniform(-1, 1, size=sh) / np.sqrt(8)) for n, sh in shapes)
+    case = "tokens_smooth_ignore_sgd"
+    g = {"format": "pock-graph", "version": 1, "name": "fixture_" + case, "dtype": "f64",
+         "weights_file": case + ".pkw", "inputs": [{"name": "x", "shape": ["N", 64]}],
+         "params": [{"name": n, "shape": list(sh)} for n, sh in shapes],
+         "nodes": nodes, "output": output,
+         "training": optim_training(SGD, 0.1, 0, 0, None, 1)}
+    with open(os.path.join(tdir, case + ".json"), "w") as f:
+        json.dump(g, f, indent=1)
+        f.write("\n")
+    torch2pock.write_pkw(os.path.join(tdir, case + ".pkw"), w)
+    m = PockGraph(g, w, dtype=torch.float64)
+    params = [p for _, p in m.named_pock_params()]
+    o = torch.optim.SGD(params, lr=SGD["lr"], momentum=SGD["momentum"],
+                        weight_decay=SGD["weight_decay"])
+    losses = []
+    for t in range(OPTIM_STEPS):
+        loss = training_loss(g, m(torch.from_numpy(x[t])), torch.from_numpy(y[t]))
+        o.zero_grad()
+        loss.backward()
+        o.step()
+        losses.append(loss.item())
+    after = collections.OrderedDict((n, p.detach()) for n, p in m.named_pock_params())
+    torch2pock.write_pkw(os.path.join(tdir, case + ".after.pkw"), after)
+    with open(os.path.join(tdir, "cases.txt"), "w") as f:
+        f.write("# case model spec optimizer lr momentum weight_decay tolerance after\n")
+        f.write("%s %s full.json sgd %.17g %.17g %.17g %g %s\n" % (
+            case, case + ".json", SGD["lr"], SGD["momentum"], SGD["weight_decay"], TOL["f64"],
+            case + ".after.pkw"))
+    with open(os.path.join(tdir, "losses.txt"), "w") as f:
+        f.write("# case: the loss of each of the %d steps (before its update)\n" % OPTIM_STEPS)
+        f.write(case + " " + " ".join("%.17g" % v for v in losses) + "\n")
+    return 1
+
+
+def generate_optim(out_dir):
+    """out_dir/optim: one small-MLP graph file per case (its training object carries the
+    case's options; CASE.pkw its initial weights, CASE.after.pkw PyTorch's after
+    OPTIM_STEPS steps); the batches' labels include IGNORE. Returns the number of cases."""
+    import torch2pock
+    odir = os.path.join(out_dir, "optim")
+    os.makedirs(odir, exist_ok=True)
+    x, y = make_batches()
+    x, y = x[:OPTIM_STEPS], y[:OPTIM_STEPS].copy()
+    y[1, 2] = IGNORE
+    y[3, 0] = IGNORE
+    np.save(os.path.join(odir, "x.npy"), x)
+    np.save(os.path.join(odir, "y.npy"), y)
+    with open(os.path.join(odir, "full.json"), "w") as f:
+        json.dump({"version": 1, "train": [{"all": True}]}, f)
+        f.write("\n")
+    shapes, nodes, output = small_mlp_graph()
+    rng = np.random.default_rng(13)
+    weights = collections.OrderedDict()
+    for name, shape in shapes:
+        fan = int(np.prod(shape[1:])) if len(shape) > 1 else 4
+        weights[name] = rng.uniform(-1, 1, size=shape) * 1.5 / np.sqrt(fan)
+    lines = ["# case model spec optimizer lr momentum weight_decay tolerance after"]
+    loss_lines = ["# case: the loss of each of the %d steps (before its update)" % OPTIM_STEPS]
+    for case, (opt, *rest) in OPTIM_CASES.items():
+        g = {"format": "pock-graph", "version": 1, "name": "fixture_" + case, "dtype": "f64",
+             "weights_file": case + ".pkw", "inputs": [{"name": "x", "shape": ["N", 64]}],
+             "params": [{"name": n, "shape": list(sh)} for n, sh in shapes],
+             "nodes": nodes, "output": output, "training": optim_training(opt, *rest)}
+        with open(os.path.join(odir, case + ".json"), "w") as f:
+            json.dump(g, f, indent=1)
+            f.write("\n")
+        torch2pock.write_pkw(os.path.join(odir, case + ".pkw"), weights)
+        after, losses = train_optim_torch(g, weights, case, x, y)
+        torch2pock.write_pkw(os.path.join(odir, case + ".after.pkw"), after)
+        lines.append("%s %s full.json %s %.17g %.17g %.17g %g %s" % (
+            case, case + ".json", opt["kind"], opt["lr"], opt["momentum"],
+            opt["weight_decay"], TOL["f64"], case + ".after.pkw"))
+        loss_lines.append(case + " " + " ".join("%.17g" % v for v in losses))
+    with open(os.path.join(odir, "cases.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(odir, "losses.txt"), "w") as f:
+        f.write("\n".join(loss_lines) + "\n")
+    return len(lines) - 1
+
+
 def generate(out_dir, only=None):
     import torch
     import models
     import torch2pock
     torch.set_num_threads(1)  # summation order fixed: reproducible to the last bit
     os.makedirs(out_dir, exist_ok=True)
+    if only == "optim":
+        return generate_optim(out_dir)
+    if only == "tokens":
+        return generate_tokens(out_dir)
     x, y = make_batches()
     np.save(os.path.join(out_dir, "x.npy"), x)
     np.save(os.path.join(out_dir, "y.npy"), y)
@@ -443,13 +660,14 @@ def generate(out_dir, only=None):
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(out_dir, "losses.txt"), "w") as f:
         f.write("\n".join(loss_lines) + "\n")
-    return len(lines) - 1 + generate_graphs(out_dir, only)
+    n = len(lines) - 1 + generate_graphs(out_dir, only)
+    return n + (generate_optim(out_dir) + generate_tokens(out_dir) if only is None else 0)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "train"))
-    ap.add_argument("--only", choices=("mlp", "cnn") + GRAPH_MODELS,
+    ap.add_argument("--only", choices=("mlp", "cnn") + GRAPH_MODELS + ("optim", "tokens"),
                     help="only this model's cases (the test's live check, one model a test)")
     a = ap.parse_args()
     n = generate(a.out, a.only)

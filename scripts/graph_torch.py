@@ -8,6 +8,7 @@ autograd so Pock's compile-time backward is checked against it. Library only:
   logits = m(x)                                # x: (N, features...) as the graph's input
   logits = m(ids, mask)                        # several inputs (version 2): in the order
                                                # of g["inputs"]; integer ones as int tensors
+  loss = training_loss(g, logits, labels)      # the loss the graph's "training" object names
 
 Ops: matmul, batch_matmul, add, sub, mul, div, relu, sigmoid, tanh, gelu (erf form),
 silu, hardsigmoid, hardswish, relu6, leaky_relu, elu, clip, exp, log, sqrt, rsqrt, abs,
@@ -264,3 +265,18 @@ class PockGraph(nn.Module):
         if op == "masked_fill":
             return x.masked_fill(ins[1] != 0, a.get("value", 0.0))
         raise NotImplementedError("graph_torch: op %r" % op)
+
+
+# ---- the loss of the graph's "training" object (Pock adds it at compile time) ----
+def training_loss(graph, out, target):
+    """PyTorch's loss for the graph's training object: softmax_cross_entropy (default) is
+    F.cross_entropy with integer labels — target (N,) for out (N, K), or (N, T) for
+    out (N, T, K), a label per token — with the object's ignore_index (default: PyTorch's
+    -100) and label_smoothing, mean over the labels that count; mse is F.mse_loss."""
+    tr = graph.get("training", {})
+    if tr.get("loss", "softmax_cross_entropy") == "mse":
+        return F.mse_loss(out, target)
+    k = out.shape[-1]
+    return F.cross_entropy(out.reshape(-1, k), target.reshape(-1).long(),
+                           ignore_index=tr.get("ignore_index", -100),
+                           label_smoothing=tr.get("label_smoothing", 0.0))

@@ -6,3 +6,6 @@ pk_add_test(test_search LIBS pk_autotune LABELS autotune sanitize)
 target_sources(test_search PRIVATE ${PROJECT_SOURCE_DIR}/bench/hand_schedules.c)
 target_include_directories(test_search PRIVATE ${PROJECT_SOURCE_DIR}/bench)
 pk_add_test(test_search_kernels LIBS pk_autotune LABELS autotune sanitize)
+# Weight gradients with their reduction split across threads (rfactor_threads): every value
+# of the knob against the interpreter.
+pk_add_test(test_rfactor_threads LIBS pk_autotune LABELS autotune)

@@ -323,11 +323,46 @@ static void test_fuzz(void) {
   printf("PASS %s (%d accepted, %d refused)\n", __func__, ok, bad);
 }
 
+/* Labels per token, (rows, T), and the model's ignore_index allowed besides class ids. */
+static void test_label_width_ignore(void) {
+  char err[512];
+  double xd[6] = {0, 1, 2, 3, 4, 5};
+  int32_t yt[12] = {0, 1, 2, -100, 2, 2, 1, 0, -100, -100, 1, 2};
+  const char *x = npy_file("xt.npy", 1, "<f8", "(3, 2)", xd, sizeof xd, 0);
+  const char *y = npy_file("yt.npy", 1, "<i4", "(3, 4)", yt, sizeof yt, 0);
+  pkrt_data_options o = {.dtype = 2, .classes = 3, .label_width = 4, .has_ignore_index = 1,
+                         .ignore_index = -100};
+  pkrt_dataset *d = load(pair(x, y), &o, err);
+  CHECK(d && pkrt_dataset_rows(d) == 3 && pkrt_dataset_label_width(d) == 4 &&
+            pkrt_dataset_labels(d)[3] == -100 && pkrt_dataset_labels(d)[11] == 2,
+        "(rows, T) labels with ignore_index: %s", err);
+  pkrt_dataset_free(d);
+  int f0 = failures;
+  pkrt_data_options no_ignore = o;
+  no_ignore.has_ignore_index = 0;
+  expect_error("ignored label without ignore_index", pair(x, y), &no_ignore,
+               "yt.npy: row 1: label -100 is out of range for a model with 3 classes");
+  pkrt_data_options width3 = o;
+  width3.label_width = 3;
+  expect_error("label width", pair(x, y), &width3,
+               "yt.npy: labels need shape (rows, 3): the model takes a label per token");
+  expect_error("csv per token", write_text("tok.csv", "1,0.5\n0,0.25\n"), &o,
+               "give X.npy:Y.npy with Y of shape (rows, 4)");
+  /* one label per row: ignore_index allowed in CSV too */
+  pkrt_data_options one = {.dtype = 2, .classes = 3, .has_ignore_index = 1, .ignore_index = -1};
+  d = load(write_text("ign.csv", "-1,0.5\n2,0.25\n"), &one, err);
+  CHECK(d && pkrt_dataset_labels(d)[0] == -1 && pkrt_dataset_labels(d)[1] == 2,
+        "csv ignore_index: %s", err);
+  pkrt_dataset_free(d);
+  if (failures == f0) printf("PASS %s\n", __func__);
+}
+
 int main(void) {
   if (pk_test_tmpdir_make("pk_test_data.") != 0) return 1;
   test_csv_basic();
   test_csv_errors();
   test_npy();
+  test_label_width_ignore();
   test_fuzz();
   pk_test_tmpdir_remove();
   printf(failures ? "FAIL test_data (%d)\n" : "PASS test_data\n", failures);

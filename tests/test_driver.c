@@ -144,6 +144,10 @@ static bool ref_run_node(ref_model *R, const pk_gnode *n) {
     const pk_gtensor *t = R->g->tensors[gid[i]];
     double *s = root_store(R, gid[i]);
     for (int64_t f = 0; f < numel(t); f++) {
+      if (ref->tensors[i].ival) { /* integer labels */
+        ref->tensors[i].ival[f] = (int64_t)s[position(t, f)];
+        continue;
+      }
       ref->tensors[i].val[f] = s[position(t, f)];
       ref->tensors[i].mag[f] = fabs(ref->tensors[i].val[f]);
     }
@@ -158,14 +162,17 @@ static bool ref_run_node(ref_model *R, const pk_gnode *n) {
   return true;
 }
 
-/* One batch: inputs, one-hot targets and row weights 1/valid (0 for padding rows), the
- * hyper tensor of step t; then the nodes of the plan. */
+/* One batch: inputs, integer labels (-1 for padding rows: ignored; or, with row weights,
+ * one-hot targets and row weights 1/valid, 0 for padding rows), the hyper tensor of step
+ * t; then the nodes of the plan. */
 static bool ref_step(ref_model *R, const double *x, const int32_t *labels, int64_t valid, int64_t t,
                      const pk_train_spec *sp, pk_phase upto) {
   const pk_graph *g = R->g;
   for (int i = 0; i < g->ntensors; i++)
     if (g->tensors[i]->role == PK_ROLE_INPUT) memcpy(R->store[i], x, sizeof(double) * (size_t)numel(g->tensors[i]));
-  if (g->target >= 0) {
+  if (g->target >= 0 && g->row_weight < 0) {
+    for (int64_t r = 0; r < g->batch; r++) R->store[g->target][r] = r < valid ? labels[r] : -1;
+  } else if (g->target >= 0) {
     const pk_gtensor *tt = g->tensors[g->target];
     int64_t classes = tt->shape[1];
     memset(R->store[g->target], 0, sizeof(double) * (size_t)numel(tt));

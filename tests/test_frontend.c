@@ -512,7 +512,8 @@ static const bad_case BAD[] = {
     {"xent needs 2-D output",
      HDR X W "\"nodes\":[" NODE("sum", "\"x\"", "y", ",\"attrs\":{\"axes\":[1]}") "],"
      "\"output\":\"y\"" TR("{\"loss\":\"softmax_cross_entropy\"}"),
-     PK_ERR_CHECK, "training: loss softmax_cross_entropy needs a (batch, classes) output"},
+     PK_ERR_CHECK, "training: loss softmax_cross_entropy needs a (batch, classes) or (batch, "
+     "tokens, classes) output"},
     /* attention, softmax family, pooling, activations */
     {"gelu approximate erf",
      HDR X W "\"nodes\":[" NODE("gelu", "\"x\"", "y", ",\"attrs\":{\"approximate\":\"erf\"}") "],"
@@ -564,6 +565,20 @@ static const bad_case BAD[] = {
     {"where on a float mask",
      HDR X W "\"nodes\":[" NODE("where", "\"x\",\"x\",\"x\"", "y", "") "]," OUT, PK_ERR_CHECK,
      "where: input 0 has dtype f32 (must be i32 or i64: it holds integers)"},
+    /* losses with integer labels and optimizer features */
+    {"label_smoothing above 1",
+     HDR X W FC "\"output\":\"y\"" TR("{\"label_smoothing\":1.5}"),
+     PK_ERR_CHECK, "training: key 'label_smoothing' is 1.5, outside [0, 1]"},
+    {"ignore_index on mse",
+     HDR X W FC "\"output\":\"y\"" TR("{\"loss\":\"mse\",\"ignore_index\":-100}"),
+     PK_ERR_CHECK, "training: key 'ignore_index' applies to softmax_cross_entropy only"},
+    {"accum_steps 0",
+     HDR X W FC "\"output\":\"y\"" TR("{\"optimizer\":{\"accum_steps\":0}}"),
+     PK_ERR_CHECK, "training.optimizer: key 'accum_steps' is 0, outside 1..2147483647"},
+    {"cosine total within warmup",
+     HDR X W FC "\"output\":\"y\"" TR("{\"lr_schedule\":{\"kind\":\"cosine\",\"total_steps\":5,"
+                            "\"warmup_steps\":5}}"),
+     PK_ERR_CHECK, "training.lr_schedule: total_steps 5 must exceed warmup_steps 5"},
 };
 
 static void test_errors(void) {

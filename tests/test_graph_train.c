@@ -22,24 +22,27 @@
  * reads dY. Saved activations = forward results read by some backward node (labels and
  * the input x are fed, not saved).
  *
- * Sizes (bytes): z 8*10*4 = 320; g 8*64*4 = 2048; a3 8*64*2*2*4 = 8192; p 8*32*2*2*4 =
+ * Sizes (bytes): the loss's saved stages (cross_entropy's row max M and row sum S, 8*4
+ * each, and the counted rows C, 4) ls = 68; z 8*10*4 = 320; g 8*64*4 = 2048; a3 8*64*2*2*4 = 8192; p 8*32*2*2*4 =
  * 4096; r2 = a2 = 8*32*4*4*4 = 16384; r1 = a1 = 8*16*6*6*4 = 18432; p[:, :8] 8*8*2*2*4 = 1024.
  *
  * head (fc.*): backward = dZ, d f (add.0), d bfc (add.1), d Wfc = 4. Updates 2.
- *   saved: z (dZ), g (dWfc) = 320 + 2048 = 2368.
+ *   saved: ls + z (dZ), g (dWfc) = 68 + 320 + 2048 = 2436.
  * biases+head: every activation from a1 up needs a gradient (b1 trains), c1 does not.
  *   dZ; n12: df, dbfc; n11: dg, dWfc; n10: dr3; n9: da3; n8: dc3, db3; n7: dp (W3 frozen);
  *   n6: dr2; n5: da2; n4: dc2, db2; n3: dr1; n2: da1; n1: db1 (c1 needs none) = 17.
- *   Updates 5. saved: z, g, a3, r2 + p (pool dX), a2, a1 = 320 + 2048 + 8192 + 16384 +
- *   4096 + 16384 + 18432 = 65856.
+ *   Updates 5. saved: ls, z, g, a3, r2 + p (pool dX), a2, a1 = 68 + 320 + 2048 + 8192 +
+ *   16384 + 4096 + 16384 + 18432 = 65924.
  * last 2 layers (conv3.*, fc.*): dZ, df, dbfc, dg, dWfc, dr3, da3, dc3, db3, dW3 = 10 (no
- *   dp: p needs none). Updates 4. saved: z, g, a3, p (dW3) = 320+2048+8192+4096 = 14656.
+ *   dp: p needs none). Updates 4. saved: ls, z, g, a3, p (dW3) = 68+320+2048+8192+4096 =
+ *   14724.
  * conv3 25% + all biases + head: biases+head plus dW3 over the slice = 18. Updates 6.
- *   saved: 65856 + p[:, :8] 1024 = 66880 (p itself is still saved: the pool's dX reads it).
+ *   saved: 65924 + p[:, :8] 1024 = 66948 (p itself is still saved: the pool's dX reads it).
  * conv3 25% + head (conv3.bias, fc.*): as last-2 = 10, updates 4, but dW3 reads the slice:
- *   saved z, g, a3, p[:, :8] = 320 + 2048 + 8192 + 1024 = 11584 (p dies after conv3).
+ *   saved ls, z, g, a3, p[:, :8] = 68 + 320 + 2048 + 8192 + 1024 = 11652 (p dies after
+ *   conv3).
  * full: biases+head + dW3, dW2 (reads r1), dc1 + dW1 (reads x: fed) = 21. Updates 8.
- *   saved: 65856 + r1 18432 = 84288. */
+ *   saved: 65924 + r1 18432 = 84356. */
 typedef struct expect {
   int fwd, bwd, upd;
   int64_t saved;
@@ -47,22 +50,22 @@ typedef struct expect {
 } expect;
 
 static const expect want[TG_NSCHEMES] = {
-    [TG_HEAD] = {13, 4, 2, 2368, "fc.bias fc.mm fc.out fc.weight"},
-    [TG_BIAS_HEAD] = {13, 17, 5, 65856,
+    [TG_HEAD] = {13, 4, 2, 2436, "fc.bias fc.mm fc.out fc.weight"},
+    [TG_BIAS_HEAD] = {13, 17, 5, 65924,
                       "conv1.bias conv1.out conv2.bias conv2.conv conv2.out conv3.bias "
                       "conv3.conv conv3.out fc.bias fc.mm fc.out fc.weight gap pool relu1 "
                       "relu2 relu3"},
-    [TG_LAST2] = {13, 10, 4, 14656,
+    [TG_LAST2] = {13, 10, 4, 14724,
                   "conv3.bias conv3.conv conv3.out conv3.weight fc.bias fc.mm fc.out "
                   "fc.weight gap relu3"},
-    [TG_PART_ALLBIAS] = {14, 18, 6, 66880,
+    [TG_PART_ALLBIAS] = {14, 18, 6, 66948,
                          "conv1.bias conv1.out conv2.bias conv2.conv conv2.out conv3.bias "
                          "conv3.conv conv3.out conv3.weight fc.bias fc.mm fc.out fc.weight gap "
                          "pool relu1 relu2 relu3"},
-    [TG_PART_HEAD] = {14, 10, 4, 11584,
+    [TG_PART_HEAD] = {14, 10, 4, 11652,
                       "conv3.bias conv3.conv conv3.out conv3.weight fc.bias fc.mm fc.out "
                       "fc.weight gap relu3"},
-    [TG_FULL] = {13, 21, 8, 84288,
+    [TG_FULL] = {13, 21, 8, 84356,
                  "conv1.bias conv1.conv conv1.out conv1.weight conv2.bias conv2.conv conv2.out "
                  "conv2.weight conv3.bias conv3.conv conv3.out conv3.weight fc.bias fc.mm "
                  "fc.out fc.weight gap pool relu1 relu2 relu3"},
@@ -272,8 +275,12 @@ static void test_schemes(void) {
     TG_CHECK(st.param_bytes == (int64_t)(160 + 4640 + 18496 + 650) * F, "%s: param bytes", what);
     check_pruning(what, t);
     check_updates(what, t);
-    TG_CHECK(t->loss >= 0 && t->target >= 0 && t->row_weight >= 0 && t->hyper >= 0 &&
+    /* classification: integer labels (i64, (N)), no row weights */
+    TG_CHECK(t->loss >= 0 && t->target >= 0 && t->row_weight < 0 && t->hyper >= 0 &&
                  t->tensors[t->target]->role == PK_ROLE_LABEL &&
+                 t->tensors[t->target]->dtype == PKRT_DTYPE_I64 &&
+                 t->tensors[t->target]->ndim == 1 && t->nodes[t->tensors[t->loss]->producer]->op ==
+                 PK_OP_CROSS_ENTROPY &&
                  t->tensors[t->hyper]->role == PK_ROLE_HYPER && t->tensors[t->hyper]->shape[0] == 4,
              "%s: training tensors", what);
     pk_memplan *mp;
@@ -401,8 +408,8 @@ static void test_eval_and_errors(void) {
   pk_train_stats_of(t, &st);
   TG_CHECK(st.backward_nodes == 0 && st.update_nodes == 0 && st.loss_nodes == 1, "frozen model");
 
-  sp.clip_global = true;
-  TG_CHECK(pk_train_build(g, &sp, &t) == PK_ERR_UNSUPPORTED &&
+  sp.clip_global = true; /* without clip_norm: refused */
+  TG_CHECK(pk_train_build(g, &sp, &t) == PK_ERR_CHECK &&
                strstr(pk_ctx_error(ctx), "clip_global"),
            "clip_global: %s", pk_ctx_error(ctx));
   pk_ctx_clear_error(ctx);
@@ -470,10 +477,60 @@ static void test_inplace_order(void) {
   pk_ctx_free(ctx);
 }
 
+/* Global-norm clipping and gradient accumulation: every update reads its param's clipped
+ * gradient, which reads the one global squared norm, whose adds run after every gradient
+ * (and its accumulation) exists; accumulators are in-place optimizer state. */
+static void test_clip_global_accum(void) {
+  pk_ctx *ctx = pk_ctx_new();
+  pk_train_spec sp = {.loss = PK_LOSS_SOFTMAX_XENT, .optim = PK_OPTIM_ADAMW, .lr = 1e-3,
+                      .clip_norm = 1.0, .clip_global = true, .accum_steps = 3};
+  pk_graph *g = tg_cnn(ctx, N);
+  TG_OK(ctx, tg_apply_text(g, tg_scheme_text[TG_FULL]));
+  pk_graph *t;
+  TG_OK(ctx, pk_train_build(g, &sp, &t));
+  int last_grad = -1, last_norm = -1, first_update = t->nnodes, nacc = 0, nclip = 0, nupd = 0;
+  bool ok = true;
+  for (int k = 0; k < t->nnodes; k++) {
+    const pk_gnode *n = t->nodes[k];
+    if (n->kind == PK_GNODE_GRAD) last_grad = k;
+    if (n->op == PK_OP_ADD && strncmp(n->name, "grad_norm_sq", 12) == 0) last_norm = k;
+    if (n->op == PK_OP_GRAD_ACCUMULATE) {
+      const pk_gtensor *o = t->tensors[n->outputs[0]];
+      ok &= o->base == n->inputs[0] && t->tensors[n->inputs[0]]->role == PK_ROLE_OPT_STATE &&
+            n->prm.attrs.accum_steps == 3;
+      nacc++;
+    }
+    if (n->op == PK_OP_CLIP_GRAD_NORM) {
+      ok &= t->tensors[n->inputs[1]]->producer == last_norm && last_norm >= 0;
+      nclip++;
+    }
+    if (n->op == PK_OP_ADAMW_UPDATE) {
+      const pk_gnode *c = t->nodes[t->tensors[n->inputs[1]]->producer];
+      ok &= c->op == PK_OP_CLIP_GRAD_NORM && n->prm.attrs.clip_norm == 0 &&
+            n->prm.attrs.accum_steps == 3;
+      if (k < first_update) first_update = k;
+      nupd++;
+    }
+  }
+  TG_CHECK(ok && nacc == 8 && nclip == 8 && nupd == 8, "clip_global + accum: %d accumulate, %d "
+           "clip, %d update nodes (want 8 each), wiring %s", nacc, nclip, nupd, ok ? "ok" : "bad");
+  TG_CHECK(last_grad < last_norm && last_norm < first_update,
+           "every gradient (last %d) before the norm (%d) before any update (%d)", last_grad,
+           last_norm, first_update);
+  pk_memplan *mp;
+  TG_OK(ctx, pk_memplan_build(t, NULL, &mp));
+  check_memplan("clip_global + accum", t, mp);
+  sp.lr_sched = PK_LR_COSINE, sp.lr_total_steps = 5, sp.lr_warmup_steps = 5;
+  TG_CHECK(pk_train_build(g, &sp, &t) == PK_ERR_CHECK && strstr(pk_ctx_error(ctx), "warmup"),
+           "cosine total_steps <= warmup: %s", pk_ctx_error(ctx));
+  pk_ctx_free(ctx);
+}
+
 int main(void) {
   test_inplace_order();
   test_schemes();
   test_mlp_adam_mse();
   test_eval_and_errors();
+  test_clip_global_accum();
   return tg_report("test_graph_train");
 }

@@ -1035,16 +1035,22 @@ static void test_hostile_manifests(void) {
   if (failures == f0) PASS();
 }
 
-/* Every schedule kind, warmup and custom betas: H written before each step. */
+/* Every schedule kind, warmup (transformers' rule: optimizer step s = 0, 1, ... uses
+ * lr * s / warmup, then the schedule over s - warmup), gradient accumulation (H[3] the
+ * micro-step, Adam's t and the schedule counting optimizer steps) and custom betas: H
+ * written before each step. */
 static void test_lr_schedules(void) {
   struct {
     const char *kind;
     double gamma, min_lr;
-    int64_t step_size, total, warmup;
-  } cases[] = {{"constant", 1, 0, 0, 0, 0},
-               {"step", 0.1, 0, 3, 0, 0},
-               {"cosine", 1, 0.01, 0, 4, 0},
-               {"cosine", 1, 0, 0, 10, 3}};
+    int64_t step_size, total, warmup, accum;
+  } cases[] = {{"constant", 1, 0, 0, 0, 0, 1},
+               {"step", 0.1, 0, 3, 0, 0, 1},
+               {"cosine", 1, 0.01, 0, 4, 0, 1},
+               {"cosine", 1, 0, 0, 10, 3, 1},
+               {"constant", 1, 0, 0, 0, 2, 1},
+               {"step", 0.5, 0, 1, 0, 1, 2},
+               {"cosine", 1, 0.1, 0, 4, 1, 3}};
   double x[B * F];
   int32_t lab[B];
   make_batch(2, B, x, lab);
@@ -1060,6 +1066,7 @@ static void test_lr_schedules(void) {
     put(m, "optimizer.schedule", sc);
     put(m, "optimizer.beta1", cJSON_CreateNumber(0.8));
     put(m, "optimizer.beta2", cJSON_CreateNumber(0.95));
+    put(m, "optimizer.accum_steps", cJSON_CreateNumber((double)cases[c].accum));
     pkrt_model *mm = NULL;
     const char *err = open_manifest(m, &mm);
     cJSON_Delete(m);
@@ -1069,19 +1076,22 @@ static void test_lr_schedules(void) {
       memcpy(pkrt_model_input(mm, NULL), x, sizeof x);
       pkrt_model_set_labels(mm, lab, B);
       CHECK(pkrt_model_train_step(mm, NULL) == PKRT_OK, "%s", pkrt_model_error(mm));
-      int64_t s = t - 1;
+      int64_t k = cases[c].accum, topt = (t - 1) / k + 1, s = topt - 1, w = cases[c].warmup;
       double want = 0.5;
-      if (!strcmp(cases[c].kind, "step")) want = 0.5 * pow(0.1, (double)(s / 3));
-      if (!strcmp(cases[c].kind, "cosine")) {
-        double T = (double)cases[c].total, p = (s < T ? s : T) / T;
+      if (s < w) {
+        want = 0.5 * (double)s / (double)w;
+      } else if (!strcmp(cases[c].kind, "step")) {
+        want = 0.5 * pow(cases[c].gamma, (double)((s - w) / cases[c].step_size));
+      } else if (!strcmp(cases[c].kind, "cosine")) {
+        double T = (double)(cases[c].total - w), p = ((double)(s - w) < T ? s - w : T) / T;
         want = cases[c].min_lr + (0.5 - cases[c].min_lr) * (1 + cos(M_PI * p)) / 2;
       }
-      if (t < cases[c].warmup) want *= (double)t / (double)cases[c].warmup;
       const double *H = tensor_f64(mm, "hyper");
-      CHECK(close_to(H[0], want, 1e-14) && close_to(H[1], 1 - pow(0.8, t), 1e-14) &&
-                close_to(H[2], 1 - pow(0.95, t), 1e-14),
-            "%s (warmup %lld) t=%lld: H = (%.17g, %g, %g), want lr %.17g", cases[c].kind,
-            (long long)cases[c].warmup, (long long)t, H[0], H[1], H[2], want);
+      CHECK(close_to(H[0], want, 1e-14) && close_to(H[1], 1 - pow(0.8, topt), 1e-14) &&
+                close_to(H[2], 1 - pow(0.95, topt), 1e-14) && H[3] == (double)((t - 1) % k),
+            "%s (warmup %lld, accum %lld) t=%lld: H = (%.17g, %g, %g, %g), want lr %.17g",
+            cases[c].kind, (long long)w, (long long)k, (long long)t, H[0], H[1], H[2], H[3],
+            want);
     }
     pkrt_model_close(mm);
   }

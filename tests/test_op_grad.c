@@ -57,6 +57,11 @@ static int activation_kinks(pk_op_kind op, const pk_op_attrs *a, double kink[2],
 static void fill_input(pk_op_kind op, const pk_op_params *prm, int input, pk_te_ref_tensor *t,
                        uint64_t *rng) {
   int64_t n = t->numel;
+  if (t->ival && op == PK_OP_CROSS_ENTROPY) { /* labels -1 .. K: some outside [0, K) */
+    int64_t k = prm->in[0].shape[prm->in[0].ndim - 1];
+    for (int64_t i = 0; i < n; i++) t->ival[i] = (int64_t)(next_u64(rng) % (uint64_t)(k + 2)) - 1;
+    return;
+  }
   if (t->ival) { /* an integer input (PK_OPF_INT_INPUT): where's and masked_fill's masks */
     for (int64_t i = 0; i < n; i++) t->ival[i] = (int64_t)(next_u64(rng) >> 63);
     if (n > 1) t->ival[0] = 0, t->ival[n - 1] = 1; /* both branches, whatever the draw */
@@ -96,7 +101,7 @@ static void fill_input(pk_op_kind op, const pk_op_params *prm, int input, pk_te_
 }
 
 static bool is_loss(pk_op_kind op) {
-  return op == PK_OP_SOFTMAX_CROSS_ENTROPY || op == PK_OP_MSE_LOSS;
+  return op == PK_OP_SOFTMAX_CROSS_ENTROPY || op == PK_OP_MSE_LOSS || op == PK_OP_CROSS_ENTROPY;
 }
 
 /* f = sum(Y * dY), or the loss itself; NAN when the interpreter fails. */
@@ -609,6 +614,24 @@ static void test_errors(void) {
   expect_build_error(ctx, "bad_ce_rank", PK_OP_SOFTMAX_CROSS_ENTROPY, &ce3, "must have rank 2");
   pk_op_params mse = {3, {{2, {2, 3}, F}, {2, {3, 2}, F}, {1, {2}, F}}, {.groups = 0}};
   expect_build_error(ctx, "bad_mse_targets", PK_OP_MSE_LOSS, &mse, "must have the shape of the prediction");
+
+  /* losses with integer labels */
+  pk_op_params xl = {2, {{2, {4, 3}, F}, {1, {5}, PKRT_DTYPE_I64}}, {.groups = 0}};
+  expect_build_error(ctx, "bad_xent_label_shape", PK_OP_CROSS_ENTROPY, &xl,
+                     "labels (5,) must have the shape (4,) of the logits without the class dim");
+  xl.in[1] = (pk_op_input){1, {4}, F};
+  expect_build_error(ctx, "bad_xent_float_labels", PK_OP_CROSS_ENTROPY, &xl,
+                     "(must be i32 or i64: it holds integers)");
+  xl.in[1] = (pk_op_input){1, {4}, PKRT_DTYPE_I32};
+  xl.attrs.label_smoothing = 1.5;
+  expect_build_error(ctx, "bad_xent_smoothing", PK_OP_CROSS_ENTROPY, &xl,
+                     "label_smoothing 1.5 out of range");
+  pk_op_params xl4 = {2, {{4, {2, 3, 4, 5}, F}, {3, {2, 3, 4}, PKRT_DTYPE_I64}}, {.groups = 0}};
+  expect_build_error(ctx, "bad_xent_rank", PK_OP_CROSS_ENTROPY, &xl4,
+                     "must have rank 2 (N, K) or 3 (N, T, K)");
+  xl.attrs.label_smoothing = 0;
+  expect_grad_error(ctx, "grad_xent_labels_not_differentiable", PK_OP_CROSS_ENTROPY, &xl, 1,
+                    "not differentiable");
   pk_ctx_free(ctx);
 }
 

@@ -243,6 +243,33 @@ static const grad_case grad_cases[] = {
      {NULL, "I0 DY", "I0 DY"}},
     {"masked_fill", PK_OP_MASKED_FILL,
      {2, {{3, {2, 3, 4}, F64}, {2, {1, 4}, PKRT_DTYPE_I32}}, {.value = 0.75}}, {"I1 DY"}},
+    /* losses with integer labels: labels -1 .. K (some ignored); reads the forward's
+     * M, S and C stages */
+    {"cross_entropy_labels", PK_OP_CROSS_ENTROPY,
+     {2, {{2, {6, 7}, F32}, {1, {6}, PKRT_DTYPE_I64}}, NONE}, {"I0 I1 S0 S1 S2"}},
+    {"cross_entropy_tokens_ignore_smooth_f64", PK_OP_CROSS_ENTROPY,
+     {2, {{3, {2, 4, 5}, F64}, {2, {2, 4}, PKRT_DTYPE_I32}},
+      {.has_ignore_index = true, .ignore_index = 1, .label_smoothing = 0.2}},
+     {"I0 I1 S0 S1 S3"}},
+    {"cross_entropy_1row_full_smooth", PK_OP_CROSS_ENTROPY,
+     {2, {{2, {1, 3}, F64}, {1, {1}, PKRT_DTYPE_I64}},
+      {.has_ignore_index = true, .ignore_index = -100, .label_smoothing = 1.0}},
+     {"I0 I1 S0 S1 S3"}},
+    /* conv2d dX as phase convolutions (stride > 1): remainders, padding 0..2 */
+    {"conv2d_phases_s2_k3_rem", PK_OP_CONV2D,
+     {2, {{4, {1, 2, 9, 10}, F64}, {4, {2, 2, 3, 3}, F64}}, {.stride = {2, 2}, .pad = {0, 1, 2, 0}}},
+     {"I1 DY", "I0 DY"}},
+    {"conv2d_phases_s3_k5_pad2", PK_OP_CONV2D,
+     {2, {{4, {1, 1, 11, 8}, F32}, {4, {2, 1, 5, 4}, F32}}, {.stride = {3, 2}, .pad = {2, 1, 1, 2}}},
+     {"I1 DY", "I0 DY"}},
+    /* k < s: the phases some window element reaches, zeros for the others */
+    {"conv2d_phases_k2_s3_pad1", PK_OP_CONV2D,
+     {2, {{4, {1, 2, 8, 7}, F64}, {4, {2, 2, 2, 2}, F64}}, {.stride = {3, 3}, .pad = {1, 1, 0, 1}}},
+     {"I1 DY", "I0 DY"}},
+    /* k = s (patches): one window element per row, no phases ("direct"); rows 6, 7 unread */
+    {"conv2d_direct_patch_k3_s3", PK_OP_CONV2D,
+     {2, {{4, {1, 2, 8, 9}, F32}, {4, {2, 2, 3, 3}, F32}}, {.stride = {3, 3}}},
+     {"I1 DY", "I0 DY"}},
 };
 
 #define GRAD_CASES ((int)(sizeof grad_cases / sizeof grad_cases[0]))

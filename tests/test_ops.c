@@ -243,7 +243,22 @@ static void naive_training(pk_op_kind op, const pk_op_params *prm, double *const
   const pk_op_input *in = &prm->in[0];
   const pk_op_attrs *a = &prm->attrs;
   int64_t n = numel(in->ndim, in->shape), rows = in->shape[0], inner = n / rows;
-  if (op == PK_OP_SOFTMAX_CROSS_ENTROPY || op == PK_OP_MSE_LOSS) {
+  if (op == PK_OP_CROSS_ENTROPY) { /* integer labels: PyTorch's cross_entropy, mean */
+    int64_t k = in->shape[in->ndim - 1], nrows = n / k, count = 0;
+    double c = a->label_smoothing, sum = 0;
+    alloc_out(y, 1, (int64_t[]){1});
+    for (int64_t r = 0; r < nrows; r++) {
+      int64_t l = (int64_t)x[1][r];
+      if (l < 0 || l >= k || (a->has_ignore_index && l == a->ignore_index)) continue;
+      const double *z = x[0] + r * k;
+      double m = -INFINITY, s = 0, sz = 0;
+      for (int64_t j = 0; j < k; j++) m = fmax(m, z[j]);
+      for (int64_t j = 0; j < k; j++) s += exp(z[j] - m), sz += z[j];
+      sum += m + log(s) - (1 - c) * z[l] - c / (double)k * sz;
+      count++;
+    }
+    y->v[0] = sum / (double)(count > 0 ? count : 1);
+  } else if (op == PK_OP_SOFTMAX_CROSS_ENTROPY || op == PK_OP_MSE_LOSS) {
     alloc_out(y, 1, (int64_t[]){1});
     for (int64_t r = 0; r < rows; r++) {
       const double *z = x[0] + r * inner, *t = x[1] + r * inner;
@@ -256,6 +271,14 @@ static void naive_training(pk_op_kind op, const pk_op_params *prm, double *const
       }
       y->v[0] += x[2][r] * (op == PK_OP_MSE_LOSS ? se / (double)inner : m + log(s) - tz);
     }
+  } else if (op == PK_OP_GRAD_ACCUMULATE) { /* A' = (H[3] > 0 ? A : 0) + G / k */
+    double k = a->accum_steps > 1 ? (double)a->accum_steps : 1;
+    alloc_out(y, in->ndim, in->shape);
+    for (int64_t i = 0; i < n; i++) y->v[i] = (x[2][3] > 0.5 ? x[0][i] : 0) + x[1][i] / k;
+  } else if (op == PK_OP_CLIP_GRAD_NORM) {
+    alloc_out(y, in->ndim, in->shape);
+    for (int64_t i = 0; i < n; i++)
+      y->v[i] = x[0][i] * fmin(1.0, a->clip_norm / (sqrt(x[1][0]) + 1e-6));
   } else if (op == PK_OP_SLICE) {
     int ax = a->slice_axis < 0 ? a->slice_axis + in->ndim : a->slice_axis;
     int64_t shape[PK_TE_MAX_DIMS], idx[PK_TE_MAX_DIMS];
@@ -280,7 +303,13 @@ static void naive_training(pk_op_kind op, const pk_op_params *prm, double *const
     double b1 = a->beta1 ? a->beta1 : 0.9, b2 = a->beta2 ? a->beta2 : 0.999;
     double eps = a->eps ? a->eps : 1e-8;
     alloc_out(y, in->ndim, in->shape);
+    /* accumulation: only the group's last micro-step (H[3] = k - 1) changes W */
+    bool apply = a->accum_steps <= 1 || h[3] > (double)a->accum_steps - 1.5;
     for (int64_t i = 0; i < n; i++) {
+      if (!apply) {
+        y->v[i] = w[i];
+        continue;
+      }
       bool l2 = !adam || !a->decoupled;
       double gi = g[i] * scale + (l2 ? a->weight_decay * w[i] : 0);
       if (!adam) {
@@ -449,7 +478,7 @@ static void naive_norm(pk_op_kind op, const pk_op_params *prm, double *const *x,
       unravel(f, in->ndim, in->shape, idx);
       norm_ids(op, prm, idx, &st, &pa);
       double mean = sum[st] / cnt[st], var = sq[st] / cnt[st];
-      bool eval = prm->ninputs == 6 && x[5][3] != 0; /* H[3]: the executor evaluates */
+      bool eval = prm->ninputs == 6 && x[5][3] < 0; /* H[3] < 0: the executor evaluates */
       if (op == PK_OP_BATCH_NORM && (a->use_running_stats || eval))
         mean = x[3][pa], var = x[4][pa];
       if (op == PK_OP_RMS_NORM) y->v[f] = x[0][f] / sqrt(var + eps) * x[1][pa];
@@ -631,7 +660,8 @@ static void test_table(void) {
     ok &= pk_op_from_name(pk_op_name((pk_op_kind)op)) == (pk_op_kind)op;
     /* every op but the optimizer updates has a differentiable input */
     bool update = op == PK_OP_SGD_UPDATE || op == PK_OP_ADAMW_UPDATE ||
-                  op == PK_OP_BATCH_NORM_STATS;
+                  op == PK_OP_BATCH_NORM_STATS || op == PK_OP_GRAD_ACCUMULATE ||
+                  op == PK_OP_CLIP_GRAD_NORM;
     ok &= pk_op_arity((pk_op_kind)op) >= 1 && (pk_op_diff_inputs((pk_op_kind)op) != 0) != update;
     ok &= strcmp(pk_op_class_name(pk_op_class_of((pk_op_kind)op)), "?") != 0;
   }

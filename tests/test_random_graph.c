@@ -363,11 +363,9 @@ static bool run_graph(uint64_t seed, int worker, int *nodes_out) {
     double *in = pkrt_model_input(m, NULL);
     int32_t labels[N];
     for (int j = 0; j < N * F; j++) in[j] = s->val[x][j] = runi();
-    memset(s->val[g->target], 0, sizeof(double) * N * K);
-    for (int n = 0; n < N; n++) {
+    for (int n = 0; n < N; n++) { /* integer labels (cross_entropy) */
       labels[n] = rint_below(K);
-      s->val[g->target][n * K + labels[n]] = 1;
-      s->val[g->row_weight][n] = 1.0 / N;
+      s->val[g->target][n] = labels[n];
     }
     double lr = o.lr, b1 = 0.9, b2 = 0.999, loss;
     s->val[g->hyper][0] = lr;

@@ -228,7 +228,9 @@ static int feed(pkrt_model *m, const npy *x, const npy *y, int64_t t, int64_t ba
     if (f32) ((float *)in)[i] = (float)xs[i];
     else ((double *)in)[i] = xs[i];
   }
-  return pkrt_model_set_labels(m, (const int32_t *)y->data + t * batch, batch);
+  /* y is (steps, batch) or (steps, batch, T): a label per token */
+  return pkrt_model_set_labels(m, (const int32_t *)y->data + t * (y->numel / y->shape[0]),
+                               batch);
 }
 
 /* Compiles the case's model into tmp, runs the batches, saves the weights to `saved`
@@ -343,9 +345,11 @@ static int run_fixtures(const char *dir, const char *tmp, const char *label, con
     free(x.data);
     return printf("FAIL %s: %s\n", label, msg), 1;
   }
-  if (strcmp(x.descr, "<f8") || strcmp(y.descr, "<i4") || x.ndim != 3 || y.ndim != 2 ||
+  if (strcmp(x.descr, "<f8") || strcmp(y.descr, "<i4") || x.ndim != 3 || y.ndim < 2 ||
+      y.ndim > 3 ||
       x.shape[0] != y.shape[0] || x.shape[1] != y.shape[1] || x.shape[0] > MAX_STEPS) {
-    printf("FAIL %s: x.npy/y.npy: want (steps, batch, features) f8 and (steps, batch) i4\n",
+    printf("FAIL %s: x.npy/y.npy: want (steps, batch, features) f8 and (steps, batch[, T]) "
+           "i4\n",
            label);
     bad = 1;
     goto out;
@@ -442,8 +446,10 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
 }
 
 /* test_train_equiv [--only PREFIX] [FIXTURE_DIR...]
- *   The committed fixtures are tests/fixtures/train (the digits models) and its graphs/
- *   (a residual net and an attention block written as Pock graphs, full update).
+ *   The committed fixtures are tests/fixtures/train (the digits models), its graphs/
+ *   (a residual net and an attention block written as Pock graphs, full update) and its
+ *   optim/ (ignore_index, label smoothing, global clipping, warmup, accumulation) and
+ *   tokens/ (a per-token classifier: labels (N, T)).
  *   --only: the cases whose name starts with PREFIX ("mlp", "cnn": ctest runs the two
  *   models as two tests, to keep each short); FIXTURE_DIRs: check these instead of the
  *   committed fixtures and skip the live check (debugging with gen_train_fixtures.py --out). */
@@ -462,9 +468,10 @@ int main(int argc, char **argv) {
   for (int i = 1; i <= ndirs; i++)
     failures += run_fixtures(argv[i], tmp, "", only, runs, &nruns, &matched);
   if (ndirs) goto done;
-  /* the digits models (10 steps), then the hand-written residual and attention graphs */
-  static const char *const dirs[] = {"", "/graphs"};
-  for (int i = 0; i < 2; i++) {
+  /* the digits models (10 steps), then the hand-written residual and attention graphs,
+   * then the loss and optimizer options on a small MLP (optim/, 5 steps) */
+  static const char *const dirs[] = {"", "/graphs", "/optim", "/tokens"};
+  for (int i = 0; i < 4; i++) {
     char dir[1024];
     pathf(dir, sizeof dir, "%s/tests/fixtures/train%s", PK_SOURCE_DIR, dirs[i]);
     failures += run_fixtures(dir, tmp, "", only, runs, &nruns, &matched);
@@ -489,9 +496,13 @@ int main(int argc, char **argv) {
       printf("FAIL live: %s\n", cmd);
       failures++;
     } else {
-      for (int i = 0; i < 2; i++) {
+      for (int i = 0; i < 4; i++) {
         char dir[1200];
         pathf(dir, sizeof dir, "%s%s", live, dirs[i]);
+        /* --only regenerates one model's directory (optim/, tokens/ stand alone) */
+        char cases[1300];
+        pathf(cases, sizeof cases, "%s/cases.txt", dir);
+        if (only && access(cases, F_OK) != 0) continue;
         failures += run_fixtures(dir, tmp, "live ", only, runs, &nruns, &matched);
       }
     }

@@ -34,7 +34,8 @@ static int train_epoch(pkrt_model *m, const pkrt_dataset *d, int32_t *labels, do
   int64_t correct = 0;
   for (int64_t first = 0; first < rows; first += b) {
     /* The batch size is fixed at compile time: the last batch is padded with zero rows,
-     * which set_labels gives weight 0, so they change neither loss nor gradient. */
+     * which set_labels labels -1 (ignored by the loss), so they change neither loss nor
+     * gradient. */
     int64_t valid = rows - first < b ? rows - first : b;
     memcpy(in, x + (size_t)first * row_bytes, (size_t)valid * row_bytes);
     memset(in + (size_t)valid * row_bytes, 0, (size_t)(b - valid) * row_bytes);

@@ -116,12 +116,16 @@ int pkrt_model_tensor(pkrt_model *m, const char *name, pkrt_tensor_info *out);
 /* ---- feeding a batch ----
  * The input buffer (batch rows, row-major, model dtype) is written in place; name NULL
  * means the model's one input. Labels: class ids in [0, classes) for classification
- * models (turned into one-hot targets), or pkrt_model_targets() for regression. Rows
- * valid..batch-1 are padding: they get weight 0 in the loss, which averages over the
- * valid rows only. */
+ * models (or the model's ignore_index: that row weighs nothing), valid x label width of
+ * them (1, or T for per-token labels: row-major (valid, T)); they are stored as i64
+ * integers, never as one-hot targets (old artifacts: one-hot). Regression:
+ * pkrt_model_targets(). Rows valid..batch-1 are padding: classification gives them label
+ * -1, which the loss ignores; regression weight 0. Either way the loss averages over the
+ * counted rows only. */
 void *pkrt_model_input(pkrt_model *m, const char *name);
 int pkrt_model_set_labels(pkrt_model *m, const int32_t *labels, int64_t valid);
-void *pkrt_model_targets(pkrt_model *m);        /* regression targets, (batch, ...) */
+void *pkrt_model_targets(pkrt_model *m);        /* regression targets, (batch, ...); for
+                                                   integer-label models the i64 labels */
 int pkrt_model_set_valid_rows(pkrt_model *m, int64_t valid);
 
 /* ---- running ---- */
@@ -165,7 +169,11 @@ void pkrt_model_id(const pkrt_model *m, char hex[65]);
  *     label_column (0-based, negative counts from the end: -1 = last) and must be an
  *     integer; every other column is a feature, multiplied by scale.
  *   npy: X float32/float64 (rows, ...), C order, features = product of the other dims;
- *     Y int32/int64/uint8 (rows,) or (rows, 1) class ids. Versions 1-3 of the format.
+ *     Y int32/int64/uint8 (rows,) or (rows, 1) class ids, or (rows, T) for a model
+ *     whose output is (batch, T, classes) (a label per token: CSV cannot carry those).
+ *     Versions 1-3 of the format.
+ *   Labels are class ids in [0, classes), or the model's ignore_index (graph JSON
+ *   training.ignore_index), which the loss ignores.
  *   "X1.npy,X2.npy,...:Y.npy" (needs .model): one file per model input, in the model's
  *     order; an integer input (i32/i64) takes an integer file, a float input a float one;
  *     an input without the batch dim takes exactly its shape's values, fed every step.
@@ -180,6 +188,10 @@ typedef struct pkrt_data_options {
   const pkrt_model *model;
   int64_t classes;       /* > 0 without a model: labels must be in [0, classes) */
   int64_t features;      /* > 0 without a model: required feature count */
+  /* without a model (with one they come from it): */
+  int64_t label_width;   /* > 1: labels per row (Y.npy is (rows, label_width)); 0 means 1 */
+  int has_ignore_index;  /* non-zero: ignore_index is a label allowed besides class ids */
+  int64_t ignore_index;
 } pkrt_data_options;
 int pkrt_dataset_load(const char *path, const pkrt_data_options *opts, pkrt_dataset **out,
                       char *err, size_t errcap);
@@ -188,18 +200,22 @@ int64_t pkrt_dataset_rows(const pkrt_dataset *d);
 int64_t pkrt_dataset_features(const pkrt_dataset *d);
 int pkrt_dataset_dtype(const pkrt_dataset *d);
 const void *pkrt_dataset_x(const pkrt_dataset *d);        /* rows x features, row-major */
-const int32_t *pkrt_dataset_labels(const pkrt_dataset *d); /* rows */
+const int32_t *pkrt_dataset_labels(const pkrt_dataset *d); /* rows x label width */
+int64_t pkrt_dataset_label_width(const pkrt_dataset *d);  /* 1, or T per-token labels */
 
 /* ---- the training loop ----
  * Each epoch visits every row once in an order drawn from a PRNG seeded by `seed`
  * (xoshiro256**, seeded through splitmix64; the same seed gives the same order). Batches
  * have the compiled batch size; the LAST PARTIAL BATCH is padded: its padding rows are
- * zeros with label weight 0, so the loss averages over its real rows only. Per epoch it
+ * zeros with label -1 (ignored; old one-hot artifacts: weight 0), so the loss averages
+ * over its real rows only. Per epoch it
  * prints (to `out`, stdout when NULL)
  *   epoch 3/30 loss 0.1234 acc 0.9512 val_loss 0.2000 val_acc 0.9300 ms/step 0.123
  * (val_* only with a validation set), with a progress bar in between when `out` is a
- * terminal; loss and accuracy are the means over the epoch's rows, accuracy the argmax of
- * the output against the label, measured during the step (before its update). At the end
+ * terminal; loss and accuracy are the means over the epoch's counted labels (its rows;
+ * its tokens for per-token labels; labels equal to ignore_index do not count), accuracy
+ * the argmax of the output against the label, measured during the step (before its
+ * update). At the end
  * it prints "trained N steps, ms/step X". When *stop becomes non-zero (a SIGINT handler)
  * the loop ends after the current step, saves the weights (save_path), prints
  * "interrupted after N steps" and returns 0 with result->interrupted set. A step whose
@@ -235,6 +251,9 @@ typedef struct pkrt_train_options {
   const char *resume_path;
   int64_t max_steps;               /* > 0: stop after this many steps of this run, as the
                                       stop flag does (result->interrupted is set) */
+  int64_t warmup_steps;            /* > 0: overrides the manifest's linear lr warmup
+                                      (optimizer steps; a cosine schedule's total_steps must
+                                      exceed it) */
 } pkrt_train_options;
 
 typedef struct pkrt_train_result {

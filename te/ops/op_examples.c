@@ -162,7 +162,7 @@ static const pk_op_example examples[] = {
     {"batch_norm_nc_eps_f64", PK_OP_BATCH_NORM,
      {5, {{2, {33, 1}, F64}, {1, {1}, F64}, {1, {1}, F64}, {1, {1}, F64}, {1, {1}, F64}},
       {.eps = 1e-3, .momentum = 0.5}}},
-    /* with the training step's H: H[3] != 0 selects the running stats (evaluation) */
+    /* with the training step's H: H[3] < 0 selects the running stats (evaluation) */
     {"batch_norm_with_h", PK_OP_BATCH_NORM,
      {6, {{3, {4, 3, 5}, F32}, {1, {3}, F32}, {1, {3}, F32}, {1, {3}, F32}, {1, {3}, F32},
           {1, {4}, F32}},
@@ -223,6 +223,29 @@ static const pk_op_example examples[] = {
      {2, {{4, {2, 3, 7, 7}, F32}, {4, {2, 1, 1, 7}, PKRT_DTYPE_I32}}, {.value = -1e9}}},
     {"masked_fill_i64_f64", PK_OP_MASKED_FILL,
      {2, {{2, {7, 33}, F64}, {1, {33}, PKRT_DTYPE_I64}}, NO_ATTRS}},
+    /* losses with integer labels (random labels span 0..7: some outside [0, K) too) */
+    {"cross_entropy_labels", PK_OP_CROSS_ENTROPY,
+     {2, {{2, {7, 33}, F32}, {1, {7}, PKRT_DTYPE_I64}}, NO_ATTRS}},
+    {"cross_entropy_tokens_ignore_smooth_f64", PK_OP_CROSS_ENTROPY,
+     {2, {{3, {3, 7, 7}, F64}, {2, {3, 7}, PKRT_DTYPE_I32}},
+      {.has_ignore_index = true, .ignore_index = 2, .label_smoothing = 0.1}}},
+    {"cross_entropy_1class_full_smooth", PK_OP_CROSS_ENTROPY,
+     {2, {{2, {1, 1}, F32}, {1, {1}, PKRT_DTYPE_I64}},
+      {.has_ignore_index = true, .ignore_index = -100, .label_smoothing = 1.0}}},
+    /* optimizer: gradient accumulation and global-norm clipping (random H[3] in [-1, 1]
+     * takes both sides of the guards) */
+    {"grad_accumulate_3", PK_OP_GRAD_ACCUMULATE,
+     {3, {{2, {7, 33}, F32}, {2, {7, 33}, F32}, {1, {4}, F32}}, {.accum_steps = 3}}},
+    {"grad_accumulate_1_f64", PK_OP_GRAD_ACCUMULATE,
+     {3, {{1, {1}, F64}, {1, {1}, F64}, {1, {4}, F64}}, NO_ATTRS}},
+    {"clip_grad_norm", PK_OP_CLIP_GRAD_NORM,
+     {2, {{3, {7, 1, 33}, F32}, {1, {1}, F32}}, {.clip_norm = 0.5}}},
+    {"sgd_momentum_accum2", PK_OP_SGD_UPDATE,
+     {4, {{2, {7, 33}, F32}, {2, {7, 33}, F32}, {2, {7, 33}, F32}, {1, {4}, F32}},
+      {.momentum = 0.9, .accum_steps = 2}}},
+    {"adamw_accum2_f64", PK_OP_ADAMW_UPDATE,
+     {5, {{1, {7}, F64}, {1, {7}, F64}, {1, {7}, F64}, {1, {7}, F64}, {1, {4}, F64}},
+      {.weight_decay = 0.01, .decoupled = true, .accum_steps = 2}}},
 };
 
 const pk_op_example *pk_op_examples(int *count) {

@@ -77,6 +77,9 @@ pk_status pk_op_grad_pow(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te
 /* normalization */
 pk_status pk_op_grad_norm(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *, int,
                           pk_op_grad *, pk_strbuf *);
+/* losses with integer labels */
+pk_status pk_op_grad_cross_entropy(pk_ctx *, pk_op_kind, const pk_op_params *,
+                                   const pk_te_tensor *, int, pk_op_grad *, pk_strbuf *);
 
 pk_op_grad_fn pk_op_grad_builder(pk_op_kind op); /* NULL for ops with no differentiable input */
 
@@ -192,5 +195,12 @@ void pk_op_emit_window_source(pk_strbuf *b, const pk_op_window *w, const char *x
                               const char *r);
 void pk_op_emit_window_source_guard(pk_strbuf *b, const pk_op_window *w, const char *x,
                                     const char *r, bool *first);
+
+/* ---- convolution (op_conv.c) ---- */
+/* conv2d's gradients as pk_op_grad_conv2d writes them, except that dX is always the
+ * transposed-window form (every window element visited, the ones whose output is not whole
+ * skipped behind a guard): the oracle that tests compare the strided phase form with. */
+pk_status pk_op_grad_conv2d_gather(pk_ctx *, pk_op_kind, const pk_op_params *,
+                                   const pk_te_tensor *, int, pk_op_grad *, pk_strbuf *);
 
 #endif

@@ -1,6 +1,8 @@
-/* op_loss.c — the losses that root a training graph: softmax_cross_entropy and mse_loss,
- * each a sum over rows weighted by R (so padding rows of a partial batch count 0), and
- * their gradients, which take no dY (the loss is the end of the chain). */
+/* op_loss.c — the losses that root a training graph: cross_entropy over integer labels
+ * (what classification trains with: ignored labels make padding rows count 0), and
+ * softmax_cross_entropy (one-hot targets) and mse_loss, each a sum over rows weighted by
+ * R (so padding rows of a partial batch count 0); their gradients take no dY (the loss is
+ * the end of the chain). */
 #include "op_impl.h"
 
 static bool same_shape(const pk_op_input *a, const pk_op_input *b) {
@@ -138,6 +140,180 @@ pk_status pk_op_grad_mse(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
     pk_op_emit_float(out, (double)inner);
   }
   pk_strbuf_append(out, ")\n");
+  (void)ctx, (void)op, (void)input;
+  return PK_OK;
+}
+
+/* ---- losses with integer labels ----
+ * cross_entropy reads each row's label as an integer (a gather Z[.., L[..]] guarded to
+ * [0, K)), never as a one-hot float tensor: N*T*K floats of targets would dwarf the
+ * logits' own memory for a language model. Rows are every index but the last of Z. */
+
+/* The row dims (all of Z's but the last) and the class count. */
+static int ce_rows(const pk_op_params *prm, int64_t *rows, int64_t *k) {
+  const pk_op_input *z = &prm->in[0];
+  for (int d = 0; d + 1 < z->ndim; d++) rows[d] = z->shape[d];
+  *k = z->shape[z->ndim - 1];
+  return z->ndim - 1;
+}
+
+/* "i0, i1" (axis 'i', spatial) or "k3, k4" (axis 'k' from first): the row index list. */
+static void ce_index(pk_strbuf *b, int nr, char axis, int first) {
+  for (int d = 0; d < nr; d++) pk_strbuf_printf(b, "%s%c%d", d ? ", " : "", axis, first + d);
+}
+
+/* "L[i0] >= 0 && L[i0] < 7 && L[i0] != 3": the row counts (labels are its dims). */
+static void ce_valid(pk_strbuf *b, const pk_op_attrs *a, int nr, char axis, int first,
+                     int64_t k) {
+  pk_strbuf l;
+  pk_strbuf_init(&l);
+  pk_strbuf_append(&l, "L[");
+  ce_index(&l, nr, axis, first);
+  pk_strbuf_append(&l, "]");
+  pk_strbuf_printf(b, "%s >= 0 && %s < %lld", l.data, l.data, (long long)k);
+  if (a->has_ignore_index) {
+    /* a negative literal is a unary minus on a literal: "L[i0] != -100" */
+    pk_strbuf_printf(b, " && %s != %s%lld", l.data, a->ignore_index < 0 ? "-" : "",
+                     (long long)(a->ignore_index < 0 ? -a->ignore_index : a->ignore_index));
+  }
+  pk_strbuf_free(&l);
+}
+
+static pk_status ce_check(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm) {
+  const pk_op_input *z = &prm->in[0], *l = &prm->in[1];
+  const pk_op_attrs *a = &prm->attrs;
+  char sz[PK_OP_SHAPE_CHARS], sl[PK_OP_SHAPE_CHARS];
+  if (z->ndim != 2 && z->ndim != 3)
+    return pk_op_fail(ctx, op, "logits %s must have rank 2 (N, K) or 3 (N, T, K)",
+                      pk_op_shape_str(sz, z->ndim, z->shape));
+  bool same = l->ndim == z->ndim - 1;
+  for (int d = 0; same && d < l->ndim; d++) same = l->shape[d] == z->shape[d];
+  if (!same)
+    return pk_op_fail(ctx, op, "labels %s must have the shape %s of the logits without the "
+                      "class dim", pk_op_shape_str(sl, l->ndim, l->shape),
+                      pk_op_shape_str(sz, z->ndim - 1, z->shape));
+  if (!(a->label_smoothing >= 0 && a->label_smoothing <= 1))
+    return pk_op_fail(ctx, op, "label_smoothing %g out of range (must be in [0, 1])",
+                      a->label_smoothing);
+  if (a->has_ignore_index && (a->ignore_index < -PK_OP_MAX_EXTENT ||
+                              a->ignore_index > PK_OP_MAX_EXTENT))
+    return pk_op_fail(ctx, op, "ignore_index %lld out of range (|ignore_index| <= %lld)",
+                      (long long)a->ignore_index, (long long)PK_OP_MAX_EXTENT);
+  return PK_OK;
+}
+
+/* M = row max, S = row sum of exp(Z - M), [SZ = row sum of Z], C = counted rows (1,):
+ * the stages the forward writes and the gradient reads back (PK_GRAD_ARG_STAGE). Reduce
+ * axes k0 (M), k1 (S), k2 (SZ), k3.. (C). */
+static void ce_stages(pk_strbuf *out, const pk_op_params *prm, bool with_sz) {
+  int64_t rows[PK_TE_MAX_DIMS], k, one[1] = {1};
+  int nr = ce_rows(prm, rows, &k);
+  pk_op_emit_reduce_axis(out, 0, k);
+  pk_op_emit_reduce_axis(out, 1, k);
+  if (with_sz) pk_op_emit_reduce_axis(out, 2, k);
+  for (int d = 0; d < nr; d++) pk_op_emit_reduce_axis(out, 3 + d, rows[d]);
+  pk_op_emit_compute_head(out, "M", nr, rows);
+  pk_strbuf_append(out, "max(Z[");
+  ce_index(out, nr, 'i', 0);
+  pk_strbuf_append(out, ", k0], k0))\n");
+  pk_op_emit_compute_head(out, "S", nr, rows);
+  pk_strbuf_append(out, "sum(exp(Z[");
+  ce_index(out, nr, 'i', 0);
+  pk_strbuf_append(out, ", k1] - M[");
+  ce_index(out, nr, 'i', 0);
+  pk_strbuf_append(out, "]), k1))\n");
+  if (with_sz) {
+    pk_op_emit_compute_head(out, "SZ", nr, rows);
+    pk_strbuf_append(out, "sum(Z[");
+    ce_index(out, nr, 'i', 0);
+    pk_strbuf_append(out, ", k2], k2))\n");
+  }
+  pk_op_emit_compute_head(out, "C", 1, one);
+  pk_strbuf_printf(out, "sum(cast(%s, ", pkrt_dtype_name(prm->in[0].dtype));
+  ce_valid(out, &prm->attrs, nr, 'k', 3, k);
+  pk_strbuf_append(out, ")");
+  for (int d = 0; d < nr; d++) pk_strbuf_printf(out, ", k%d", 3 + d);
+  pk_strbuf_append(out, "))\n");
+}
+
+/* P[r] = counted ? M + log S - (1 - c) Z[r, L[r]] - (c / K) SZ[r] : 0;
+ * Y = sum_r P[r] / max(C, 1). */
+pk_status pk_op_text_cross_entropy(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                                   pk_strbuf *out) {
+  pk_status s = ce_check(ctx, op, prm);
+  if (s != PK_OK) return s;
+  const pk_op_attrs *a = &prm->attrs;
+  int64_t rows[PK_TE_MAX_DIMS], k, one[1] = {1};
+  int nr = ce_rows(prm, rows, &k);
+  double c = a->label_smoothing;
+  pk_op_emit_placeholder(out, "Z", prm->in[0].ndim, prm->in[0].shape, prm->in[0].dtype);
+  pk_op_emit_placeholder(out, "L", prm->in[1].ndim, prm->in[1].shape, prm->in[1].dtype);
+  ce_stages(out, prm, c > 0);
+  pk_strbuf r;
+  pk_strbuf_init(&r);
+  ce_index(&r, nr, 'i', 0);
+  pk_op_emit_compute_head(out, "P", nr, rows);
+  pk_strbuf_append(out, "select(");
+  ce_valid(out, a, nr, 'i', 0, k);
+  pk_strbuf_printf(out, ", M[%s] + log(S[%s]) - ", r.data, r.data);
+  if (c != 0) {
+    pk_op_emit_float(out, 1.0 - c);
+    pk_strbuf_append(out, " * ");
+  }
+  pk_strbuf_printf(out, "Z[%s, L[%s]]", r.data, r.data);
+  if (c != 0) {
+    pk_strbuf_append(out, " - ");
+    pk_op_emit_float(out, c / (double)k);
+    pk_strbuf_printf(out, " * SZ[%s]", r.data);
+  }
+  pk_strbuf_append(out, ", 0.0))\n");
+  pk_op_emit_compute_head(out, "Y", 1, one);
+  pk_strbuf_append(out, "sum(P[");
+  ce_index(out, nr, 'k', 3);
+  pk_strbuf_append(out, "] / max(C[0], 1.0)");
+  for (int d = 0; d < nr; d++) pk_strbuf_printf(out, ", k%d", 3 + d);
+  pk_strbuf_append(out, "))\n");
+  pk_strbuf_free(&r);
+  return PK_OK;
+}
+
+/* dZ[r, j] = counted ? (softmax(Z)[r, j] - (1 - c) [L[r] == j] - c / K) / max(C, 1) : 0,
+ * reading the forward's M, S and C (stages 0, 1 and 2 or 3) rather than recomputing them. */
+pk_status pk_op_grad_cross_entropy(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
+                                   const pk_te_tensor *y, int input, pk_op_grad *g,
+                                   pk_strbuf *out) {
+  const pk_op_attrs *a = &prm->attrs;
+  const pk_op_input *z = &prm->in[0];
+  int64_t rows[PK_TE_MAX_DIMS], k, one[1] = {1};
+  int nr = ce_rows(prm, rows, &k);
+  double c = a->label_smoothing;
+  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_INPUT, 0, "Z", prm, y);
+  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_INPUT, 1, "L", prm, y);
+  pk_op_grad_add_stage(g, out, 0, "M", nr, rows, z->dtype);
+  pk_op_grad_add_stage(g, out, 1, "S", nr, rows, z->dtype);
+  pk_op_grad_add_stage(g, out, c > 0 ? 3 : 2, "C", 1, one, z->dtype);
+  pk_strbuf r;
+  pk_strbuf_init(&r);
+  ce_index(&r, nr, 'i', 0);
+  pk_op_emit_compute_head(out, "DZ", z->ndim, z->shape);
+  pk_strbuf_append(out, "select(");
+  ce_valid(out, a, nr, 'i', 0, k);
+  pk_strbuf_printf(out, ", (exp(Z[%s, i%d] - M[%s]) / S[%s] - ", r.data, nr, r.data, r.data);
+  if (c != 1) {
+    if (c != 0) {
+      pk_op_emit_float(out, 1.0 - c);
+      pk_strbuf_append(out, " * ");
+    }
+    pk_strbuf_printf(out, "select(cast(i64, L[%s]) == i%d, 1.0, 0.0)", r.data, nr);
+  } else {
+    pk_strbuf_append(out, "0.0");
+  }
+  if (c != 0) {
+    pk_strbuf_append(out, " - ");
+    pk_op_emit_float(out, c / (double)k);
+  }
+  pk_strbuf_append(out, ") / max(C[0], 1.0), 0.0))\n");
+  pk_strbuf_free(&r);
   (void)ctx, (void)op, (void)input;
   return PK_OK;
 }

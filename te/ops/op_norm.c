@@ -299,12 +299,13 @@ static pk_status norm_check(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   return PK_OK;
 }
 
-/* "select(H[3] != 0.0, R[idx], B[idx])": the running stat while the executor evaluates
- * (H[3] = 1), the batch's while it trains (H[3] = 0); just B without H. */
+/* "select(H[3] < 0.0, R[idx], B[idx])": the running stat while the executor evaluates
+ * (H[3] = -1), the batch's while it trains (H[3] >= 0: the accumulation micro-step); just B
+ * without H. */
 static void emit_stat(pk_strbuf *out, bool h, const char *running, const char *batch,
                       const char *idx) {
   if (h) {
-    pk_strbuf_append(out, "select(H[3] != 0.0, ");
+    pk_strbuf_append(out, "select(H[3] < 0.0, ");
     emit_read(out, running, idx, 0);
     pk_strbuf_append(out, ", ");
   }
@@ -316,7 +317,7 @@ static void emit_stat(pk_strbuf *out, bool h, const char *running, const char *b
 
 /* Stages: MEAN (0), VAR (1), RSTD (2), Y (frozen batch_norm: MEAN and VAR are the running
  * stats); rms_norm: MS (0), RR (1), Y. A training-mode batch_norm given the training step's
- * H (a 6th input) normalizes with the running stats while H[3] != 0 (evaluation: the
+ * H (a 6th input) normalizes with the running stats while H[3] < 0 (evaluation: the
  * same kernel, so the eval plan needs no nodes of its own); MEAN, VAR stay the batch's. */
 pk_status pk_op_text_norm(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                           pk_strbuf *out) {

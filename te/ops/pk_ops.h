@@ -77,7 +77,7 @@
  *         are read only with attrs.use_running_stats (frozen layers, evaluation): then
  *         MEAN and VAR are copies of them (the same stages in both modes); or, in training
  *         mode with the training step's H (4,) as a 6th input (the graph adds it; graph
- *         JSON gives 5 inputs), by RSTD and Y while H[3] != 0. Batch statistics need
+ *         JSON gives 5 inputs), by RSTD and Y while H[3] < 0. Batch statistics need
  *         N * spatial >= 2 (PyTorch refuses 1 too);
  *       layer_norm(X, gamma, beta): over the last normalized_ndim dims (gamma, beta shaped
  *         like them); stages MEAN, VAR, RSTD (X's shape with those dims 1), Y;
@@ -245,6 +245,16 @@ typedef struct pk_op_attrs {
                               pads[2d] and pads[2d + 1] (>= 0; entries past the rank are 0) */
   double value;            /* pad: the fill value; masked_fill: the value where the mask is
                               set (finite: write -1e9 rather than -inf for attention masks) */
+  /* losses with integer labels (cross_entropy; training-only: set from the graph's
+   * "training" object, never from node attrs) */
+  bool has_ignore_index;   /* labels equal to ignore_index are ignored (besides those
+                              outside [0, K), always ignored) */
+  int64_t ignore_index;
+  double label_smoothing;  /* in [0, 1]: PyTorch's label_smoothing */
+  /* gradient accumulation (training-only ops): micro-steps per optimizer step; 0 or 1 =
+   * none. grad_accumulate adds G / accum_steps; sgd_update and adamw_update then change
+   * W, M, V only on the last micro-step of each group (H[3] = accum_steps - 1) */
+  int64_t accum_steps;
 } pk_op_attrs;
 
 /* pk_op_attrs.approximate (graph JSON "approximate": "none" or "tanh", as PyTorch's). */
@@ -297,7 +307,13 @@ pk_status pk_op_build(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
  *     in row-major scan order (ties happen after relu);
  *   - broadcast inputs of add/sub/mul/div get dY summed over the broadcast dims;
  *   - conv2d dX handles stride, dilation, groups, asymmetric padding and rows/cols of the
- *     input that no window reads (gradient 0).
+ *     input that no window reads (gradient 0). With stride s > 1 it is s² dense phase
+ *     convolutions (computes P0, P1, ...: rows x = t + s q of phase t get dY correlated
+ *     with the window elements that reach them, no skipped terms), then dX interleaves
+ *     them; a dim with dilation 1 and kernel = stride (patches) needs no phases (x reads
+ *     dY at (x + pad) / s, window element (x + pad) mod s). Over 16 phases, dims with
+ *     dilation 1 and kernel < stride take that form too (guarded), and if still over 16
+ *     the transposed-window form stays, which visits every window element per row.
  *   - pow: dA = B A^(B-1) but 0 where B == 0; dB = A^B log A but 0 where A == 0 and
  *     B >= 0 (torch.pow's rules); pow_scalar: e X^(e-1), 0 for e == 0;
  *   - sdpa: dQ, dK, dV read Q, K (V for dQ and dK; Mask) and the saved row max and row sum,
@@ -353,9 +369,29 @@ pk_status pk_op_grad_text(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, i
  *       decoupled: W1 = W * (1 - H[0] * wd), g = clip(G);  else W1 = W, g = clip(G) + wd * W
  *       M' = b1 M + (1 - b1) g;  V' = b2 V + (1 - b2) g^2
  *       W' = W1 - H[0] * (M' / H[1]) / (sqrt(V' / H[2]) + eps)
- *   H = (lr, 1 - beta1^t, 1 - beta2^t, 0) for step t = 1, 2, ..., written by the executor
- *   each step (learning-rate schedules live there); H[3] = 1 while it evaluates or infers
- *   (a training-mode batch_norm given H as its 6th input then uses its running stats). clip(G) = G * min(1, c / (|G|_2 + 1e-6))
+ *   cross_entropy(Z (N, K) or (N, T, K), L (N) or (N, T) integers) -> (1,)
+ *       PyTorch's F.cross_entropy with class indices, mean reduction: a row (each label of
+ *       L) counts when 0 <= L < K and L != ignore_index (has_ignore_index); with
+ *       c = label_smoothing, row loss = lse(Z) - (1 - c) Z[L] - (c / K) sum_k Z[k];
+ *       loss = sum over counted rows / max(count, 1). So ignored rows (and padding rows of
+ *       a partial batch, fed with label -1) weigh nothing and do not count in the mean;
+ *       a batch with no counted row has loss 0 and gradient 0 (PyTorch: NaN). Labels are
+ *       read as integers, never expanded to one-hot. Stages: M = row max, S = row sum of
+ *       exp(Z - M), [SZ = row sum of Z when c > 0], C = count, P = row losses, Y.
+ *   grad_accumulate(A, G, H (4,)) -> A'   (A' in place over A: a persistent buffer)
+ *       A' = (H[3] > 0 ? A : 0) + G / accum_steps: H[3] is the micro-step within the
+ *       accumulation group (0 .. accum_steps - 1), so the first one restarts the sum; the
+ *       result is the mean of the group's gradients (PyTorch users divide the loss by k).
+ *   clip_grad_norm(G, N (1,)) -> G * min(1, clip_norm / (sqrt(N[0]) + 1e-6))
+ *       N is the squared L2 norm of all trained gradients together: global-norm clipping
+ *       (torch.nn.utils.clip_grad_norm_ over every trained param).
+ *   With accum_steps > 1, sgd_update and adamw_update write M', V', W' equal to M, V, W
+ *   unless H[3] = accum_steps - 1 (the group's last micro-step): the optimizer steps once
+ *   per group.
+ *   H = (lr, 1 - beta1^t, 1 - beta2^t, micro-step) for optimizer step t = 1, 2, ..., written
+ *   by the executor each step (learning-rate schedules live there); H[3] = -1 while it
+ *   evaluates or infers (a training-mode batch_norm given H as its 6th input then uses its
+ *   running stats; no update op runs then). clip(G) = G * min(1, c / (|G|_2 + 1e-6))
  *   when clip_norm = c > 0 (torch.nn.utils.clip_grad_norm_ on this tensor alone).
  *   Update ops are element-wise in W, M, V: the executor runs them in place (M' over M,
  *   V' over V, W' over W), which is safe because every output element depends only on the
