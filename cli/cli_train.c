@@ -33,7 +33,8 @@ static const char train_help[] =
     "\n"
     "options:\n"
     "  --data FILE             training data: CSV (label last unless --label-column; an\n"
-    "                          optional header line) or X.npy:Y.npy\n"
+    "                          optional header line) or X.npy:Y.npy (a model with several\n"
+    "                          inputs: X1.npy,X2.npy:Y.npy, one file per input in order)\n"
     "  --val FILE              validation data, evaluated after each epoch\n"
     "  --epochs N              total passes over the data (>= 1), counting those before a\n"
     "                          checkpoint given to --resume\n"
@@ -67,7 +68,7 @@ static const char eval_help[] =
     "(loss is nan for an inference-only artifact).\n"
     "\n"
     "options:\n"
-    "  --data FILE             CSV or X.npy:Y.npy, as `%1$s train`\n"
+    "  --data FILE             CSV, X.npy:Y.npy or X1.npy,X2.npy:Y.npy, as `%1$s train`\n"
     "  --weights W.pkw         weights to evaluate (default: the artifact's)\n"
     "  --scale X               multiply every feature by X\n"
     "  --label-column K        0-based label column of a CSV; negative counts from the end\n"
@@ -85,7 +86,7 @@ static const char run_help[] =
     "not used (fill it with 0 when unknown).\n"
     "\n"
     "options:\n"
-    "  --data FILE             CSV or X.npy:Y.npy\n"
+    "  --data FILE             CSV, X.npy:Y.npy or X1.npy,X2.npy:Y.npy\n"
     "  --scores                print the output values after the class\n"
     "  --weights W.pkw         weights to use (default: the artifact's)\n"
     "  --scale X               multiply every feature by X\n"
@@ -264,14 +265,11 @@ static int predict(const run_options *o, pkrt_model *m, const pkrt_dataset *d) {
   int64_t per_row = 1, classes = pkrt_model_classes(m);
   for (int i = 1; i < rank; i++) per_row *= shape[i];
   bool f64 = pkrt_model_dtype(m) == PKRT_DTYPE_F64;
-  size_t row_bytes = (size_t)pkrt_dataset_features(d) * (f64 ? 8 : 4);
-  unsigned char *in = pkrt_model_input(m, NULL);
-  const unsigned char *x = pkrt_dataset_x(d);
   for (int64_t first = 0; first < rows; first += b) {
     int64_t valid = rows - first < b ? rows - first : b;
-    memcpy(in, x + (size_t)first * row_bytes, (size_t)valid * row_bytes);
-    memset(in + (size_t)valid * row_bytes, 0, (size_t)(b - valid) * row_bytes);
-    if (pkrt_model_infer(m) != 0) return fail(o, "%s", pkrt_model_error(m));
+    /* every input of the model (several: X1.npy,X2.npy:Y.npy), padding rows zero */
+    if (pkrt_model_feed(m, d, first, valid) != 0 || pkrt_model_infer(m) != 0)
+      return fail(o, "%s", pkrt_model_error(m));
     const void *out = pkrt_model_output(m);
     /* a per-token classifier ((batch, T, classes) output) predicts T classes per row */
     int64_t tokens = classes > 0 && per_row % classes == 0 ? per_row / classes : 1;
@@ -319,14 +317,22 @@ static int run(const run_options *o, pkrt_model *m) {
   return rc;
 }
 
-/* "X.npy:Y.npy" names two files; each is an input the outputs must not overwrite. */
-static void npy_halves(const char *data, char *x, char *y, size_t cap) {
-  const char *colon = data ? strchr(data, ':') : NULL;
-  x[0] = y[0] = '\0';
-  if (!colon || (size_t)(colon - data) >= cap || strlen(colon + 1) >= cap) return;
-  memcpy(x, data, (size_t)(colon - data));
-  x[colon - data] = '\0';
-  strcpy(y, colon + 1);
+/* "X.npy:Y.npy" names two files, "X1.npy,X2.npy:Y.npy" more (one per model input); each is
+ * an input the outputs must not overwrite. Appends them to files[*n] (up to cap), copies in
+ * buf (the same split rule as pkrt_dataset_load: after ".npy" and ':' or ','). */
+static void data_files(const char *data, char *buf, size_t bufcap, const char **files, int *n,
+                       int cap) {
+  if (!data || strlen(data) >= bufcap) return;
+  strcpy(buf, data);
+  const char *start = buf;
+  for (char *p = buf; *n < cap && (p = strstr(p, ".npy")) != NULL;) {
+    p += 4;
+    if (*p != ':' && *p != ',') continue;
+    *p++ = '\0';
+    files[(*n)++] = start;
+    start = p;
+  }
+  if (start != buf && *n < cap) files[(*n)++] = start; /* the labels */
 }
 
 /* The outputs, checked before the model is opened or a step is taken (the rules:
@@ -334,20 +340,27 @@ static void npy_halves(const char *data, char *x, char *y, size_t cap) {
  * trusted key) or another output. The checkpoint may be the one resumed from, the
  * documented in-place update; --metrics may be a pipe. */
 static int check_outputs(const run_options *o) {
-  char dx[4096], dy[4096], vx[4096], vy[4096];
-  npy_halves(o->data, dx, dy, sizeof dx);
-  npy_halves(o->val, vx, vy, sizeof vx);
-  /* Inputs, then the outputs; each output is checked against the others but itself. */
-  const char *files[] = {o->model, o->data, dx, dy, o->val, vx, vy, o->weights, o->key,
-                         o->resume, o->save, o->checkpoint, o->metrics};
-  enum { RESUME = 9, SAVE, CKPT, METRICS, NFILES };
-  for (int out = SAVE; out < NFILES; out++) {
-    if (!files[out]) continue;
-    const char *against[NFILES];
+  enum { NDATA = 2 * (PKRT_MAX_INPUTS + 1) };
+  static char dbuf[4096], vbuf[4096];
+  const char *data[NDATA];
+  int nd = 0;
+  data_files(o->data, dbuf, sizeof dbuf, data, &nd, NDATA / 2);
+  int nv = 0;
+  data_files(o->val, vbuf, sizeof vbuf, data + nd, &nv, NDATA / 2);
+  nd += nv;
+  /* Outputs, then the inputs; each output is checked against the others but itself. */
+  const char *outs[] = {o->resume, o->save, o->checkpoint, o->metrics};
+  enum { RESUME, SAVE, CKPT, METRICS, NOUTS };
+  const char *ins[] = {o->model, o->data, o->val, o->weights, o->key};
+  for (int out = SAVE; out < NOUTS; out++) {
+    if (!outs[out]) continue;
+    const char *against[NOUTS + 5 + NDATA];
     int n = 0;
-    for (int i = 0; i < NFILES; i++)
-      if (i != out && !(out == CKPT && i == RESUME)) against[n++] = files[i];
-    if (pkrt_cli_check_output(o->prog, files[out], out == METRICS ? RT_OUT_STREAM : 0,
+    for (int i = 0; i < NOUTS; i++)
+      if (i != out && !(out == CKPT && i == RESUME)) against[n++] = outs[i];
+    for (int i = 0; i < 5; i++) against[n++] = ins[i];
+    for (int i = 0; i < nd; i++) against[n++] = data[i];
+    if (pkrt_cli_check_output(o->prog, outs[out], out == METRICS ? RT_OUT_STREAM : 0,
                               against, n) != 0)
       return EXIT_ERROR;
   }

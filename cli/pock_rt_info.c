@@ -156,8 +156,19 @@ static void print_manifest(const cJSON *mf) {
   print_json(get(mf, "batch"));
   printf("\n%-14s ", "classes");
   print_json(get(mf, "classes"));
-  printf("\n%-14s ", "input");
-  print_shape(tensors, get(io, "input"));
+  /* Several inputs (io.inputs): one line each, with name, dtype and shape. */
+  const cJSON *ins = get(io, "inputs"), *ix;
+  if (cJSON_GetArraySize(ins) > 1) {
+    cJSON_ArrayForEach(ix, ins) {
+      const cJSON *t = cJSON_IsNumber(ix) ? cJSON_GetArrayItem(tensors, ix->valueint) : NULL;
+      printf("\n%-14s %s %s ", "input", str_or(get(t, "name"), "?"), str_or(get(t, "dtype"), "?"));
+      print_shape(tensors, ix);
+      if (cJSON_IsFalse(get(t, "batch"))) fputs(" (no batch dim)", stdout);
+    }
+  } else {
+    printf("\n%-14s ", "input");
+    print_shape(tensors, get(io, "input"));
+  }
   printf("\n%-14s ", "output");
   print_shape(tensors, get(io, "output"));
   const cJSON *opt = get(mf, "optimizer");

@@ -38,6 +38,13 @@ static const stage stages[] = {
 };
 #define NSTAGES ((int)(sizeof stages / sizeof stages[0]))
 
+static int stage_index(const char *name) {
+  for (int i = 0; i < NSTAGES; i++)
+    if (!strcmp(stages[i].name, name)) return i;
+  PK_ASSERT(0 && "no such stage");
+  return 0;
+}
+
 static pk_status check_options(pk_ctx *ctx, const pk_compile_options *o, int *last) {
   *last = NSTAGES - 1;
   if (o->dump_after) {
@@ -106,8 +113,15 @@ pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *opts, pk_compile_res
       return s;
     }
     if (!strcmp(stages[i].name, "train") && out) pk_train_stats_of(S.g, &out->stats);
-    if (!strcmp(stages[i].name, "memplan") && o.print_memory)
+    /* The table waits for codegen, when every kernel's final schedule (a build that timed out
+     * falls back to the defaults) and so its workspace is known, unless the run stops
+     * earlier. */
+    int mem_at = stage_index("codegen") < last ? stage_index("codegen") : last;
+    if (o.print_memory && i == mem_at && S.mp) {
       fputs(pk_memplan_print(ctx, S.g, S.mp), S.log);
+      if (i < stage_index("schedule"))
+        fputs("(workspace: the kernels are not scheduled yet at this stage)\n", S.log);
+    }
   }
   pk_cgen_unit_free(S.unit); /* stopped after the schedule stage: never built */
   S.unit = NULL;

@@ -79,6 +79,8 @@ pk_status drv_layouts(drv_state *S);
 
 /* ---- stage_tasks.c ---- */
 pk_status drv_memplan(drv_state *S);
+/* Sets the plan's workspace from each node's kernel (after the schedule stage lowered them). */
+void drv_memplan_workspace(drv_state *S);
 pk_status drv_tasks(drv_state *S);
 char *drv_tasks_print(drv_state *S);
 /* The graph tensor behind program tensor i of node n: placeholders are the node's inputs

@@ -24,6 +24,8 @@ static cJSON *tensor_json(drv_state *S, int i) {
   cJSON_AddStringToObject(o, "region", pk_region_name(S->mp->region[L->root]));
   cJSON_AddNumberToObject(o, "offset", (double)S->mp->offset[L->root]);
   if (t->role == PK_ROLE_PARAM && t->base < 0) cJSON_AddBoolToObject(o, "trainable", t->trainable);
+  /* An input without the batch dim: fed once per step, shared by every row. */
+  if (t->role == PK_ROLE_INPUT && t->no_batch) cJSON_AddBoolToObject(o, "batch", false);
   /* In-place outputs and weight views say whose storage they share. */
   if (t->base >= 0) cJSON_AddNumberToObject(o, "base", L->root);
   if (!L->dense) {
@@ -99,9 +101,23 @@ pk_status drv_manifest(drv_state *S) {
   if (input < 0 || g->output < 0)
     return pk_ctx_fail(ctx, PK_ERR_CHECK, "compile: %s: the model has no %s", S->o->model,
                        input < 0 ? "input" : "output");
+  /* Datasets give the first input row by row: it carries the batch. */
+  if (g->tensors[input]->no_batch)
+    return pk_ctx_fail(ctx, PK_ERR_CHECK, "compile: %s: the first input '%s' has no batch dim "
+                       "(list an input with the batch first)", S->o->model,
+                       g->tensors[input]->name);
 
+  /* Format 2 marks what a version-1 runtime would misread (it feeds io.input alone):
+   * several inputs, an integer input, an input without the batch dim. */
+  int format = 1;
+  for (int i = 0; i < g->ntensors; i++) {
+    const pk_gtensor *t = g->tensors[i];
+    if (t->role == PK_ROLE_INPUT &&
+        (i != input || t->no_batch || t->dtype != g->tensors[g->output]->dtype))
+      format = 2;
+  }
   cJSON *m = cJSON_CreateObject();
-  cJSON_AddNumberToObject(m, "format", 1);
+  cJSON_AddNumberToObject(m, "format", format);
   cJSON_AddStringToObject(m, "pock_version", POCK_VERSION);
   cJSON_AddStringToObject(m, "target", fp.target);
   cJSON *f = cJSON_CreateObject();
@@ -110,7 +126,8 @@ pk_status drv_manifest(drv_state *S) {
   cJSON_AddItemToObject(f, "informative", inf ? inf : cJSON_CreateObject());
   cJSON_AddItemToObject(m, "fingerprint", f);
   cJSON_AddStringToObject(m, "mode", S->o->inference ? "inference" : "train");
-  cJSON_AddStringToObject(m, "dtype", pkrt_dtype_name(g->tensors[input]->dtype));
+  /* The model's float dtype: the prediction's (the first input may hold integers). */
+  cJSON_AddStringToObject(m, "dtype", pkrt_dtype_name(g->tensors[g->output]->dtype));
   cJSON_AddNumberToObject(m, "batch", (double)g->batch);
   cJSON_AddNumberToObject(m, "classes", (double)S->info.classes);
   if (S->spec.loss == PK_LOSS_SOFTMAX_XENT && S->spec.has_ignore_index)
@@ -133,6 +150,11 @@ pk_status drv_manifest(drv_state *S) {
 
   cJSON *io = cJSON_CreateObject();
   add_io(io, "input", input);
+  /* Every input, in the model file's order (io.input is the first, for one-input readers). */
+  cJSON *ins = cJSON_CreateArray();
+  for (int i = 0; i < g->ntensors; i++)
+    if (g->tensors[i]->role == PK_ROLE_INPUT) cJSON_AddItemToArray(ins, cJSON_CreateNumber(i));
+  cJSON_AddItemToObject(io, "inputs", ins);
   add_io(io, "target", g->target);
   add_io(io, "row_weight", g->row_weight);
   add_io(io, "output", g->output);

@@ -34,6 +34,7 @@ static pk_status use_defaults(drv_state *S) {
     if (K->func->workspace_bytes > S->workspace_bytes) S->workspace_bytes = K->func->workspace_bytes;
     s = pk_cgen_unit_add(S->unit, K->func, K->name);
   }
+  if (s == PK_OK) drv_memplan_workspace(S);
   return s;
 }
 

@@ -179,6 +179,7 @@ pk_status drv_schedule(drv_state *S) {
   for (int i = 0; i < S->nkernels; i++)
     if (S->kernels[i].func->workspace_bytes > S->workspace_bytes)
       S->workspace_bytes = S->kernels[i].func->workspace_bytes;
+  drv_memplan_workspace(S);
   return PK_OK;
 }
 

@@ -5,8 +5,20 @@
 
 #include "driver_impl.h"
 
+/* Kernel workspaces are known only once the kernels are scheduled (drv_memplan_workspace
+ * fills them in then), so the plan starts with none. */
 pk_status drv_memplan(drv_state *S) {
   return pk_memplan_build(S->g, NULL, &S->mp);
+}
+
+void drv_memplan_workspace(drv_state *S) {
+  int64_t *ws = pk_alloc(S->ctx, sizeof(int64_t) * (size_t)(S->g->nnodes + 1));
+  for (int k = 0; k < S->g->nnodes; k++) {
+    int ki = S->node_kernel ? S->node_kernel[k] : -1;
+    ws[k] = ki >= 0 && ki < S->nkernels && S->kernels[ki].func
+                ? S->kernels[ki].func->workspace_bytes : 0;
+  }
+  pk_memplan_set_workspace(S->mp, S->g, ws);
 }
 
 int drv_gtensor_of(const pk_gnode *n, const pk_te_program *p, int i) {

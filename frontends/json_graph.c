@@ -13,9 +13,13 @@
 static const char *const ROOT_KEYS[] = {"format", "version", "name", "dtype", "weights_file",
                                         "inputs", "params", "nodes", "output", "training",
                                         "comment", "metadata", NULL};
-static const char *const INPUT_KEYS[] = {"name", "shape", NULL};
+static const char *const INPUT_KEYS[] = {"name", "shape", "dtype", "batch", NULL};
 static const char *const PARAM_KEYS[] = {"name", "shape", "init", "role", NULL};
-static const char *const NODE_KEYS[] = {"name", "op", "inputs", "output", "attrs", NULL};
+static const char *const NODE_KEYS[] = {"name", "op", "inputs", "output", "outputs", "attrs",
+                                        NULL};
+/* The newest format version this reader knows; keys of a later version than the file's are
+ * refused (fe_v2_key), so a v1 file never half-means something. */
+#define PK_FE_VERSION 2
 
 /* Lists far beyond any real model are refused before any work is spent on them. */
 #define PK_FE_MAX_ITEMS (1 << 20)
@@ -42,7 +46,39 @@ static pk_status fe_new_tensor_name(pk_fe *f, const char *where, const char *nam
   return PK_OK;
 }
 
-/* inputs: [{"name", "shape": ["N", ...]}] */
+/* A version-2 key in a version-1 file is refused by name: it would otherwise be read with
+ * the meaning of a format the file does not declare. */
+static pk_status fe_v2_key(pk_fe *f, const char *where, const cJSON *obj, const char *key) {
+  if (f->version >= 2 || !pk_fe_get(obj, key)) return PK_OK;
+  return pk_fe_fail(f, where, "key '%s' needs \"version\": 2 (this file says version %lld)", key,
+                    (long long)f->version);
+}
+
+/* inputs[i].dtype: the model's float dtype (default) or an integer one (token ids, masks);
+ * inputs[i].batch: false for an input without the batch dim (fed once, shared by every row). */
+static pk_status fe_input_kind(pk_fe *f, const char *where, const cJSON *it, pkrt_dtype *dtype,
+                               bool *batch) {
+  const char *dt = NULL;
+  pk_status s;
+  if ((s = fe_v2_key(f, where, it, "dtype")) != PK_OK ||
+      (s = fe_v2_key(f, where, it, "batch")) != PK_OK ||
+      (s = pk_fe_string(f, where, it, "dtype", false, &dt)) != PK_OK ||
+      (s = pk_fe_bool(f, where, it, "batch", batch)) != PK_OK)
+    return s;
+  *dtype = f->dtype;
+  if (!dt || strcmp(dt, pkrt_dtype_name(f->dtype)) == 0) return PK_OK;
+  if (strcmp(dt, "i32") == 0) *dtype = PKRT_DTYPE_I32;
+  else if (strcmp(dt, "i64") == 0) *dtype = PKRT_DTYPE_I64;
+  else if (strcmp(dt, "f32") == 0 || strcmp(dt, "f64") == 0)
+    return pk_fe_fail(f, where, "dtype %s differs from the model's %s (float inputs have the "
+                      "model's dtype)", pk_fe_quote(f, dt), pkrt_dtype_name(f->dtype));
+  else
+    return pk_fe_fail(f, where, "dtype %s is not %s, i32 or i64", pk_fe_quote(f, dt),
+                      pkrt_dtype_name(f->dtype));
+  return PK_OK;
+}
+
+/* inputs: [{"name", "shape": ["N", ...], "dtype"?, "batch"?}] */
 static pk_status fe_inputs(pk_fe *f, const cJSON *root) {
   const cJSON *arr;
   int n;
@@ -60,9 +96,14 @@ static pk_status fe_inputs(pk_fe *f, const cJSON *root) {
     if (!shp) return pk_fe_fail(f, where, "missing key 'shape'");
     int ndim;
     int64_t shape[PK_TE_MAX_DIMS];
-    if ((s = pk_fe_shape(f, where, shp, true, &ndim, shape)) != PK_OK) return s;
-    if (pk_graph_add_tensor(f->g, name, PK_ROLE_INPUT, f->dtype, ndim, shape) < 0)
-      return fe_wrap(f, where);
+    pkrt_dtype dtype;
+    bool batch = true;
+    if ((s = fe_input_kind(f, where, it, &dtype, &batch)) != PK_OK ||
+        (s = pk_fe_shape(f, where, shp, batch, &ndim, shape)) != PK_OK)
+      return s;
+    int id = pk_graph_add_tensor(f->g, name, PK_ROLE_INPUT, dtype, ndim, shape);
+    if (id < 0) return fe_wrap(f, where);
+    f->g->tensors[id]->no_batch = !batch;
   }
   return s;
 }
@@ -165,7 +206,46 @@ static bool fe_node_name_seen(pk_fe *f, const char *name) {
   return false;
 }
 
-/* One node: {"name", "op", "inputs": [...], "output", "attrs"?}. */
+/* "output": name (the result), or, in version 2, "outputs": [names] naming every compute of
+ * the op's program in order (stages first, the result last). Each name is new. */
+static pk_status fe_node_outputs(pk_fe *f, const char *where, const cJSON *it, int *n,
+                                 const char ***names) {
+  pk_status s = fe_v2_key(f, where, it, "outputs");
+  if (s != PK_OK) return s;
+  const cJSON *arr = pk_fe_get(it, "outputs");
+  if (arr && pk_fe_get(it, "output"))
+    return pk_fe_fail(f, where, "give 'output' or 'outputs', not both");
+  if (!arr) {
+    const char **one = pk_alloc(f->ctx, sizeof *one);
+    if ((s = pk_fe_string(f, where, it, "output", true, &one[0])) != PK_OK ||
+        (s = pk_fe_check_name(f, where, one[0])) != PK_OK)
+      return s;
+    if (pk_graph_find(f->g, one[0]) >= 0)
+      return pk_fe_fail(f, where, "output %s: duplicate tensor name", pk_fe_quote(f, one[0]));
+    *n = 1, *names = one;
+    return PK_OK;
+  }
+  if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1)
+    return pk_fe_fail(f, where, "key 'outputs' must be a non-empty array of names");
+  int k = cJSON_GetArraySize(arr);
+  if (k > PK_FE_MAX_ITEMS) return pk_fe_fail(f, where, "too many outputs");
+  const char **v = pk_alloc(f->ctx, sizeof *v * (size_t)k);
+  int i = 0;
+  for (const cJSON *e = arr->child; e; e = e->next, i++) {
+    if (!cJSON_IsString(e)) return pk_fe_fail(f, where, "outputs[%d] must be a string", i);
+    v[i] = pk_strdup(f->ctx, e->valuestring);
+    if ((s = pk_fe_check_name(f, where, v[i])) != PK_OK) return s;
+    if (pk_graph_find(f->g, v[i]) >= 0)
+      return pk_fe_fail(f, where, "outputs[%d] %s: duplicate tensor name", i, pk_fe_quote(f, v[i]));
+    for (int j = 0; j < i; j++)
+      if (strcmp(v[j], v[i]) == 0)
+        return pk_fe_fail(f, where, "outputs[%d] %s: named twice", i, pk_fe_quote(f, v[i]));
+  }
+  *n = k, *names = v;
+  return PK_OK;
+}
+
+/* One node: {"name", "op", "inputs": [...], "output" | "outputs", "attrs"?}. */
 static pk_status fe_node(pk_fe *f, int index, const cJSON *it) {
   const char *where = pk_sprintf(f->ctx, "nodes[%d]", index);
   const char *name = NULL, *opname = NULL, *out = NULL;
@@ -212,10 +292,10 @@ static pk_status fe_node(pk_fe *f, int index, const cJSON *it) {
                         "unknown input %s (not an input, a param or an earlier node's output)",
                         pk_fe_quote(f, v->valuestring));
   }
-  if ((s = pk_fe_string(f, where, it, "output", true, &out)) != PK_OK) return s;
-  if ((s = pk_fe_check_name(f, where, out)) != PK_OK) return s;
-  if (pk_graph_find(f->g, out) >= 0)
-    return pk_fe_fail(f, where, "output %s: duplicate tensor name", pk_fe_quote(f, out));
+  int nout = 0;
+  const char **outs = NULL;
+  if ((s = fe_node_outputs(f, where, it, &nout, &outs)) != PK_OK) return s;
+  out = outs[nout - 1];
   pk_op_attrs attrs;
   memset(&attrs, 0, sizeof attrs);
   if ((s = pk_fe_attrs(f, where, op, pk_fe_get(it, "attrs"), ids, n, &attrs)) != PK_OK)
@@ -223,6 +303,10 @@ static pk_status fe_node(pk_fe *f, int index, const cJSON *it) {
   int y;
   if (pk_graph_add_op(f->g, name, op, &attrs, n, ids, out, &y) != PK_OK)
     return fe_wrap(f, where);
+  if (nout > 1 || pk_fe_get(it, "outputs")) {
+    if (pk_graph_name_outputs(f->g, f->g->nnodes - 1, nout, outs) != PK_OK)
+      return fe_wrap(f, where);
+  }
   return PK_OK;
 }
 
@@ -262,9 +346,10 @@ static pk_status fe_header(pk_fe *f, const cJSON *root, pk_model_info *info) {
     return pk_fe_fail(f, NULL, "format is %s, expected 'pock-graph'", pk_fe_quote(f, format));
   if ((s = pk_fe_int(f, NULL, root, "version", true, INT32_MIN, INT32_MAX, &version)) != PK_OK)
     return s;
-  if (version != 1)
-    return pk_fe_fail(f, NULL, "version %lld is not supported (this Pock reads version 1)",
-                      (long long)version);
+  if (version < 1 || version > PK_FE_VERSION)
+    return pk_fe_fail(f, NULL, "version %lld is not supported (this Pock reads versions 1 to %d)",
+                      (long long)version, PK_FE_VERSION);
+  f->version = version;
   const char *name = NULL;
   if ((s = pk_fe_string(f, NULL, root, "name", false, &name)) != PK_OK ||
       (s = pk_fe_string(f, NULL, root, "dtype", false, &dtype)) != PK_OK ||

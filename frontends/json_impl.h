@@ -20,6 +20,7 @@ typedef struct pk_fe {
   const char *dir;          /* directory of file ("" = current), for relative paths */
   int64_t batch;
   pkrt_dtype dtype;
+  int64_t version;          /* the file's format version: 1, or 2 (outputs, input dtypes) */
   pk_graph *g;
   /* The node names seen so far: node names live apart from tensor names. */
   const char **node_names;

@@ -11,6 +11,10 @@ bool pk_train_is_partial(const pk_gtensor *t) {
          t->train_channels > 0 && t->train_channels < t->shape[1];
 }
 
+int pk_train_channel_axis(const pk_graph *g, const pk_gnode *n) {
+  return n->op == PK_OP_CONV2D ? 1 : g->tensors[n->inputs[0]]->ndim - 1;
+}
+
 static bool needs(const train_build *tb, int t) { return t < tb->n0 && tb->needs[t]; }
 
 /* Adds `contrib` to the gradient of tensor t: the first contribution is the gradient, later
@@ -57,7 +61,7 @@ static pk_status emit_grad(train_build *tb, int k, int i) {
   memcpy(in_map, n->inputs, sizeof(int) * (size_t)n->ninputs);
   const pk_gtensor *xt = g->tensors[x];
   if (i == 1 && pk_train_is_partial(xt) && tb->slice[x] >= 0) {
-    prm.in[0].shape[1] = xt->train_channels;
+    prm.in[0].shape[pk_train_channel_axis(g, n)] = xt->train_channels;
     prm.in[1].shape[1] = xt->train_channels;
     in_map[0] = tb->slice[x];
     in_map[1] = tb->view[x];
@@ -140,6 +144,14 @@ pk_status pk_train_autodiff(train_build *tb) {
   for (int k = tb->nfwd - 1; k >= 0; k--) {
     const pk_gnode *n = g->nodes[k];
     int y = n->outputs[n->noutputs - 1];
+    /* An op's gradient rules take dY of its result only: a gradient that reached an earlier
+     * stage (a named output a later node reads) would be dropped, so it is refused. */
+    for (int o = 0; o + 1 < n->noutputs; o++)
+      if (n->outputs[o] < tb->n0 && tb->grad[n->outputs[o]] >= 0)
+        return pk_ctx_fail(g->ctx, PK_ERR_UNSUPPORTED,
+                           "graph: '%s' (output %d of node '%s', before its result) is on the "
+                           "path from a trained param to the loss: only an op's result carries "
+                           "a gradient", g->tensors[n->outputs[o]]->name, o, n->name);
     if (y >= tb->n0 || tb->grad[y] < 0) continue;
     unsigned diff = pk_op_diff_inputs(n->op);
     for (int pass = 0; pass < 2; pass++)

@@ -106,6 +106,38 @@ int pk_graph_find(const pk_graph *g, const char *name) {
   return -1;
 }
 
+pk_status pk_graph_name_outputs(pk_graph *g, int node, int n, const char *const *names) {
+  pk_ctx *ctx = g->ctx;
+  if (node < 0 || node >= g->nnodes)
+    return pk_ctx_fail(ctx, PK_ERR_CHECK, "graph: no node %d", node);
+  const pk_gnode *nd = g->nodes[node];
+  if (n != nd->noutputs)
+    return pk_ctx_fail(ctx, PK_ERR_CHECK,
+                       "graph: node '%s': %d output name%s given, but %s computes %d (its stages "
+                       "in order, the result last)", nd->name, n, n == 1 ? "" : "s",
+                       pk_op_name(nd->op), nd->noutputs);
+  /* A name may be one this node's outputs hold now (renaming among them); any other
+   * tensor's name, or a name given twice, is taken. */
+  for (int i = 0; i < n; i++) {
+    if (!names[i] || !*names[i])
+      return pk_ctx_fail(ctx, PK_ERR_CHECK, "graph: node '%s': output %d needs a name", nd->name, i);
+    int at = pk_graph_find(g, names[i]);
+    bool own = false;
+    for (int o = 0; o < nd->noutputs; o++) own |= at == nd->outputs[o];
+    bool taken = at >= 0 && !own;
+    for (int j = 0; j < i; j++) taken |= strcmp(names[j], names[i]) == 0;
+    if (taken)
+      return pk_ctx_fail(ctx, PK_ERR_CHECK, "graph: node '%s': output name '%s' is already a "
+                         "tensor", nd->name, names[i]);
+  }
+  for (int i = 0; i < n; i++) {
+    pk_gtensor *t = g->tensors[nd->outputs[i]];
+    t->name = pk_strdup(ctx, names[i]);
+    if (t->role == PK_ROLE_TEMP) t->role = PK_ROLE_ACTIVATION;
+  }
+  return PK_OK;
+}
+
 int pk_graph_find_node(const pk_graph *g, const char *name) {
   if (!name) return -1;
   for (int i = 0; i < g->nnodes; i++)

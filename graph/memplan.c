@@ -161,11 +161,15 @@ pk_status pk_memplan_build(const pk_graph *g, const int64_t *workspace, pk_mempl
     if (mp->first[t] <= mp->peak_node && mp->peak_node <= mp->last[t])
       mp->arena_by_role[g->tensors[t]->role] += items[a].size;
   }
-  if (workspace)
-    for (int k = 0; k < nn; k++)
-      if (workspace[k] > mp->workspace_bytes) mp->workspace_bytes = round_up(workspace[k]);
+  pk_memplan_set_workspace(mp, g, workspace);
   *out = mp;
   return PK_OK;
+}
+
+void pk_memplan_set_workspace(pk_memplan *mp, const pk_graph *g, const int64_t *workspace) {
+  mp->workspace_bytes = 0;
+  for (int k = 0; workspace && k < g->nnodes; k++)
+    if (round_up(workspace[k]) > mp->workspace_bytes) mp->workspace_bytes = round_up(workspace[k]);
 }
 
 char *pk_memplan_print(pk_ctx *ctx, const pk_graph *g, const pk_memplan *mp) {
@@ -192,6 +196,20 @@ char *pk_memplan_print(pk_ctx *ctx, const pk_graph *g, const pk_memplan *mp) {
       if (mp->arena_by_role[r])
         pk_strbuf_printf(&b, "  %-12s %14lld\n", pk_role_name((pk_tensor_role)r),
                          (long long)mp->arena_by_role[r]);
+  }
+  /* Backward-pass memory as its own figure: what training costs over inference. Naive sums:
+   * the arena shares bytes among gradients, so the planned share is in the lines above. */
+  if (g->loss >= 0) {
+    pk_train_stats st;
+    pk_train_stats_of(g, &st);
+    pk_strbuf_printf(&b, "bp memory (saved activations + gradients + optimizer state):\n");
+    pk_strbuf_printf(&b, "  %-18s %14lld\n", "saved_activations",
+                     (long long)st.saved_activation_bytes);
+    pk_strbuf_printf(&b, "  %-18s %14lld\n", "gradients", (long long)st.gradient_bytes);
+    pk_strbuf_printf(&b, "  %-18s %14lld\n", "optimizer_state", (long long)st.opt_state_bytes);
+    pk_strbuf_printf(&b, "  %-18s %14lld\n", "bp_total",
+                     (long long)(st.saved_activation_bytes + st.gradient_bytes +
+                                 st.opt_state_bytes));
   }
   return pk_strbuf_finish(ctx, &b);
 }

@@ -61,6 +61,9 @@ typedef struct pk_gtensor {
   int ndim;
   int64_t shape[PK_TE_MAX_DIMS];
   int producer;             /* node id, -1 for inputs, labels, params, state, hyper */
+  /* INPUT: */
+  bool no_batch;            /* no batch dim: one value per step shared by every row (a mask,
+                               a position table); else dim 0 is the batch */
   /* PARAM: */
   const void *init;         /* numel * dtype-size bytes of initial values; NULL = zeros */
   bool trainable;           /* set by pk_sparse_apply (default: every param trains) */
@@ -131,6 +134,13 @@ int pk_graph_add_buffer(pk_graph *g, const char *name, pk_tensor_role role, pkrt
 pk_status pk_graph_add_op(pk_graph *g, const char *name, pk_op_kind op,
                           const pk_op_attrs *attrs, int ninputs, const int *inputs,
                           const char *out_name, int *out_tensor);
+/* Names every output of node `node` (its program's computes, in order; n must equal the
+ * node's output count, the last being the result): a normalization's saved mean and rstd
+ * become tensors later nodes and the user can refer to. Stages named this way turn from
+ * TEMP into ACTIVATION (kept in memory, never inlined by a schedule). Only the result
+ * carries a gradient: pk_train_build refuses a trained path that reads an earlier stage.
+ * PK_ERR_CHECK naming the node for a count mismatch or a name already taken. */
+pk_status pk_graph_name_outputs(pk_graph *g, int node, int n, const char *const *names);
 int pk_graph_find(const pk_graph *g, const char *name); /* tensor id or -1 */
 /* Shapes and dtypes agree with every node's program, no cycles (node order topological),
  * no dangling tensor ids, every activation produced once, output set. */
@@ -153,9 +163,12 @@ typedef struct pk_sparse_spec pk_sparse_spec;
 pk_status pk_sparse_parse(pk_ctx *ctx, const char *text, size_t len, const char *filename,
                           pk_sparse_spec **out);
 /* Marks each param trainable or frozen and sets train_channels (calls pk_graph_layers).
- * PK_ERR_CHECK for names or globs that match nothing, partial channels on a param of rank
- * < 2 or that is not the weight of a conv2d (groups 1) / matmul (trans_b) layer, a count
- * above the channel count, or a fraction that rounds to 0. spec NULL: everything trains. */
+ * Selectors: params (globs), biases, last_layers, all, norms (params of PK_OPF_NORM ops),
+ * blocks (params named PREFIX.<i>.*, the last n indices). PK_ERR_CHECK for names or globs
+ * that match nothing, partial channels on a param of rank < 2 or that is not the weight of
+ * a conv2d (groups 1) / matmul or batch_matmul (trans_b, rank-2 weight) layer, a count
+ * above the channel count, a fraction that rounds to 0, "norms" without a normalization,
+ * blocks that match nothing or are ambiguous. spec NULL: everything trains. */
 pk_status pk_sparse_apply(pk_graph *g, const pk_sparse_spec *spec);
 
 /* ---- training graph ---- */
@@ -209,7 +222,8 @@ typedef struct pk_train_spec {
  * prediction's shape without its class dim; padding rows of a partial batch are fed -1,
  * which the op ignores) and there is no "row_weight"; mse keeps float targets and row
  * weights. Made-up names: labels "target", "row_weight", the "loss", "hyper"; "grad(T)" (a second
- * contribution "grad(T)#2", summed by node "accumulate(grad(T))"); slices "X[:, :S]" and
+ * contribution "grad(T)#2", summed by node "accumulate(grad(T))"); slices "X[:, :S]" (of a
+ * rank-3 batch_matmul input, sliced on its last axis: "X[..., :S]") and
  * weight views "W[:, :S]"; state "opt.m(W)", "opt.v(W)"; in-place outputs "opt.m(W)'",
  * "W'"; nodes "loss", "grad(NODE).INPUT", "slice(X)", "update(W)". Accumulation
  * (accum_steps > 1) adds state "opt.acc(W)" and nodes "accumulate(W)" (in place), which the
@@ -231,6 +245,8 @@ typedef struct pk_train_stats {
                                      backward node; graph inputs and labels are fed, not saved */
   int64_t param_bytes, trainable_param_bytes, opt_state_bytes; /* trainable: partial weights
                                      count their trained slice only */
+  int64_t gradient_bytes;         /* every gradient tensor's own storage, no reuse (the arena
+                                     shares bytes among them: see pk_memplan.arena_by_role) */
 } pk_train_stats;
 void pk_train_stats_of(const pk_graph *t, pk_train_stats *out);
 
@@ -267,7 +283,12 @@ typedef struct pk_memplan {
 /* workspace: bytes per node id (NULL: 0 each). Best-fit over lifetimes; never aliases a
  * node's output with one of its inputs except declared in-place outputs. */
 pk_status pk_memplan_build(const pk_graph *g, const int64_t *workspace, pk_memplan **out);
-/* The table `pock compile --print-memory` prints: planned vs naive per category. */
+/* Sets workspace_bytes from per-node workspace sizes (bytes per node id of g): the driver
+ * knows them only once the kernels are scheduled, after the plan was built. */
+void pk_memplan_set_workspace(pk_memplan *mp, const pk_graph *g, const int64_t *workspace);
+/* The table `pock compile --print-memory` prints: planned vs naive per category, then, for
+ * a training graph, the backward-pass memory (pk_train_stats_of): saved activations,
+ * gradients and optimizer state, each as its naive sum, and their total. */
 char *pk_memplan_print(pk_ctx *ctx, const pk_graph *g, const pk_memplan *mp);
 
 #endif

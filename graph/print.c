@@ -26,6 +26,7 @@ static void put_tensor(pk_strbuf *b, const pk_graph *g, const pk_gtensor *t) {
       pk_strbuf_printf(b, "%s%lld", d ? ", " : "", (long long)t->view_strides[d]);
     pk_strbuf_append(b, ")");
   }
+  if (t->role == PK_ROLE_INPUT && t->no_batch) pk_strbuf_append(b, " no-batch");
   if (t->id == g->output) pk_strbuf_append(b, " [output]");
   if (t->id == g->loss) pk_strbuf_append(b, " [loss]");
   pk_strbuf_append(b, "\n");

@@ -47,6 +47,43 @@ static pk_status parse_true(parse_state *ps, int ri, const cJSON *v, const char 
   return PK_OK;
 }
 
+/* blocks := { "last": integer >= 1 [, "prefix": "auto" | dotted path] } */
+static pk_status parse_blocks(parse_state *ps, int ri, const cJSON *v, sparse_rule *r) {
+  if (!cJSON_IsObject(v))
+    return FAIL(ps, "%s: train[%d]: \"blocks\" must be an object like {\"prefix\": \"auto\", "
+                "\"last\": 2}", ps->file, ri);
+  const char *dup = pk_json_duplicate_key(v);
+  if (dup)
+    return FAIL(ps, "%s: train[%d]: blocks: key %s appears twice", ps->file, ri,
+                pk_json_quote(ps->ctx, dup));
+  const cJSON *last = NULL;
+  for (const cJSON *e = v->child; e; e = e->next) {
+    if (strcmp(e->string, "last") == 0) {
+      last = e;
+    } else if (strcmp(e->string, "prefix") == 0) {
+      if (!cJSON_IsString(e) || !*e->valuestring)
+        return FAIL(ps, "%s: train[%d]: blocks.prefix must be \"auto\" or a non-empty name "
+                    "prefix such as \"layer\" or \"encoder.blocks\"", ps->file, ri);
+      const char *p = e->valuestring;
+      size_t n = strlen(p);
+      if (p[0] == '.' || p[n - 1] == '.')
+        return FAIL(ps, "%s: train[%d]: blocks.prefix %s must not start or end with '.' (the "
+                    "block index follows it after one '.')", ps->file, ri,
+                    pk_json_quote(ps->ctx, p));
+      r->block_prefix = strcmp(p, "auto") == 0 ? NULL : pk_strdup(ps->ctx, p);
+    } else {
+      return FAIL(ps, "%s: train[%d]: blocks: unknown key \"%s\" (expected prefix, last)",
+                  ps->file, ri, pk_json_escape(ps->ctx, e->string));
+    }
+  }
+  if (!last) return FAIL(ps, "%s: train[%d]: blocks: missing \"last\" (how many blocks, "
+                         "counted from the end)", ps->file, ri);
+  if (!cJSON_IsNumber(last) || !is_int(last->valuedouble) || last->valuedouble < 1)
+    return FAIL(ps, "%s: train[%d]: blocks.last must be an integer >= 1", ps->file, ri);
+  r->last_blocks = (int64_t)last->valuedouble;
+  return PK_OK;
+}
+
 /* rule := { selector [, "channels": number | "channel_count": integer] } */
 static pk_status parse_rule(parse_state *ps, int ri, const cJSON *o, sparse_rule *r) {
   if (!cJSON_IsObject(o)) return FAIL(ps, "%s: train[%d] must be an object", ps->file, ri);
@@ -71,6 +108,12 @@ static pk_status parse_rule(parse_state *ps, int ri, const cJSON *o, sparse_rule
     } else if (strcmp(k, "all") == 0) {
       r->sel = SPARSE_SEL_ALL, nsel++;
       if ((s = parse_true(ps, ri, e, k)) != PK_OK) return s;
+    } else if (strcmp(k, "norms") == 0) {
+      r->sel = SPARSE_SEL_NORMS, nsel++;
+      if ((s = parse_true(ps, ri, e, k)) != PK_OK) return s;
+    } else if (strcmp(k, "blocks") == 0) {
+      r->sel = SPARSE_SEL_BLOCKS, nsel++;
+      if ((s = parse_blocks(ps, ri, e, r)) != PK_OK) return s;
     } else if (strcmp(k, "last_layers") == 0) {
       r->sel = SPARSE_SEL_LAST_LAYERS, nsel++;
       if (!cJSON_IsNumber(e) || !is_int(e->valuedouble) || e->valuedouble < 1)
@@ -82,18 +125,23 @@ static pk_status parse_rule(parse_state *ps, int ri, const cJSON *o, sparse_rule
       count = e;
     } else {
       return FAIL(ps, "%s: train[%d]: unknown key \"%s\" (expected params, biases, last_layers, "
-                  "all, channels, channel_count)", ps->file, ri, pk_json_escape(ps->ctx, k));
+                  "all, norms, blocks, channels, channel_count)", ps->file, ri,
+                  pk_json_escape(ps->ctx, k));
     }
   }
   if (nsel != 1)
     return FAIL(ps, "%s: train[%d]: needs exactly one of \"params\", \"biases\", "
-                "\"last_layers\", \"all\" (found %d)", ps->file, ri, nsel);
+                "\"last_layers\", \"all\", \"norms\", \"blocks\" (found %d)", ps->file, ri,
+                nsel);
   if (channels && count)
     return FAIL(ps, "%s: train[%d]: give \"channels\" or \"channel_count\", not both", ps->file,
                 ri);
-  if ((channels || count) && r->sel != SPARSE_SEL_PARAMS)
-    return FAIL(ps, "%s: train[%d]: \"%s\" applies only to a \"params\" rule", ps->file, ri,
-                channels ? "channels" : "channel_count");
+  /* On a params rule every selected param must take partial channels; on last_layers,
+   * blocks and all only the layer weights among them do (sparse_apply.c). */
+  if ((channels || count) && (r->sel == SPARSE_SEL_BIASES || r->sel == SPARSE_SEL_NORMS))
+    return FAIL(ps, "%s: train[%d]: \"%s\" applies to a \"params\", \"last_layers\", "
+                "\"blocks\" or \"all\" rule (biases and norms have no input channels)",
+                ps->file, ri, channels ? "channels" : "channel_count");
   if (channels) {
     if (!cJSON_IsNumber(channels) || !isfinite(channels->valuedouble))
       return FAIL(ps, "%s: train[%d]: \"channels\" must be a number", ps->file, ri);

@@ -38,6 +38,8 @@ void pk_train_stats_of(const pk_graph *t, pk_train_stats *out) {
       }
     } else if (x->role == PK_ROLE_OPT_STATE) {
       out->opt_state_bytes += pk_gtensor_bytes(x);
+    } else if (x->role == PK_ROLE_GRADIENT) {
+      out->gradient_bytes += pk_gtensor_bytes(x);
     }
   }
 }

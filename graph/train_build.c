@@ -49,7 +49,8 @@ static pk_status add_loss(pk_graph *g, const pk_train_spec *spec, int *loss_node
 }
 
 /* A partial-channel weight must be the second input of exactly one conv2d (groups 1) or
- * matmul (trans_b) node, whose first input is the activation to slice. */
+ * matmul / batch_matmul (trans_b, rank-2 weight) node, whose first input is the activation
+ * to slice. */
 static pk_status check_partial_use(pk_graph *g, const pk_gtensor *w, int *layer_node) {
   pk_ctx *ctx = g->ctx;
   int reader = -1, reads = 0;
@@ -62,10 +63,12 @@ static pk_status check_partial_use(pk_graph *g, const pk_gtensor *w, int *layer_
   const pk_gnode *n = g->nodes[reader];
   bool ok = n->ninputs == 2 && n->inputs[1] == w->id &&
             ((n->op == PK_OP_CONV2D && n->prm.attrs.groups <= 1) ||
-             (n->op == PK_OP_MATMUL && n->prm.attrs.trans_b && !n->prm.attrs.trans_a));
+             ((n->op == PK_OP_MATMUL || (n->op == PK_OP_BATCH_MATMUL && w->ndim == 2)) &&
+              n->prm.attrs.trans_b && !n->prm.attrs.trans_a));
   if (!ok)
     return CHECKF("partial-channel weight '%s' must be the weight of a conv2d (groups 1) or a "
-                  "matmul with trans_b; node '%s' is not", w->name, n->name);
+                  "matmul / batch_matmul with trans_b and a rank-2 weight; node '%s' is not",
+                  w->name, n->name);
   *layer_node = reader;
   return PK_OK;
 }
@@ -85,7 +88,8 @@ static pk_status add_slices(train_build *tb) {
     if (s != PK_OK) return s;
     int64_t S = wt->train_channels;
     int x = g->nodes[L]->inputs[0];
-    pk_op_attrs a = {.slice_axis = 1, .slice_start = 0, .slice_len = S};
+    int axis = pk_train_channel_axis(g, g->nodes[L]);
+    pk_op_attrs a = {.slice_axis = axis, .slice_start = 0, .slice_len = S};
     pk_op_params prm;
     pk_graph_params_of(g, 1, &x, &a, &prm);
     pk_te_program *prog;
@@ -95,7 +99,8 @@ static pk_status add_slices(train_build *tb) {
     int xs;
     int node = pk_graph_push_prog(
         g, name, PK_GNODE_OP, PK_OP_SLICE, &prm, -1, PK_PHASE_FORWARD, prog, 1, &x,
-        pk_sprintf(g->ctx, "%s[:, :%lld]", g->tensors[x]->name, (long long)S),
+        pk_sprintf(g->ctx, "%s[%s:%lld]", g->tensors[x]->name, axis == 1 ? ":, " : "..., ",
+                   (long long)S),
         PK_ROLE_ACTIVATION, &xs);
     PK_ASSERT(node == tb->nfwd + tb->nslices && tb->nslices < npartial);
     tb->slice_before[tb->nslices++] = L;

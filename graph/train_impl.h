@@ -26,5 +26,8 @@ typedef struct train_build {
 pk_status pk_train_autodiff(train_build *tb);
 /* True for a param (own storage) that trains only its first train_channels input channels. */
 bool pk_train_is_partial(const pk_gtensor *t);
+/* The axis of layer node n's input activation (input 0) that matches its weight's input
+ * channels: 1 for conv2d (N, C, H, W), the last for matmul / batch_matmul with trans_b. */
+int pk_train_channel_axis(const pk_graph *g, const pk_gnode *n);
 
 #endif

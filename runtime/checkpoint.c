@@ -58,6 +58,10 @@ void rt_dataset_digest(const pkrt_dataset *d, uint8_t out[PKRT_SHA256_BYTES]) {
   crypto_hash_sha256_init(&h);
   size_t xbytes = (size_t)d->rows * (size_t)d->features * pkrt_dtype_size(d->dtype);
   crypto_hash_sha256_update(&h, d->x, xbytes);
+  for (int k = 0; k < d->nextra; k++) /* the further inputs of a several-input model */
+    crypto_hash_sha256_update(&h, d->extra[k].data, (size_t)(d->extra[k].batch ? d->rows : 1) *
+                                                        (size_t)d->extra[k].per_row *
+                                                        pkrt_dtype_size(d->extra[k].dtype));
   int64_t lw = d->label_width > 1 ? d->label_width : 1;
   crypto_hash_sha256_update(&h, (const unsigned char *)d->labels,
                             (size_t)d->rows * (size_t)lw * sizeof(int32_t));

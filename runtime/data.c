@@ -216,7 +216,8 @@ pkrt_status rt_csv_parse(pkrt_ctx *rt, const char *path, const char *text, size_
     free(C.labels);
     return st;
   }
-  *d = (pkrt_dataset){C.rows, C.ncols - 1, o->dtype, C.x, C.labels, 1};
+  *d = (pkrt_dataset){.rows = C.rows, .features = C.ncols - 1, .dtype = o->dtype, .x = C.x,
+                      .labels = C.labels, .label_width = 1};
   *out = d;
   return PKRT_OK;
 }
@@ -246,6 +247,8 @@ static pkrt_status resolve(pkrt_ctx *rt, const pkrt_data_options *opts, rt_data_
     o->dtype = (pkrt_dtype)pkrt_model_dtype(opts->model);
     o->classes = pkrt_model_classes(opts->model);
     o->features = pkrt_model_features(opts->model);
+    o->model = opts->model;
+    o->x_dtype = (pkrt_dtype)pkrt_model_input_dtype(opts->model, 0);
     o->label_width = opts->model->mf.label_width > 1 ? opts->model->mf.label_width : 1;
     o->has_ignore_index = opts->model->mf.has_ignore_index;
     o->ignore_index = opts->model->mf.ignore_index;
@@ -286,9 +289,16 @@ int pkrt_dataset_load(const char *path, const pkrt_data_options *opts, pkrt_data
   } else if (split) {
     size_t xl = (size_t)(split - path) + 4;
     char *xpath = strndup(path, xl);
+    /* "X1.npy,X2.npy:Y.npy": one file per input of a model with several (data_inputs.c) */
     if (!xpath) st = pkrt_ctx_fail(rt, PKRT_ERR_NOMEM, "out of memory");
+    else if (strstr(xpath, ".npy,") || (o.model && pkrt_model_ninputs(o.model) > 1))
+      st = rt_inputs_load(rt, xpath, split + 5, &o, &d);
     else st = rt_npy_load(rt, xpath, split + 5, &o, &d);
     free(xpath);
+  } else if (o.model && pkrt_model_ninputs(o.model) > 1) {
+    st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: the model has %d inputs: give one .npy file "
+                       "per input and the labels, X1.npy,X2.npy:Y.npy", path,
+                       pkrt_model_ninputs(o.model));
   } else {
     size_t n = strlen(path);
     if (n >= 4 && strcmp(path + n - 4, ".npy") == 0)
@@ -314,6 +324,7 @@ int pkrt_dataset_load(const char *path, const pkrt_data_options *opts, pkrt_data
 
 void pkrt_dataset_free(pkrt_dataset *d) {
   if (!d) return;
+  for (int k = 0; k < d->nextra; k++) free(d->extra[k].data);
   free(d->x);
   free(d->labels);
   free(d);

@@ -207,8 +207,14 @@ pkrt_status rt_npy_parse(pkrt_ctx *rt, const char *xpath, const void *xb, size_t
   pkrt_dataset *d = NULL;
   pkrt_status st = npy_parse(rt, xpath, xb, xl, &X);
   if (st == PKRT_OK) st = npy_parse(rt, ypath, yb, yl, &Y);
-  if (st == PKRT_OK && X.kind != 'f')
+  /* The model's first input may hold integers (token ids): then so must the file. */
+  pkrt_dtype xd = o->x_dtype ? o->x_dtype : o->dtype;
+  bool xint = xd == PKRT_DTYPE_I32 || xd == PKRT_DTYPE_I64;
+  if (st == PKRT_OK && !xint && X.kind != 'f')
     st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: features must be float32 or float64", xpath);
+  if (st == PKRT_OK && xint && X.kind == 'f')
+    st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: the model's input takes integers (%s); the file "
+                       "holds floats", xpath, pkrt_dtype_name(xd));
   if (st == PKRT_OK && Y.kind == 'f')
     st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: labels must be integers (int32, int64, uint8)",
                        ypath);
@@ -233,7 +239,7 @@ pkrt_status rt_npy_parse(pkrt_ctx *rt, const char *xpath, const void *xb, size_t
                        (long long)nf, (long long)o->features);
   if (st == PKRT_OK) {
     d = calloc(1, sizeof *d);
-    size_t es = pkrt_dtype_size(o->dtype);
+    size_t es = pkrt_dtype_size(xd);
     if (d) {
       d->x = malloc((size_t)X.count * es + 1);
       d->labels = malloc((size_t)rows * (size_t)lw * sizeof(int32_t) + 1);
@@ -241,7 +247,18 @@ pkrt_status rt_npy_parse(pkrt_ctx *rt, const char *xpath, const void *xb, size_t
     if (!d || !d->x || !d->labels)
       st = pkrt_ctx_fail(rt, PKRT_ERR_NOMEM, "%s: out of memory", xpath);
   }
-  for (int64_t i = 0; st == PKRT_OK && i < X.count; i++) {
+  for (int64_t i = 0; st == PKRT_OK && xint && i < X.count; i++) {
+    int64_t v = get_i(&X, i);
+    if (xd == PKRT_DTYPE_I32 && (v < INT32_MIN || v > INT32_MAX)) {
+      st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: row %lld, feature %lld: %lld does not fit "
+                         "the model's i32", xpath, (long long)(i / nf) + 1,
+                         (long long)(i % nf) + 1, (long long)v);
+      break;
+    }
+    if (xd == PKRT_DTYPE_I32) ((int32_t *)d->x)[i] = (int32_t)v;
+    else ((int64_t *)d->x)[i] = v;
+  }
+  for (int64_t i = 0; st == PKRT_OK && !xint && i < X.count; i++) {
     double v = get_f(&X, i);
     if (!isfinite(v)) {
       st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: row %lld, feature %lld is not finite", xpath,
@@ -279,8 +296,62 @@ pkrt_status rt_npy_parse(pkrt_ctx *rt, const char *xpath, const void *xb, size_t
   d->rows = rows;
   d->label_width = lw;
   d->features = nf;
-  d->dtype = o->dtype;
+  d->dtype = xd;
   *out = d;
+  return PKRT_OK;
+}
+
+pkrt_status rt_npy_input(pkrt_ctx *rt, const char *path, const void *b, size_t len,
+                         const char *name, int64_t rows, double scale, rt_dinput *in) {
+  npy A;
+  in->data = NULL;
+  pkrt_status st = npy_parse(rt, path, b, len, &A);
+  if (st != PKRT_OK) return st;
+  bool isint = in->dtype == PKRT_DTYPE_I32 || in->dtype == PKRT_DTYPE_I64;
+  if (isint && A.kind == 'f')
+    return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: input '%s' takes integers (%s); the file "
+                         "holds floats", path, name, pkrt_dtype_name(in->dtype));
+  if (!isint && A.kind != 'f')
+    return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: input '%s' takes %s; the file holds "
+                         "integers", path, name, pkrt_dtype_name(in->dtype));
+  int64_t want = in->batch ? rows * in->per_row : in->per_row;
+  if (in->batch && (A.ndim < 1 || A.shape[0] != rows))
+    return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: input '%s' needs %lld rows (as the first "
+                         "file), the file has %lld", path, name, (long long)rows,
+                         (long long)(A.ndim ? A.shape[0] : 0));
+  if (A.count != want)
+    return pkrt_ctx_fail(rt, PKRT_ERR_INPUT, in->batch
+                             ? "%s: input '%s' takes %lld values per row, the file has %lld"
+                             : "%s: input '%s' has no batch dim and takes %lld values, the "
+                               "file has %lld",
+                         path, name, (long long)in->per_row,
+                         (long long)(in->batch ? A.count / rows : A.count));
+  in->data = malloc((size_t)want * pkrt_dtype_size(in->dtype) + 1);
+  if (!in->data) return pkrt_ctx_fail(rt, PKRT_ERR_NOMEM, "%s: out of memory", path);
+  for (int64_t i = 0; i < want; i++) {
+    int64_t r = in->batch ? i / in->per_row + 1 : 0, c = i % in->per_row + 1;
+    if (isint) {
+      int64_t v = get_i(&A, i);
+      if (in->dtype == PKRT_DTYPE_I32 && (v < INT32_MIN || v > INT32_MAX))
+        st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: row %lld, value %lld: %lld does not fit "
+                           "i32", path, (long long)r, (long long)c, (long long)v);
+      else if (in->dtype == PKRT_DTYPE_I32) ((int32_t *)in->data)[i] = (int32_t)v;
+      else ((int64_t *)in->data)[i] = v;
+    } else {
+      double v = get_f(&A, i) * scale;
+      if (!rt_data_fits(v, in->dtype))
+        st = pkrt_ctx_fail(rt, PKRT_ERR_INPUT, "%s: row %lld, value %lld: %g does not fit the "
+                           "model's %s", path, (long long)r, (long long)c, v,
+                           pkrt_dtype_name(in->dtype));
+      else if (in->dtype == PKRT_DTYPE_F64) ((double *)in->data)[i] = v;
+      else ((float *)in->data)[i] = (float)v;
+    }
+    if (st != PKRT_OK) {
+      free(in->data);
+      in->data = NULL;
+      return st;
+    }
+  }
   return PKRT_OK;
 }
 

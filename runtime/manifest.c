@@ -208,6 +208,11 @@ static pkrt_status parse_tensor(parser *P, const cJSON *j, int i, rt_manifest *m
   const cJSON *tr = get(j, "trainable");
   if (tr && !cJSON_IsBool(tr)) return fail(P, "%s.trainable: must be true or false", w);
   t->trainable = tr && cJSON_IsTrue(tr);
+  const cJSON *bt = get(j, "batch");
+  if (bt && (!cJSON_IsBool(bt) || t->role != RT_ROLE_INPUT))
+    return fail(P, "%s.batch: only an input may say, as true or false, whether it has the "
+                "batch dim", w);
+  t->no_batch = bt && cJSON_IsFalse(bt);
   if (!tensor_extent(t))
     return fail(P, "%s: strides and elem_offset reach outside the tensor's storage "
                    "(a negative or huge element index)", w);
@@ -287,6 +292,51 @@ static pkrt_status check_bases(parser *P, rt_manifest *mf) {
   return PKRT_OK;
 }
 
+/* io.inputs: [tensor index, ...], every input the executor feeds; the first is io.input.
+ * Each is a dense input of the model's dtype, i32 or i64; one with the batch dim has it
+ * first. Absent: io.input alone (a one-input artifact). */
+static pkrt_status parse_inputs(parser *P, const cJSON *io, rt_manifest *mf) {
+  const cJSON *a = get(io, "inputs");
+  if (!a) {
+    mf->ninputs = 1;
+    mf->inputs[0] = mf->input;
+  } else {
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < 1 || cJSON_GetArraySize(a) > RT_MAX_INPUTS)
+      return fail(P, "io.inputs: must be an array of 1..%d tensor indices", RT_MAX_INPUTS);
+    mf->ninputs = 0;
+    for (const cJSON *e = a->child; e; e = e->next) {
+      int64_t v;
+      if (!as_int(e, 0, mf->ntensors - 1, &v))
+        return fail(P, "io.inputs[%d]: must be a tensor index in [0, %d]", mf->ninputs,
+                    mf->ntensors - 1);
+      for (int k = 0; k < mf->ninputs; k++)
+        if (mf->inputs[k] == v) return fail(P, "io.inputs[%d]: tensor %lld is listed twice",
+                                            mf->ninputs, (long long)v);
+      mf->inputs[mf->ninputs++] = (int)v;
+    }
+    if (mf->inputs[0] != mf->input)
+      return fail(P, "io.inputs[0]: must be io.input (%d), not %d", mf->input, mf->inputs[0]);
+  }
+  for (int k = 0; k < mf->ninputs; k++) {
+    const rt_tensor *t = &mf->tensors[mf->inputs[k]];
+    if (t->role != RT_ROLE_INPUT || t->view)
+      return fail(P, "io.inputs[%d]: tensor '%s' must be a dense input", k, t->name);
+    if (t->dtype != mf->dtype && t->dtype != PKRT_DTYPE_I32 && t->dtype != PKRT_DTYPE_I64)
+      return fail(P, "io.inputs[%d]: tensor '%s' has dtype %s (the model's %s, i32 or i64)", k,
+                  t->name, pkrt_dtype_name(t->dtype), pkrt_dtype_name(mf->dtype));
+    if (!t->no_batch && (t->ndim < 1 || t->shape[0] != mf->batch))
+      return fail(P, "io.inputs[%d]: tensor '%s' must have the batch (%lld) as its first dim "
+                  "(or \"batch\": false)", k, t->name, (long long)mf->batch);
+    if (k == 0 && t->no_batch)
+      return fail(P, "io.input: tensor '%s' must have the batch dim", t->name);
+    /* A version-1 reader would feed only io.input: such models are format 2. */
+    if (mf->format < 2 && (k > 0 || t->no_batch || t->dtype != mf->dtype))
+      return fail(P, "io.inputs[%d]: tensor '%s': several inputs, integer inputs and inputs "
+                  "without the batch dim need manifest format 2 (this one says 1)", k, t->name);
+  }
+  return PKRT_OK;
+}
+
 static pkrt_status parse_io(parser *P, const cJSON *root, rt_manifest *mf) {
   const cJSON *io = get(root, "io");
   if (!cJSON_IsObject(io)) return fail(P, "io: missing or not an object");
@@ -302,6 +352,7 @@ static pkrt_status parse_io(parser *P, const cJSON *root, rt_manifest *mf) {
     *f[i].dst = (int)v;
     if (v < 0) continue;
     const rt_tensor *t = &mf->tensors[v];
+    if (f[i].dst == &mf->input) continue; /* io.inputs below checks every input */
     /* integer class labels (the cross_entropy loss) */
     if (&mf->target_t == f[i].dst && t->dtype == PKRT_DTYPE_I64 && mf->classes > 0) {
       mf->int_labels = true;
@@ -321,6 +372,8 @@ static pkrt_status parse_io(parser *P, const cJSON *root, rt_manifest *mf) {
       return fail(P, "io.%s: tensor '%s' must be dense with the batch (%lld) as its first dim",
                   names[i], t->name, (long long)mf->batch);
   }
+  pkrt_status ist = parse_inputs(P, io, mf);
+  if (ist != PKRT_OK) return ist;
   if (mf->train && mf->row_weight < 0 && !mf->int_labels)
     return fail(P, "io.row_weight: missing (needed in mode \"train\" unless the target holds "
                 "i64 class labels)");
@@ -578,10 +631,11 @@ static pkrt_status parse_root(parser *P, const cJSON *root, size_t weights_bytes
   if (!fmt) return fail(P, "format: missing");
   /* The error names the version, so a fleet device says which runtime a file needs. */
   if (!as_int(fmt, 0, INT32_MAX, &v))
-    return fail(P, "format: must be an integer manifest version (this runtime reads 1)");
-  if (v != 1)
-    return fail(P, "format: manifest version %lld is not supported (this runtime reads 1)",
+    return fail(P, "format: must be an integer manifest version (this runtime reads 1 and 2)");
+  if (v != 1 && v != 2)
+    return fail(P, "format: manifest version %lld is not supported (this runtime reads 1 and 2)",
                 (long long)v);
+  mf->format = (int)v;
   if (!(mf->target = get_str(P, root, "", "target", 1))) return P->st;
   /* C targets only: "c" optionally followed by flags such as "-march=znver4". */
   if (strcmp(mf->target, "c") != 0 && strncmp(mf->target, "c ", 2) != 0)

@@ -204,6 +204,24 @@ static int shape_of(const rt_tensor *t, int64_t *shape) {
 int pkrt_model_input_shape(const pkrt_model *m, int64_t *shape) {
   return m && shape ? shape_of(&m->mf.tensors[m->mf.input], shape) : 0;
 }
+int pkrt_model_ninputs(const pkrt_model *m) { return m ? m->mf.ninputs : 0; }
+
+static const rt_tensor *input_at(const pkrt_model *m, int i) {
+  return m && i >= 0 && i < m->mf.ninputs ? &m->mf.tensors[m->mf.inputs[i]] : NULL;
+}
+const char *pkrt_model_input_name(const pkrt_model *m, int i) {
+  const rt_tensor *t = input_at(m, i);
+  return t ? t->name : NULL;
+}
+int pkrt_model_input_dtype(const pkrt_model *m, int i) {
+  const rt_tensor *t = input_at(m, i);
+  return t ? (int)t->dtype : 0;
+}
+int pkrt_model_input_batched(const pkrt_model *m, int i) {
+  const rt_tensor *t = input_at(m, i);
+  return t ? !t->no_batch : 0;
+}
+
 int pkrt_model_output_shape(const pkrt_model *m, int64_t *shape) {
   return m && shape ? shape_of(&m->mf.tensors[m->mf.output], shape) : 0;
 }

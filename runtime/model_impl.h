@@ -26,6 +26,9 @@ RT_INTERNAL extern const char *const rt_role_names[RT_ROLE_COUNT_];
 RT_INTERNAL extern const char *const rt_region_names[RT_REGION_COUNT_];
 RT_INTERNAL extern const char *const rt_plan_names[RT_PLAN_COUNT_];
 
+/* Inputs a model may have (io.inputs): as many as a dataset can name. */
+#define RT_MAX_INPUTS PKRT_MAX_INPUTS
+
 typedef struct rt_tensor {
   const char *name;
   rt_role role;
@@ -40,6 +43,7 @@ typedef struct rt_tensor {
   bool view;                    /* has explicit strides */
   bool trainable;
   bool weight;                  /* saved in .pkw: a param with storage of its own */
+  bool no_batch;                /* an input without the batch dim ("batch": false) */
   int64_t numel;
   int64_t lo, hi;               /* bytes of the region it may touch: [lo, hi) */
 } rt_tensor;
@@ -79,6 +83,7 @@ typedef struct rt_optimizer {
 } rt_optimizer;
 
 typedef struct rt_manifest {
+  int format;                   /* 1, or 2: several inputs, integer or batch-less ones */
   const char *target;
   bool train;                   /* mode "train" */
   pkrt_dtype dtype;
@@ -89,6 +94,10 @@ typedef struct rt_manifest {
   rt_tensor *tensors;
   /* io.*: tensor indices, -1 when absent */
   int input, target_t, row_weight, output, loss, hyper;
+  /* io.inputs: every input the executor feeds, in the model file's order; inputs[0] ==
+   * input. Without the key, the one io.input. */
+  int ninputs;
+  int inputs[RT_MAX_INPUTS];
   /* Classification artifacts label rows with integers: target is i64, (batch) or
    * (batch, T) for per-token labels (label_width = T), and has no row_weight: padding rows
    * get label -1, which the loss ignores. Old one-hot artifacts: int_labels false. */

@@ -63,6 +63,24 @@ static void shuffle(prng *r, int64_t *perm, int64_t n) {
   }
 }
 
+/* Inputs 2.. of a dataset against the model's (graph I/O: several inputs). */
+static pkrt_status check_inputs(pkrt_model *m, const pkrt_dataset *d, const char *what) {
+  const rt_manifest *mf = &m->mf;
+  if (d->nextra + 1 != mf->ninputs)
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "%s: %d input array%s, but the model has %d "
+                         "inputs (load the dataset with .model set)", what, d->nextra + 1,
+                         d->nextra ? "s" : "", mf->ninputs);
+  for (int k = 1; k < mf->ninputs; k++) {
+    const rt_tensor *t = &mf->tensors[mf->inputs[k]];
+    const rt_dinput *in = &d->extra[k - 1];
+    if (in->batch != !t->no_batch || in->dtype != t->dtype ||
+        in->per_row != (t->no_batch ? t->numel : t->numel / mf->batch))
+      return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "%s: input %d does not fit the model's "
+                           "input '%s' (load the dataset with .model set)", what, k + 1, t->name);
+  }
+  return PKRT_OK;
+}
+
 static pkrt_status check_fits(pkrt_model *m, const pkrt_dataset *d, const char *what) {
   const rt_manifest *mf = &m->mf;
   if (mf->classes <= 0)
@@ -74,11 +92,14 @@ static pkrt_status check_fits(pkrt_model *m, const pkrt_dataset *d, const char *
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
                          "%s: %lld features per row, but the model's input takes %lld", what,
                          (long long)d->features, (long long)m->features);
-  if (d->dtype != mf->dtype)
+  pkrt_dtype in0 = mf->tensors[mf->input].dtype;
+  if (d->dtype != in0)
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
-                         "%s: features are stored as %s but the model computes in %s (load the "
-                         "dataset with .model set)",
-                         what, pkrt_dtype_name(d->dtype), pkrt_dtype_name(mf->dtype));
+                         "%s: features are stored as %s but the model %s %s (load the dataset "
+                         "with .model set)", what, pkrt_dtype_name(d->dtype),
+                         in0 == mf->dtype ? "computes in" : "input takes", pkrt_dtype_name(in0));
+  pkrt_status st = check_inputs(m, d, what);
+  if (st != PKRT_OK) return st;
   int64_t lw = d->label_width > 1 ? d->label_width : 1;
   if (lw != mf->label_width)
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
@@ -91,6 +112,47 @@ static pkrt_status check_fits(pkrt_model *m, const pkrt_dataset *d, const char *
                            "%s: row %lld: label %d is out of range for a model with %lld classes",
                            what, (long long)(i / lw) + 1, (int)d->labels[i],
                            (long long)mf->classes);
+  return PKRT_OK;
+}
+
+/* The model's inputs 2..: rows as for the first input (padding rows zero), a batch-less
+ * input whole, every step (nothing the step runs writes an input, but a caller may have). */
+static void feed_extra(pkrt_model *m, const pkrt_dataset *d, const int64_t *idx, int64_t first,
+                       int64_t valid) {
+  const rt_manifest *mf = &m->mf;
+  for (int k = 1; k < mf->ninputs && k <= d->nextra; k++) {
+    const rt_dinput *x = &d->extra[k - 1];
+    unsigned char *in = rt_tensor_base(m, &mf->tensors[mf->inputs[k]]);
+    size_t row = (size_t)x->per_row * pkrt_dtype_size(x->dtype);
+    if (!x->batch) {
+      memcpy(in, x->data, row);
+      continue;
+    }
+    for (int64_t i = 0; i < valid; i++) {
+      int64_t r = idx ? idx[first + i] : first + i;
+      memcpy(in + (size_t)i * row, (const unsigned char *)x->data + (size_t)r * row, row);
+    }
+    if (valid < mf->batch) memset(in + (size_t)valid * row, 0, (size_t)(mf->batch - valid) * row);
+  }
+}
+
+int pkrt_model_feed(pkrt_model *m, const pkrt_dataset *d, int64_t first, int64_t valid) {
+  if (!m || !d) return PKRT_ERR_INPUT;
+  const rt_manifest *mf = &m->mf;
+  if (first < 0 || valid < 0 || valid > mf->batch || first > d->rows - valid)
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "feed: rows [%lld, %lld) are not within the "
+                         "dataset's %lld and the batch of %lld", (long long)first,
+                         (long long)(first + valid), (long long)d->rows, (long long)mf->batch);
+  if (d->features != m->features || d->dtype != mf->tensors[mf->input].dtype)
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "feed: the dataset's first input does not fit "
+                         "the model's (load the dataset with .model set)");
+  pkrt_status st = check_inputs(m, d, "feed");
+  if (st != PKRT_OK) return st;
+  size_t row = (size_t)d->features * pkrt_dtype_size(d->dtype);
+  unsigned char *in = rt_tensor_base(m, &mf->tensors[mf->input]);
+  memcpy(in, (const unsigned char *)d->x + (size_t)first * row, row * (size_t)valid);
+  memset(in + (size_t)valid * row, 0, row * (size_t)(mf->batch - valid));
+  feed_extra(m, d, NULL, first, valid);
   return PKRT_OK;
 }
 
@@ -114,6 +176,7 @@ static pkrt_status feed(pkrt_model *m, const pkrt_dataset *d, const int64_t *idx
     memcpy(labels + i * lw, d->labels + r * lw, sizeof(int32_t) * (size_t)lw);
   }
   if (valid < mf->batch) memset(in + (size_t)valid * row, 0, (size_t)(mf->batch - valid) * row);
+  feed_extra(m, d, idx, first, valid);
   return (pkrt_status)pkrt_model_set_labels(m, labels, valid);
 }
 
@@ -162,6 +225,7 @@ int pkrt_eval_run(pkrt_model *m, const pkrt_dataset *d, double *loss, double *ac
       unsigned char *in = rt_tensor_base(m, &mf->tensors[mf->input]);
       memset(in, 0, row * (size_t)mf->batch);
       memcpy(in, (const unsigned char *)d->x + (size_t)first * row, row * (size_t)valid);
+      feed_extra(m, d, NULL, first, valid);
       memcpy(labels, d->labels + first * mf->label_width,
              sizeof(int32_t) * (size_t)(valid * mf->label_width));
       st = (pkrt_status)pkrt_model_infer(m);

@@ -6,6 +6,8 @@ autograd so Pock's compile-time backward is checked against it. Library only:
   g = json.load(open("resnet.json")); w = torch2pock.read_pkw("resnet.pkw")
   m = PockGraph(g, w, dtype=torch.float64)     # params are nn.Parameters, named as in g
   logits = m(x)                                # x: (N, features...) as the graph's input
+  logits = m(ids, mask)                        # several inputs (version 2): in the order
+                                               # of g["inputs"]; integer ones as int tensors
   loss = training_loss(g, logits, labels)      # the loss the graph's "training" object names
 
 Ops: matmul, batch_matmul, add, sub, mul, div, relu, sigmoid, tanh, gelu (erf form),
@@ -23,12 +25,15 @@ an integer one ("dtype": "i64"/"i32") keeps its dtype. batch_norm follows Pock's
 train() a layer uses batch statistics and updates its running stats when its gamma or
 beta requires grad, or always with bn_mode="train" (PyTorch's own model.train());
 otherwise, and in eval(), it uses the running stats. A graph with several inputs takes
-them in the order of its "inputs".
+them in the order of its "inputs". A node's "outputs" (graph format version 2) name every
+compute of the op in order: softmax's are its row max, its row sum of exp(x - max) (both
+keepdim) and the result; other ops compute their result only here (a normalization's
+saved stages are not modelled: naming them raises NotImplementedError).
 
 Indexing and dropout: gather, embedding (an index outside [0, extent) reads 0 and gets
 no gradient, Pock's rule), dropout (Pock's mask: hash(seed, step, flat index), docs/te.md,
-bit for bit; its S input (seed, step) and integer ids come in `extra` inputs by name:
-m(x, extra={"ids": ids, "rng": torch.tensor([seed, step])}).
+bit for bit; its S input (seed, step) comes in `extra` by name:
+m(x, extra={"rng": torch.tensor([seed, step])}).
 """
 import math
 
@@ -194,8 +199,16 @@ class PockGraph(nn.Module):
             env[n] = getattr(self, k)
         for node in self.graph["nodes"]:
             ins = [env[i] for i in node["inputs"]]
-            env[node["output"]] = self._op(node["op"], ins, node.get("attrs", {}),
-                                           inputs[0].shape[0])
+            attrs = node.get("attrs", {})
+            y = self._op(node["op"], ins, attrs, inputs[0].shape[0])
+            if "outputs" in node:  # graph format version 2: every compute, the result last
+                outs = self._stages(node["op"], ins, attrs) + [y]
+                if len(outs) != len(node["outputs"]):
+                    raise NotImplementedError("graph_torch: %d outputs of op %r" % (
+                        len(node["outputs"]), node["op"]))
+                env.update(zip(node["outputs"], outs))
+            else:
+                env[node["output"]] = y
         return env[self.graph["output"]]
 
     def _op(self, op, ins, a, batch):
@@ -216,6 +229,15 @@ class PockGraph(nn.Module):
         if op == "group_norm":
             return F.group_norm(ins[0], a.get("groups", 1), ins[1], ins[2], eps)
         return self._plain_op(op, ins, a, batch)
+
+    @staticmethod
+    def _stages(op, ins, a):
+        """The computes of op's program before its result (pk_graph_name_outputs's order)."""
+        if op == "softmax":
+            ax = a.get("axis", 0)
+            m = ins[0].amax(dim=ax, keepdim=True)
+            return [m, torch.exp(ins[0] - m).sum(dim=ax, keepdim=True)]
+        return []
 
     @staticmethod
     def _plain_op(op, ins, a, batch):

@@ -679,7 +679,10 @@ def convert(module, input_shape=None, name="model", training=None, weights_file=
         out = _FxConverter(module, b, example_inputs).run()
         if out in [i["name"] for i in b.inputs]:
             raise ConvertError("the module computes nothing")
-        g = {"format": "pock-graph", "version": 1, "name": name, "dtype": dtype}
+        # An integer input's "dtype" is a key of graph format version 2 (a version-1 file
+        # that used it would be refused).
+        v2 = any("dtype" in i or "batch" in i for i in b.inputs)
+        g = {"format": "pock-graph", "version": 2 if v2 else 1, "name": name, "dtype": dtype}
         if weights_file:
             g["weights_file"] = weights_file
         g["inputs"] = b.inputs

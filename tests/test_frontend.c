@@ -293,6 +293,7 @@ static void test_weights(void) {
 
 /* ---- every error, with its message ---- */
 #define HDR "{\"format\":\"pock-graph\",\"version\":1,"
+#define HDR2 "{\"format\":\"pock-graph\",\"version\":2,"
 #define X "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",4]}],"
 #define W "\"params\":[{\"name\":\"w\",\"shape\":[2,4],\"init\":[1,2,3,4,5,6,7,8]}],"
 #define NODE(op, ins, out, attrs) \
@@ -319,8 +320,8 @@ static const bad_case BAD[] = {
     {"wrong format", "{\"format\":\"onnx\",\"version\":1}", PK_ERR_CHECK,
      "format is 'onnx', expected 'pock-graph'"},
     {"missing format", "{\"version\":1}", PK_ERR_CHECK, "missing key 'format'"},
-    {"version 2", "{\"format\":\"pock-graph\",\"version\":2}", PK_ERR_CHECK,
-     "version 2 is not supported"},
+    {"version 3", "{\"format\":\"pock-graph\",\"version\":3}", PK_ERR_CHECK,
+     "version 3 is not supported (this Pock reads versions 1 to 2)"},
     {"version out of range", "{\"format\":\"pock-graph\",\"version\":1e300}", PK_ERR_CHECK,
      "key 'version' is 1e+300, outside"},
     {"version a string", "{\"format\":\"pock-graph\",\"version\":\"1\"}", PK_ERR_CHECK,
@@ -481,6 +482,33 @@ static const bad_case BAD[] = {
     {"alpha on silu",
      HDR X W "\"nodes\":[" NODE("silu", "\"x\"", "y", ",\"attrs\":{\"alpha\":1}") "],"
      OUT, PK_ERR_CHECK, "node 'fc': attr 'alpha' does not apply to op 'silu'"},
+    /* graph I/O: version-2 keys in a version-1 file, and their own errors */
+    {"v1 outputs", HDR X W "\"nodes\":[{\"name\":\"fc\",\"op\":\"relu\",\"inputs\":[\"x\"],"
+     "\"outputs\":[\"y\"]}]," OUT, PK_ERR_CHECK,
+     "node 'fc': key 'outputs' needs \"version\": 2 (this file says version 1)"},
+    {"v1 input dtype", HDR "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",4],\"dtype\":\"i32\"}],"
+     W FC OUT, PK_ERR_CHECK, "input 'x': key 'dtype' needs \"version\": 2"},
+    {"v1 input batch", HDR "\"inputs\":[{\"name\":\"x\",\"shape\":[3,4],\"batch\":false}],"
+     W FC OUT, PK_ERR_CHECK, "input 'x': key 'batch' needs \"version\": 2"},
+    {"v2 output and outputs", HDR2 X W "\"nodes\":[{\"name\":\"fc\",\"op\":\"relu\",\"inputs\":"
+     "[\"x\"],\"output\":\"y\",\"outputs\":[\"y\"]}]," OUT, PK_ERR_CHECK,
+     "node 'fc': give 'output' or 'outputs', not both"},
+    {"v2 outputs count", HDR2 X W "\"nodes\":[{\"name\":\"fc\",\"op\":\"softmax\",\"inputs\":"
+     "[\"x\"],\"outputs\":[\"m\",\"y\"],\"attrs\":{\"axis\":1}}]," OUT, PK_ERR_CHECK,
+     "node 'fc': 2 output names given, but softmax computes 3"},
+    {"v2 outputs empty", HDR2 X W "\"nodes\":[{\"name\":\"fc\",\"op\":\"relu\",\"inputs\":"
+     "[\"x\"],\"outputs\":[]}]," OUT, PK_ERR_CHECK, "key 'outputs' must be a non-empty array"},
+    {"v2 outputs twice", HDR2 X W "\"nodes\":[{\"name\":\"fc\",\"op\":\"softmax\",\"inputs\":"
+     "[\"x\"],\"outputs\":[\"m\",\"m\",\"y\"],\"attrs\":{\"axis\":1}}]," OUT, PK_ERR_CHECK,
+     "outputs[1] 'm': named twice"},
+    {"v2 outputs taken", HDR2 X W "\"nodes\":[{\"name\":\"fc\",\"op\":\"relu\",\"inputs\":"
+     "[\"x\"],\"outputs\":[\"w\"]}]," OUT, PK_ERR_CHECK, "outputs[0] 'w': duplicate tensor name"},
+    {"v2 input dtype", HDR2 "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",4],\"dtype\":\"u8\"}],"
+     W FC OUT, PK_ERR_CHECK, "input 'x': dtype 'u8' is not f32, i32 or i64"},
+    {"v2 float input dtype", HDR2 "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",4],\"dtype\":"
+     "\"f64\"}]," W FC OUT, PK_ERR_CHECK, "dtype 'f64' differs from the model's f32"},
+    {"v2 batchless string dim", HDR2 "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",4],"
+     "\"batch\":false}]," W FC OUT, PK_ERR_CHECK, "input 'x': "},
     {"xent needs 2-D output",
      HDR X W "\"nodes\":[" NODE("sum", "\"x\"", "y", ",\"attrs\":{\"axes\":[1]}") "],"
      "\"output\":\"y\"" TR("{\"loss\":\"softmax_cross_entropy\"}"),
@@ -674,6 +702,86 @@ static void test_errors(void) {
   pk_ctx_free(ctx);
 }
 
+/* graph I/O: version 2 — several inputs (integer, batch-less) and a node naming every
+ * output; a version-1 file still loads as before (every other test here). */
+static void test_v2(void) {
+  static const char text[] =
+      HDR2 "\"inputs\":[{\"name\":\"x\",\"shape\":[\"N\",4]},"
+      "{\"name\":\"ids\",\"shape\":[\"N\",4],\"dtype\":\"i32\"},"
+      "{\"name\":\"bias\",\"shape\":[4],\"batch\":false},"
+      "{\"name\":\"x2\",\"shape\":[7,4],\"dtype\":\"f32\",\"batch\":true}],"
+      "\"params\":[],\"nodes\":["
+      "{\"name\":\"a\",\"op\":\"add\",\"inputs\":[\"x\",\"x2\"],\"outputs\":[\"s\"]},"
+      "{\"name\":\"b\",\"op\":\"add\",\"inputs\":[\"s\",\"bias\"],\"output\":\"t\"},"
+      "{\"name\":\"sm\",\"op\":\"softmax\",\"inputs\":[\"t\"],\"attrs\":{\"axis\":1},"
+      "\"outputs\":[\"sm.max\",\"sm.sum\",\"p\"]},"
+      "{\"name\":\"c\",\"op\":\"add\",\"inputs\":[\"p\",\"sm.max\"],\"output\":\"y\"}],"
+      "\"output\":\"y\"}";
+  char path[300];
+  snprintf(path, sizeof path, "%s/v2.json", pk_test_tmpdir());
+  pk_ctx *ctx = pk_ctx_new();
+  pk_graph *g;
+  pk_status s = pk_frontend_json(ctx, text, strlen(text), path, 3, &g, NULL);
+  CHECK(s == PK_OK, "v2: %s", pk_ctx_error(ctx));
+  if (s == PK_OK) {
+    const pk_gtensor *x = tensor(g, "x"), *ids = tensor(g, "ids"), *b = tensor(g, "bias"),
+                     *x2 = tensor(g, "x2"), *mx = tensor(g, "sm.max"), *sum = tensor(g, "sm.sum");
+    CHECK(x && x->dtype == PKRT_DTYPE_F32 && !x->no_batch && x->shape[0] == 3, "x");
+    CHECK(ids && ids->dtype == PKRT_DTYPE_I32 && ids->role == PK_ROLE_INPUT &&
+              shape_is(ids, 2, (int64_t[]){3, 4}), "ids: i32 (3, 4)");
+    CHECK(b && b->no_batch && shape_is(b, 1, (int64_t[]){4}), "bias: no batch dim, (4)");
+    CHECK(x2 && !x2->no_batch && x2->shape[0] == 3, "x2: batch replaces 7");
+    CHECK(mx && sum && mx->role == PK_ROLE_ACTIVATION && sum->role == PK_ROLE_ACTIVATION &&
+              shape_is(mx, 2, (int64_t[]){3, 1}) && mx->producer == sum->producer &&
+              mx->producer >= 0 && g->nodes[mx->producer]->outputs[2] == pk_graph_find(g, "p"),
+          "softmax stages named in order, kept as activations");
+    CHECK(g->output == pk_graph_find(g, "y"), "output y");
+    const char *txt = pk_graph_print(ctx, g);
+    CHECK(strstr(txt, "bias : input f32 (4,) no-batch") && strstr(txt, "ids : input i32 (3, 4)"),
+          "dump: %s", txt);
+  }
+  printf("%s v2: integer and batch-less inputs, named outputs\n", s == PK_OK ? "PASS" : "FAIL");
+  /* Training through a named stage is refused: the op's gradient takes dY of the result. */
+  pk_graph *fwd;
+  static const char stage_text[] =
+      HDR2 X W "\"nodes\":[{\"name\":\"fc\",\"op\":\"matmul\",\"inputs\":[\"x\",\"w\"],"
+      "\"output\":\"h\",\"attrs\":{\"trans_b\":true}},"
+      "{\"name\":\"sm\",\"op\":\"softmax\",\"inputs\":[\"h\"],\"attrs\":{\"axis\":1},"
+      "\"outputs\":[\"sm.max\",\"sm.sum\",\"p\"]},"
+      "{\"name\":\"c\",\"op\":\"add\",\"inputs\":[\"p\",\"sm.max\"],\"output\":\"y\"}],"
+      "\"output\":\"y\"}";
+  s = pk_frontend_json(ctx, stage_text, strlen(stage_text), path, 3, &fwd, NULL);
+  CHECK(s == PK_OK, "stage graph: %s", pk_ctx_error(ctx));
+  if (s == PK_OK) {
+    pk_train_spec sp = {.loss = PK_LOSS_SOFTMAX_XENT, .optim = PK_OPTIM_SGD, .lr = 0.1};
+    pk_graph *t;
+    s = pk_train_build(fwd, &sp, &t);
+    CHECK(s == PK_ERR_UNSUPPORTED &&
+              strstr(pk_ctx_error(ctx), "'sm.max' (output 0 of node 'sm', before its result)"),
+          "training through a stage: %s", pk_ctx_error(ctx));
+  }
+  /* A normalization's saved stages, named: its own gradient still reads them, so training
+   * builds (the names only make them visible). */
+  static const char ln_text[] =
+      HDR2 X "\"params\":[{\"name\":\"g\",\"shape\":[4],\"init\":[1,1,1,1]},"
+      "{\"name\":\"b\",\"shape\":[4],\"init\":[0,0,0,0]}],"
+      "\"nodes\":[{\"name\":\"ln\",\"op\":\"layer_norm\",\"inputs\":[\"x\",\"g\",\"b\"],"
+      "\"outputs\":[\"ln.mean\",\"ln.var\",\"ln.rstd\",\"y\"]}],\"output\":\"y\"}";
+  pk_ctx_clear_error(ctx);
+  s = pk_frontend_json(ctx, ln_text, strlen(ln_text), path, 3, &fwd, NULL);
+  CHECK(s == PK_OK, "layer_norm outputs: %s", pk_ctx_error(ctx));
+  if (s == PK_OK) {
+    const pk_gtensor *rstd = tensor(fwd, "ln.rstd");
+    CHECK(rstd && shape_is(rstd, 2, (int64_t[]){3, 1}) && rstd->role == PK_ROLE_ACTIVATION,
+          "ln.rstd (3, 1)");
+    pk_train_spec sp = {.loss = PK_LOSS_SOFTMAX_XENT, .optim = PK_OPTIM_SGD, .lr = 0.1};
+    pk_graph *t;
+    s = pk_train_build(fwd, &sp, &t);
+    CHECK(s == PK_OK, "training with named layer_norm stages: %s", pk_ctx_error(ctx));
+  }
+  pk_ctx_free(ctx);
+}
+
 /* attention, softmax family, pooling, activations: their attrs reach pk_op_attrs. */
 static void test_attn_attrs(void) {
   static const char text[] =
@@ -794,21 +902,24 @@ static size_t mutate(char *buf, size_t len, size_t cap) {
 }
 
 static void test_fuzz(void) {
-  size_t nbase[3];
-  char *base[3];
+  size_t nbase[4];
+  char *base[4];
   base[0] = read_text(PK_SOURCE_DIR "/tests/data/graphs/mlp_small.json", &nbase[0]);
   base[1] = read_text(pk_test_path("cnn_small.json"), &nbase[1]);
   base[2] = strdup(GOOD TR("{\"optimizer\":{\"kind\":\"adam\"}}"));
   nbase[2] = strlen(base[2]);
-  const char *files[3] = {"fuzz/mlp_small.json", pk_test_path("cnn_small.json"), "fuzz.json"};
-  char *files_own[3];
-  for (int b = 0; b < 3; b++) files_own[b] = strdup(files[b]);
+  /* graph I/O: version 2 (several inputs, integer and batch-less, named outputs) */
+  base[3] = read_text(PK_SOURCE_DIR "/fuzz/corpus/graph/seed-v2-inputs-outputs.json", &nbase[3]);
+  const char *files[4] = {"fuzz/mlp_small.json", pk_test_path("cnn_small.json"), "fuzz.json",
+                          "fuzz_v2.json"};
+  char *files_own[4];
+  for (int b = 0; b < 4; b++) files_own[b] = strdup(files[b]);
   enum { ITERS = 6000 };
   size_t cap = 8192;
   char *buf = malloc(cap);
   int ok = 0, syntax = 0, check = 0, other = 0, bad = 0;
   for (int it = 0; it < ITERS; it++) {
-    int b = (int)rndn(3);
+    int b = (int)rndn(4);
     if (nbase[b] >= cap) continue;
     memcpy(buf, base[b], nbase[b]);
     size_t len = nbase[b];
@@ -840,7 +951,7 @@ static void test_fuzz(void) {
   printf("%s fuzz: %d texts, %d loaded, %d syntax, %d check, %d other errors\n",
          bad == 0 ? "PASS" : "FAIL", ITERS, ok, syntax, check, other);
   free(buf);
-  for (int b = 0; b < 3; b++) free(base[b]), free(files_own[b]);
+  for (int b = 0; b < 4; b++) free(base[b]), free(files_own[b]);
 }
 
 /* ---- the digits demo's models (helper-written JSON + .pkw) and its sparse specs ---- */
@@ -946,6 +1057,7 @@ int main(void) {
   test_cnn();
   test_weights();
   test_errors();
+  test_v2();
   test_attn_attrs();
   test_digits();
   test_fuzz();

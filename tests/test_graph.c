@@ -184,9 +184,42 @@ static void test_validate_errors(void) {
   pk_ctx_free(ctx);
 }
 
+/* graph I/O: pk_graph_name_outputs names every compute of a node (softmax: max, sum,
+ * result), turns named stages into activations, and refuses counts and names that clash. */
+static void test_name_outputs(void) {
+  pk_ctx *ctx = pk_ctx_new();
+  pk_graph *g = pk_graph_new(ctx, 2);
+  int x = pk_graph_add_tensor(g, "x", PK_ROLE_INPUT, PKRT_DTYPE_F32, 2, (int64_t[]){2, 5});
+  int p, r;
+  TG_OK(ctx, pk_graph_add_op(g, "sm", PK_OP_SOFTMAX, &(pk_op_attrs){.axis = 1}, 1, &x, "p", &p));
+  TG_OK(ctx, pk_graph_add_op(g, "r", PK_OP_RELU, NULL, 1, &x, "r", &r));
+  const pk_gnode *sm = g->nodes[0];
+  TG_CHECK(sm->noutputs == 3 && g->tensors[sm->outputs[0]]->role == PK_ROLE_TEMP, "stages");
+  pk_graph_name_outputs(g, 0, 2, (const char *[]){"a", "b"});
+  expect_error(ctx, "count", "node 'sm': 2 output names given, but softmax computes 3");
+  pk_graph_name_outputs(g, 0, 3, (const char *[]){"a", "r", "c"});
+  expect_error(ctx, "taken", "node 'sm': output name 'r' is already a tensor");
+  pk_graph_name_outputs(g, 0, 3, (const char *[]){"a", "a", "c"});
+  expect_error(ctx, "twice", "node 'sm': output name 'a' is already a tensor");
+  /* the made-up stage names may be reused among the node's own outputs */
+  const char *s0 = g->tensors[sm->outputs[0]]->name, *s1 = g->tensors[sm->outputs[1]]->name;
+  TG_OK(ctx, pk_graph_name_outputs(g, 0, 3, (const char *[]){s1, s0, "p"}));
+  TG_OK(ctx, pk_graph_name_outputs(g, 0, 3, (const char *[]){"sm.max", "sm.sum", "sm.out"}));
+  TG_CHECK(pk_graph_find(g, "sm.max") == sm->outputs[0] && pk_graph_find(g, "sm.out") == p &&
+               g->tensors[sm->outputs[1]]->role == PK_ROLE_ACTIVATION &&
+               g->tensors[p]->role == PK_ROLE_ACTIVATION && pk_graph_find(g, "p") < 0,
+           "named in order, stages are activations");
+  int y;
+  TG_OK(ctx, pk_graph_add_op(g, "use", PK_OP_ADD, NULL, 2, (int[]){p, sm->outputs[0]}, "y", &y));
+  g->output = y;
+  TG_OK(ctx, pk_graph_validate(g));
+  pk_ctx_free(ctx);
+}
+
 int main(void) {
   test_models();
   test_add_errors();
   test_validate_errors();
+  test_name_outputs();
   return tg_report("test_graph");
 }

@@ -140,4 +140,35 @@ static inline int tg_report(const char *name) {
   return 0;
 }
 
+/* graph I/O and transformer specs: a tiny transformer-like stack. x (n, T, D) → per block
+ * PREFIX.<b>: tanh(batch_matmul(h, PREFIX.<b>.fc.weight (D, D), trans_b) + .fc.bias) →
+ * mean over T → head (K, D) linear. Linear layers with a rank-3 input, named the way
+ * PyTorch names nn.ModuleList children. */
+static inline pk_graph *tg_blocks(pk_ctx *ctx, int64_t n, const char *prefix, int nblocks,
+                                  int64_t T, int64_t D, int64_t K) {
+  pk_graph *g = pk_graph_new(ctx, n);
+  int h = pk_graph_add_tensor(g, "x", PK_ROLE_INPUT, PKRT_DTYPE_F32, 3, (int64_t[]){n, T, D});
+  char b[160], o[160];
+  for (int i = 0; i < nblocks && h >= 0; i++) {
+    snprintf(b, sizeof b, "%s.%d.fc.weight", prefix, i);
+    int w = pk_graph_add_param(g, b, PKRT_DTYPE_F32, 2, (int64_t[]){D, D}, NULL);
+    snprintf(b, sizeof b, "%s.%d.fc.bias", prefix, i);
+    int bias = pk_graph_add_param(g, b, PKRT_DTYPE_F32, 1, (int64_t[]){D}, NULL);
+    int mm, y;
+    snprintf(b, sizeof b, "%s.%d.fc", prefix, i);
+    snprintf(o, sizeof o, "%s.%d.fc.mm", prefix, i);
+    if (pk_graph_add_op(g, b, PK_OP_BATCH_MATMUL, &(pk_op_attrs){.trans_b = true}, 2,
+                        (int[]){h, w}, o, &mm) != PK_OK)
+      return NULL;
+    snprintf(b, sizeof b, "%s.%d.fc.add", prefix, i);
+    snprintf(o, sizeof o, "%s.%d.fc.out", prefix, i);
+    if (pk_graph_add_op(g, b, PK_OP_ADD, NULL, 2, (int[]){mm, bias}, o, &y) != PK_OK) return NULL;
+    snprintf(b, sizeof b, "%s.%d.act", prefix, i);
+    h = tg_unary(g, b, PK_OP_TANH, NULL, y);
+  }
+  int pooled = tg_unary(g, "pool", PK_OP_MEAN, &(pk_op_attrs){.naxes = 1, .axes = {1}}, h);
+  g->output = pooled < 0 ? -1 : tg_linear(g, "head", pooled, D, K);
+  return g->output >= 0 && pk_graph_validate(g) == PK_OK ? g : NULL;
+}
+
 #endif

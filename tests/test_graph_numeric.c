@@ -220,5 +220,16 @@ int main(void) {
   check_step("causal attention", g);
   pk_ctx_free(ctx);
   check_shape_ops();
+  /* Partial channels of linear layers with a rank-3 input (batch_matmul, sliced on the last
+   * axis), chosen by a blocks rule. */
+  ctx = pk_ctx_new();
+  g = tg_blocks(ctx, N, "layer", 2, 3, 4, 3);
+  TG_CHECK(g != NULL, "tg_blocks: %s", pk_ctx_error(ctx));
+  if (!g) return tg_report("test_graph_numeric");
+  randomize_params(ctx, g);
+  TG_OK(ctx, tg_apply_text(g, "{\"version\":1,\"train\":[{\"blocks\":{\"last\":2},"
+                              "\"channels\":0.5},{\"params\":\"head.*\"}]}"));
+  check_step("blocks rank-3 partial", g);
+  pk_ctx_free(ctx);
   return tg_report("test_graph_numeric");
 }

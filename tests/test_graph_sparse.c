@@ -115,8 +115,17 @@ static const err_case parse_errors[] = {
     {V "[{\"params\":\"fc.weight\",\"channel_count\":0}]}", "\"channel_count\" must be an integer >= 1"},
     {V "[{\"params\":\"fc.weight\",\"channel_count\":2.5}]}", "\"channel_count\" must be an integer"},
     {V "[{\"params\":\"fc.weight\",\"channels\":0.5,\"channel_count\":3}]}", "not both"},
-    {V "[{\"biases\":true,\"channels\":0.5}]}", "\"channels\" applies only to a \"params\" rule"},
-    {V "[{\"last_layers\":1,\"channel_count\":2}]}", "\"channel_count\" applies only"},
+    {V "[{\"biases\":true,\"channels\":0.5}]}", "\"channels\" applies to a \"params\""},
+    /* transformer selectors */
+    {V "[{\"norms\":true,\"channel_count\":2}]}", "\"channel_count\" applies to a"},
+    {V "[{\"norms\":false}]}", "\"norms\" must be true"},
+    {V "[{\"blocks\":2}]}", "\"blocks\" must be an object"},
+    {V "[{\"blocks\":{}}]}", "blocks: missing \"last\""},
+    {V "[{\"blocks\":{\"last\":0}}]}", "blocks.last must be an integer >= 1"},
+    {V "[{\"blocks\":{\"last\":1,\"prefx\":\"layer\"}}]}", "blocks: unknown key \"prefx\""},
+    {V "[{\"blocks\":{\"last\":1,\"prefix\":\"layer.\"}}]}", "must not start or end with '.'"},
+    {V "[{\"blocks\":{\"last\":1,\"prefix\":3}}]}", "blocks.prefix must be"},
+    {V "[{\"blocks\":{\"last\":1},\"norms\":true}]}", "(found 2)"},
 };
 
 static const err_case apply_errors[] = {
@@ -164,6 +173,138 @@ static void test_layer_kind_errors(void) {
   run_errors(ctx, g, cases, (int)(sizeof cases / sizeof cases[0]));
   TG_OK(ctx, tg_apply_text(g, V "[{\"params\":\"*.weight\"}]}"));
   TG_CHECK(!g->tensors[scale]->trainable && g->tensors[gw]->trainable, "whole weights ok");
+  pk_ctx_free(ctx);
+}
+
+/* graph I/O and transformer specs: blocks by name prefix, partial channels on linear layers
+ * with a rank-3 input (batch_matmul), "channels" on a non-params rule, and their errors. */
+static int64_t mark(pk_graph *g, const char *name) {
+  const pk_gtensor *t = g->tensors[pk_graph_find(g, name)];
+  return !t->trainable ? 0 : t->ndim < 2 ? 1 : t->train_channels;
+}
+
+static void test_transformer_specs(void) {
+  pk_ctx *ctx = pk_ctx_new();
+  pk_graph *g = tg_blocks(ctx, N, "layer", 3, 3, 4, 3);
+  TG_CHECK(g != NULL, "tg_blocks: %s", pk_ctx_error(ctx));
+  if (!g) exit(1);
+  const char *names[] = {"layer.0.fc.weight", "layer.0.fc.bias", "layer.1.fc.weight",
+                         "layer.1.fc.bias",   "layer.2.fc.weight", "layer.2.fc.bias",
+                         "head.weight",       "head.bias"};
+  struct {
+    const char *spec;
+    int64_t want[8];
+  } cases[] = {
+      {V "[{\"blocks\":{\"prefix\":\"auto\",\"last\":2}}]}", {0, 0, 4, 1, 4, 1, 0, 0}},
+      {V "[{\"blocks\":{\"last\":1},\"channels\":0.5},{\"params\":\"head.*\"}]}",
+       {0, 0, 0, 0, 2, 1, 4, 1}},
+      {V "[{\"blocks\":{\"prefix\":\"layer\",\"last\":3}}]}", {4, 1, 4, 1, 4, 1, 0, 0}},
+      {V "[{\"last_layers\":1,\"channel_count\":3}]}", {0, 0, 0, 0, 0, 0, 3, 1}},
+      {V "[{\"params\":\"layer.0.fc.weight\",\"channels\":0.25}]}", {1, 0, 0, 0, 0, 0, 0, 0}},
+      {V "[{\"all\":true,\"channels\":0.5}]}", {2, 1, 2, 1, 2, 1, 2, 1}},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    TG_OK(ctx, tg_apply_text(g, cases[c].spec));
+    for (int i = 0; i < 8; i++)
+      TG_CHECK(mark(g, names[i]) == cases[c].want[i], "%s: %s marked %lld, want %lld",
+               cases[c].spec, names[i], (long long)mark(g, names[i]),
+               (long long)cases[c].want[i]);
+  }
+  /* A rank-3 partial layer builds: its input slice is along the last axis. */
+  pk_train_spec sp = {.loss = PK_LOSS_SOFTMAX_XENT, .optim = PK_OPTIM_SGD, .lr = 0.1};
+  TG_OK(ctx, tg_apply_text(g, cases[1].spec));
+  pk_graph *t;
+  TG_OK(ctx, pk_train_build(g, &sp, &t));
+  int sl = pk_graph_find(t, "layer.1.act[..., :2]");
+  TG_CHECK(sl >= 0 && t->tensors[sl]->ndim == 3 && t->tensors[sl]->shape[2] == 2 &&
+               t->tensors[sl]->shape[1] == 3,
+           "rank-3 slice of layer.1.act");
+  const err_case errs[] = {
+      {V "[{\"blocks\":{\"last\":4}}]}", "blocks.last 4 but 'layer' has 3 blocks"},
+      {V "[{\"blocks\":{\"prefix\":\"encoder\",\"last\":1}}]}",
+       "no param is named 'encoder.<index>.*'"},
+      {V "[{\"norms\":true}]}", "\"norms\" but the model has no normalization"},
+  };
+  run_errors(ctx, g, errs, (int)(sizeof errs / sizeof errs[0]));
+  /* blocks.<i> naming, the last of four */
+  pk_graph *b = tg_blocks(ctx, N, "blocks", 4, 2, 4, 3);
+  TG_CHECK(b != NULL, "tg_blocks: %s", pk_ctx_error(ctx));
+  if (!b) exit(1);
+  TG_OK(ctx, tg_apply_text(b, V "[{\"blocks\":{\"last\":1}}]}"));
+  TG_CHECK(mark(b, "blocks.3.fc.weight") == 4 && mark(b, "blocks.3.fc.bias") == 1 &&
+               mark(b, "blocks.2.fc.weight") == 0 && mark(b, "head.weight") == 0,
+           "blocks.3 only");
+  /* no indexed names; two prefixes that tie */
+  pk_graph *cnn = tg_cnn(ctx, N);
+  const err_case none[] = {{V "[{\"blocks\":{\"last\":1}}]}", "no param is named PREFIX.<index>.*"}};
+  run_errors(ctx, cnn, none, 1);
+  pk_graph_add_param(cnn, "enc.0.w", PKRT_DTYPE_F32, 1, (int64_t[]){2}, NULL);
+  pk_graph_add_param(cnn, "dec.0.w", PKRT_DTYPE_F32, 1, (int64_t[]){2}, NULL);
+  const err_case tie[] = {{V "[{\"blocks\":{\"last\":1}}]}", "\"auto\" is ambiguous: 'enc' and 'dec'"}};
+  run_errors(ctx, cnn, tie, 1);
+  TG_OK(ctx, tg_apply_text(cnn, V "[{\"blocks\":{\"prefix\":\"dec\",\"last\":1}}]}"));
+  TG_CHECK(mark(cnn, "dec.0.w") == 1 && mark(cnn, "enc.0.w") == 0, "explicit prefix dec");
+  /* an explicit prefix may hold an index itself; blocks 2 and 10 are the last two of 0, 2, 10 */
+  pk_graph_add_param(cnn, "m.0.layer.2.w", PKRT_DTYPE_F32, 1, (int64_t[]){2}, NULL);
+  pk_graph_add_param(cnn, "m.0.layer.10.w", PKRT_DTYPE_F32, 1, (int64_t[]){2}, NULL);
+  pk_graph_add_param(cnn, "m.0.layer.0.w", PKRT_DTYPE_F32, 1, (int64_t[]){2}, NULL);
+  TG_OK(ctx, tg_apply_text(cnn, V "[{\"blocks\":{\"prefix\":\"m.0.layer\",\"last\":2}}]}"));
+  TG_CHECK(mark(cnn, "m.0.layer.10.w") == 1 && mark(cnn, "m.0.layer.2.w") == 1 &&
+               mark(cnn, "m.0.layer.0.w") == 0 && mark(cnn, "dec.0.w") == 0,
+           "prefix m.0.layer, numeric order");
+  pk_ctx_free(ctx);
+}
+
+/* "norms": true selects the params of ops flagged PK_OPF_NORM: layer_norm's gamma and beta
+ * and rms_norm's gamma on a rank-3 stack, none of the linear layers; combined with blocks,
+ * the last block's norm and its linear weight's half; the training graph builds. */
+static void test_norms(void) {
+  pk_ctx *ctx = pk_ctx_new();
+  pk_graph *g = pk_graph_new(ctx, N);
+  int x = pk_graph_add_tensor(g, "x", PK_ROLE_INPUT, PKRT_DTYPE_F32, 3, (int64_t[]){N, 3, 6});
+  int h = x;
+  for (int i = 0; i < 2; i++) {
+    char nm[64], on[64];
+    snprintf(nm, sizeof nm, "layer.%d.ln.weight", i);
+    int gam = pk_graph_add_param(g, nm, PKRT_DTYPE_F32, 1, (int64_t[]){6}, NULL);
+    snprintf(nm, sizeof nm, "layer.%d.ln.bias", i);
+    int bet = pk_graph_add_param(g, nm, PKRT_DTYPE_F32, 1, (int64_t[]){6}, NULL);
+    snprintf(nm, sizeof nm, "layer.%d.fc.weight", i);
+    int w = pk_graph_add_param(g, nm, PKRT_DTYPE_F32, 2, (int64_t[]){6, 6}, NULL);
+    snprintf(nm, sizeof nm, "layer.%d.ln", i);
+    TG_OK(ctx, pk_graph_add_op(g, nm, PK_OP_LAYER_NORM, NULL, 3, (int[]){h, gam, bet}, nm, &h));
+    snprintf(nm, sizeof nm, "layer.%d.fc", i);
+    snprintf(on, sizeof on, "layer.%d.fc.out", i);
+    TG_OK(ctx, pk_graph_add_op(g, nm, PK_OP_BATCH_MATMUL, &(pk_op_attrs){.trans_b = true}, 2,
+                               (int[]){h, w}, on, &h));
+  }
+  int rg = pk_graph_add_param(g, "final.weight", PKRT_DTYPE_F32, 1, (int64_t[]){6}, NULL);
+  TG_OK(ctx, pk_graph_add_op(g, "final", PK_OP_RMS_NORM, NULL, 2, (int[]){h, rg}, "final", &h));
+  h = tg_unary(g, "pool", PK_OP_MEAN, &(pk_op_attrs){.naxes = 1, .axes = {1}}, h);
+  g->output = tg_linear(g, "head", h, 6, 3);
+  TG_OK(ctx, pk_graph_validate(g));
+  const char *names[] = {"layer.0.ln.weight", "layer.0.ln.bias", "layer.0.fc.weight",
+                         "layer.1.ln.weight", "layer.1.ln.bias", "layer.1.fc.weight",
+                         "final.weight",      "head.weight",     "head.bias"};
+  struct {
+    const char *spec;
+    int64_t want[9];
+  } cases[] = {
+      {V "[{\"norms\":true}]}", {1, 1, 0, 1, 1, 0, 1, 0, 0}},
+      {V "[{\"norms\":true},{\"biases\":true}]}", {1, 1, 0, 1, 1, 0, 1, 0, 1}},
+      {V "[{\"blocks\":{\"last\":1},\"channels\":0.5},{\"params\":\"head.*\"}]}",
+       {0, 0, 0, 1, 1, 3, 0, 6, 1}},
+  };
+  pk_train_spec sp = {.loss = PK_LOSS_SOFTMAX_XENT, .optim = PK_OPTIM_SGD, .lr = 0.1};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    TG_OK(ctx, tg_apply_text(g, cases[c].spec));
+    for (int i = 0; i < 9; i++)
+      TG_CHECK(mark(g, names[i]) == cases[c].want[i], "%s: %s marked %lld, want %lld",
+               cases[c].spec, names[i], (long long)mark(g, names[i]),
+               (long long)cases[c].want[i]);
+    pk_graph *t;
+    TG_OK(ctx, pk_train_build(g, &sp, &t));
+  }
   pk_ctx_free(ctx);
 }
 
@@ -231,18 +372,11 @@ static void test_fuzz(void) {
 
 /* Structured fuzz: rules assembled from pieces, valid and not, so that many are accepted;
  * an accepted spec must always give a valid training graph. */
-static void test_fuzz_structured(void) {
-  pk_ctx *ctx = pk_ctx_new();
-  pk_graph *g = tg_cnn(ctx, N);
-  static const char *const sel[] = {
-      "\"params\": \"fc.*\"", "\"params\": \"conv3.weight\"", "\"params\": \"conv2.weight\"",
-      "\"params\": [\"conv?.bias\", \"fc.weight\"]", "\"params\": \"*\"", "\"params\": \"zz*\"",
-      "\"params\": \"conv1.weight\"", "\"biases\": true", "\"all\": true", "\"last_layers\": 1",
-      "\"last_layers\": 3", "\"last_layers\": 9", "\"params\": \"fc.bias\""};
-  static const char *const mod[] = {"", "", "", ", \"channels\": 0.25", ", \"channels\": 0.5",
-                                    ", \"channels\": 1", ", \"channels\": 8",
-                                    ", \"channel_count\": 3", ", \"channels\": 0.01",
-                                    ", \"channels\": 64", ", \"channel_count\": 1"};
+/* Random unions of rules over a graph: each accepted spec must build a training graph and
+ * a memory plan; each refusal has a message. */
+static void fuzz_rules(pk_graph *g, const char *const *sel, int nsel, const char *const *mod,
+                       int nmod, const char *what, int min_accepted, int min_built) {
+  pk_ctx *ctx = g->ctx;
   uint64_t seed = 12345;
   int accepted = 0, built = 0;
   pk_train_spec ts = {.loss = PK_LOSS_SOFTMAX_XENT, .optim = PK_OPTIM_SGD, .lr = 0.1};
@@ -254,8 +388,8 @@ static void test_fuzz_structured(void) {
     int nr = (int)(seed >> 61) % 4;
     for (int r = 0; r < nr; r++) {
       seed = seed * 6364136223846793005u + 1442695040888963407u;
-      pk_strbuf_printf(&b, "%s{%s%s}", r ? ", " : "", sel[(seed >> 33) % 13],
-                       mod[(seed >> 45) % 11]);
+      pk_strbuf_printf(&b, "%s{%s%s}", r ? ", " : "", sel[(seed >> 33) % (uint64_t)nsel],
+                       mod[(seed >> 45) % (uint64_t)nmod]);
     }
     pk_strbuf_append(&b, "]}");
     char *text = pk_strbuf_finish(ctx, &b);
@@ -275,8 +409,31 @@ static void test_fuzz_structured(void) {
     TG_CHECK(pk_memplan_build(t, NULL, &mp) == PK_OK, "memplan of %s", text);
     built++;
   }
-  printf("structured fuzz: %d accepted, %d built\n", accepted, built);
-  TG_CHECK(accepted > 100 && built > 30, "structured fuzz mix");
+  printf("structured fuzz (%s): %d accepted, %d built\n", what, accepted, built);
+  TG_CHECK(accepted > min_accepted && built > min_built, "structured fuzz mix (%s)", what);
+}
+
+static void test_fuzz_structured(void) {
+  pk_ctx *ctx = pk_ctx_new();
+  static const char *const sel[] = {
+      "\"params\": \"fc.*\"", "\"params\": \"conv3.weight\"", "\"params\": \"conv2.weight\"",
+      "\"params\": [\"conv?.bias\", \"fc.weight\"]", "\"params\": \"*\"", "\"params\": \"zz*\"",
+      "\"params\": \"conv1.weight\"", "\"biases\": true", "\"all\": true", "\"last_layers\": 1",
+      "\"last_layers\": 3", "\"last_layers\": 9", "\"params\": \"fc.bias\""};
+  static const char *const mod[] = {"", "", "", ", \"channels\": 0.25", ", \"channels\": 0.5",
+                                    ", \"channels\": 1", ", \"channels\": 8",
+                                    ", \"channel_count\": 3", ", \"channels\": 0.01",
+                                    ", \"channels\": 64", ", \"channel_count\": 1"};
+  fuzz_rules(tg_cnn(ctx, N), sel, 13, mod, 11, "cnn", 100, 30);
+  /* graph I/O and transformer specs: blocks, norms, channels on rank-3 linear layers */
+  static const char *const tsel[] = {
+      "\"blocks\": {\"last\": 1}", "\"blocks\": {\"prefix\": \"layer\", \"last\": 2}",
+      "\"blocks\": {\"last\": 4}", "\"blocks\": {\"prefix\": \"head\", \"last\": 1}",
+      "\"params\": \"head.*\"", "\"params\": \"layer.1.fc.weight\"", "\"norms\": true",
+      "\"biases\": true", "\"all\": true", "\"last_layers\": 2", "\"params\": \"layer.*.bias\""};
+  static const char *const tmod[] = {"", "", ", \"channels\": 0.5", ", \"channels\": 0.25",
+                                     ", \"channel_count\": 1", ", \"channels\": 5"};
+  fuzz_rules(tg_blocks(ctx, N, "layer", 3, 2, 4, 3), tsel, 11, tmod, 6, "blocks", 100, 30);
   pk_ctx_free(ctx);
 }
 
@@ -311,6 +468,8 @@ static void test_example_specs(void) {
 
 int main(void) {
   test_schemes();
+  test_transformer_specs();
+  test_norms();
   pk_ctx *ctx = pk_ctx_new();
   pk_graph *g = tg_cnn(ctx, N);
   run_errors(ctx, g, parse_errors, (int)(sizeof parse_errors / sizeof parse_errors[0]));

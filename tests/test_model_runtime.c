@@ -902,7 +902,7 @@ static void test_hostile_manifests(void) {
       {"io.hyper", NULL, 6, NULL, "io.hyper: tensor 'mom(fc.bias)' must be dense with 4 elements"},
       {"io.rng", NULL, 5, NULL, "io.rng: tensor 'hyper' must be a dense i64 tensor of 2 elements"},
       {"kernels[0].name", NULL, 0, "k99", "kernels[0]: kernel 'k99' is not in the kernel object"},
-      {"format", NULL, 2, NULL, "format: manifest version"},
+      {"format", NULL, 3, NULL, "format: manifest version"},
       {"regions.params", NULL, 64 * 5, NULL, "but the weights section has"},
       {"regions.workspace", NULL, -1, NULL, "regions.workspace: must be an integer"},
       {wv_eo, NULL, 1000, NULL, "lie outside"},
@@ -958,6 +958,13 @@ static void test_hostile_manifests(void) {
       {"not json", "manifest: not valid JSON"},
       {"array root", "the top level must be a JSON object"},
       {"rank 9", "tensors[0].shape: rank 9 (at most 8)"},
+      /* graph I/O: io.inputs and an input's "batch" */
+      {"inputs twice", "is listed twice"},
+      {"inputs param", "must be a dense input"},
+      {"inputs first", "io.inputs[0]: must be io.input"},
+      {"inputs empty", "io.inputs: must be an array of 1..16 tensor indices"},
+      {"batch on param", ".batch: only an input may say"},
+      {"several inputs in format 1", "need manifest format 2 (this one says 1)"},
   };
   for (size_t c = 0; c < sizeof more / sizeof more[0]; c++) {
     cJSON *m = cJSON_Duplicate(g_manifest, 1);
@@ -973,6 +980,24 @@ static void test_hostile_manifests(void) {
     }
     if (!strcmp(w, "rank 9"))
       put(m, "tensors[0].shape", int_array((int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1}, 9));
+    int64_t x = g_md.x, other = g_md.x == 0 ? 1 : 0;
+    if (!strcmp(w, "inputs twice"))
+      cJSON_AddItemToObject(at(m, "io"), "inputs", int_array((int64_t[]){x, x}, 2));
+    if (!strcmp(w, "inputs param"))
+      cJSON_AddItemToObject(at(m, "io"), "inputs", int_array((int64_t[]){x, other}, 2));
+    if (!strcmp(w, "inputs first"))
+      cJSON_AddItemToObject(at(m, "io"), "inputs", int_array((int64_t[]){other}, 1));
+    if (!strcmp(w, "inputs empty"))
+      cJSON_AddItemToObject(at(m, "io"), "inputs", cJSON_CreateArray());
+    if (!strcmp(w, "several inputs in format 1")) {
+      /* the label tensor "target" made a second input: dense, (batch, ...), the model dtype */
+      cJSON_ReplaceItemInObject(cJSON_GetArrayItem(at(m, "tensors"), g_md.T), "role",
+                                cJSON_CreateString("input"));
+      cJSON_AddItemToObject(at(m, "io"), "inputs", int_array((int64_t[]){x, g_md.T}, 2));
+    }
+    if (!strcmp(w, "batch on param"))
+      cJSON_AddItemToObject(cJSON_GetArrayItem(at(m, "tensors"), (int)other), "batch",
+                            cJSON_CreateFalse());
     const char *err;
     if (!strcmp(w, "not json") || !strcmp(w, "array root")) {
       /* Raw text, not a cJSON tree. */

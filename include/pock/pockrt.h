@@ -47,6 +47,9 @@
 
 typedef struct pkrt_model pkrt_model;
 
+/* The most inputs a model may have (io.inputs of the manifest). */
+#define PKRT_MAX_INPUTS 16
+
 typedef struct pkrt_open_options {
   int nthreads;          /* 0 or 1: run kernels on the calling thread */
   void *arena;           /* optional caller-provided activation arena (64-byte aligned) */
@@ -84,6 +87,15 @@ int64_t pkrt_model_features(const pkrt_model *m); /* input elements per row */
  * the return value is the rank. */
 int pkrt_model_input_shape(const pkrt_model *m, int64_t *shape /* [8] */);
 int pkrt_model_output_shape(const pkrt_model *m, int64_t *shape /* [8] */);
+/* Several inputs (graph format version 2): their count, and input i's (0-based, the model
+ * file's order) name, dtype (a pkrt_dtype: the model's float dtype, I32 or I64; 0 when i is
+ * out of range) and whether it has the batch dim (0: one value per step shared by every
+ * row). pkrt_model_input(m, name) gives each buffer; input 0 is the one of
+ * pkrt_model_input(m, NULL), pkrt_model_features and pkrt_model_input_shape. */
+int pkrt_model_ninputs(const pkrt_model *m);
+const char *pkrt_model_input_name(const pkrt_model *m, int i);
+int pkrt_model_input_dtype(const pkrt_model *m, int i);
+int pkrt_model_input_batched(const pkrt_model *m, int i);
 int64_t pkrt_model_arena_bytes(const pkrt_model *m); /* the planned activation arena */
 int64_t pkrt_model_steps(const pkrt_model *m);       /* training steps taken so far */
 
@@ -166,6 +178,9 @@ void pkrt_model_id(const pkrt_model *m, char hex[65]);
  *     Versions 1-3 of the format.
  *   Labels are class ids in [0, classes), or the model's ignore_index (graph JSON
  *   training.ignore_index), which the loss ignores.
+ *   "X1.npy,X2.npy,...:Y.npy" (needs .model): one file per model input, in the model's
+ *     order; an integer input (i32/i64) takes an integer file, a float input a float one;
+ *     an input without the batch dim takes exactly its shape's values, fed every step.
  * Features are stored in the dtype the model uses, so a batch is one copy per row. */
 typedef struct pkrt_dataset pkrt_dataset;
 typedef struct pkrt_data_options {
@@ -257,6 +272,10 @@ typedef struct pkrt_train_result {
 
 int pkrt_train_run(pkrt_model *m, const pkrt_dataset *train, const pkrt_train_options *opts,
                    pkrt_train_result *result);
+/* Copies rows [first, first + valid) of every input of d into the model's inputs (rows
+ * valid..batch-1 zero; a batch-less input whole); labels untouched. valid <= batch. For
+ * running a dataset through pkrt_model_infer, whatever the number of inputs. */
+int pkrt_model_feed(pkrt_model *m, const pkrt_dataset *d, int64_t first, int64_t valid);
 /* Mean loss and accuracy of the model over a dataset (eval plan, batches in row order,
  * last batch padded). */
 int pkrt_eval_run(pkrt_model *m, const pkrt_dataset *d, double *loss, double *acc);
