@@ -10,6 +10,8 @@ schemes and two optimizers, and the results are written where the C test replays
 Output per model, in OUT/MODEL/ (the layout tests/fixtures/train uses):
   MODEL.json/.pkw, MODEL_f32.json/.pkw    the converted model, f64 and f32
   x.npy (5, 4, features) f8, y.npy (5, 4) i4      the batches (images as flat rows)
+(scripts/gen_train_fixtures.py runs this too: all of it, or --only MODEL for the live check
+of tests/test_train_equiv.c)
   full.json, bias_norms_last.json, partial25_head.json   the sparse specs:
       everything; biases + norms + the last block; a quarter of the input channels of
       the last block's convs/linears (its biases and norms whole) + the head
@@ -33,7 +35,19 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "examples", "models"))
+
+
+def _example_models():
+    """examples/models/models.py, loaded under its own name (the digits example has a
+    models.py too, which scripts/gen_train_fixtures.py imports in the same process)."""
+    import importlib.util
+    if "example_models" not in sys.modules:
+        path = os.path.join(ROOT, "examples", "models", "models.py")
+        spec = importlib.util.spec_from_file_location("example_models", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["example_models"] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules["example_models"]
 
 MODELS = ("mobilenet_v2", "resnet18")
 STEPS, BATCH, SEED = 5, 4, 23
@@ -77,7 +91,6 @@ class Trainer:
     def __init__(self, mname, scheme, opt, dtype):
         import torch
         import torch.nn as nn
-        import models
         self.tdt = torch.float64 if dtype == "f64" else torch.float32
         self.m = make_model(mname, dtype)
         named = collections.OrderedDict(self.m.named_parameters())
@@ -154,8 +167,7 @@ class Trainer:
 
 def make_model(mname, dtype):
     import torch
-    import models
-    m = models.MODELS[mname]("tiny", seed=SEED)
+    m = _example_models().MODELS[mname]("tiny", seed=SEED)
     return m.double() if dtype == "f64" else m.to(torch.float32)
 
 

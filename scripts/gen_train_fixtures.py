@@ -21,6 +21,8 @@ Output (all small; see cases.txt for the list the C test reads):
                                  gradient accumulation), 5 steps, one graph file per case
   tokens/                        a per-token classifier (N, 8, 10) with labels (5, 4, 8)
                                  (some ignored) and label smoothing, 5 SGD steps
+  models/MODEL/                  the example models (examples/models, tiny sizes) trained by
+                                 PyTorch under three sparse schemes: gen_model_fixtures.py
   graphs/                        the same for hand-written graphs that are not
                                  nn.Sequential (a residual net, an attention block), full
                                  update over 5 steps, PyTorch running the graph itself
@@ -38,6 +40,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "examples", "digits"))
+
+import gen_model_fixtures  # noqa: E402 (the example models' cases, in OUT/models)
 
 STEPS, BATCH, SEED = 10, 4, 7
 SGD = {"kind": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 1e-3}
@@ -664,13 +668,28 @@ def generate(out_dir, only=None):
     return n + (generate_optim(out_dir) + generate_tokens(out_dir) if only is None else 0)
 
 
+ONLY_CHOICES = ("mlp", "cnn") + GRAPH_MODELS + ("optim", "tokens") + gen_model_fixtures.MODELS
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "train"))
-    ap.add_argument("--only", choices=("mlp", "cnn") + GRAPH_MODELS + ("optim", "tokens"),
-                    help="only this model's cases (the test's live check, one model a test)")
+    ap.add_argument("--only", metavar="PREFIX",
+                    help="only the cases of the model this case-name prefix names (the test's "
+                         "live check, one model a test): " + ", ".join(ONLY_CHOICES))
     a = ap.parse_args()
-    n = generate(a.out, a.only)
+    only = None
+    if a.only is not None:  # the longest model name the prefix starts with ("mlp_full": mlp)
+        names = [m for m in ONLY_CHOICES if a.only.startswith(m) or a.only == m + "_"]
+        if not names:
+            ap.error("--only %r names no model (%s)" % (a.only, ", ".join(ONLY_CHOICES)))
+        only = max(names, key=len)
+    if only in gen_model_fixtures.MODELS:
+        n = gen_model_fixtures.generate(os.path.join(a.out, "models"), only)
+    else:
+        n = generate(a.out, only)
+        if only is None:
+            n += gen_model_fixtures.generate(os.path.join(a.out, "models"))
     print("gen_train_fixtures: %d cases in %s" % (n, a.out))
 
 

@@ -187,7 +187,7 @@ class _FxConverter:
     (from running the trace on example inputs), so shapes never need symbolic reasoning:
     a reshape writes the shape it produced, with the batch dim as "N"."""
 
-    def __init__(self, module, b, example_inputs):
+    def __init__(self, module, b, example_inputs, input_name="x"):
         import torch
         import torch.fx
 
@@ -221,6 +221,7 @@ class _FxConverter:
                                % ([tuple(x.shape) for x in example_inputs],
                                   str(e).splitlines()[0])) from e
         self.values, self.batch = values, example_inputs[0].shape[0]
+        self.input_name, self.ninputs = input_name, len(example_inputs)
         self.vals, self.count = {}, 0
 
     # ---- helpers ----
@@ -271,10 +272,10 @@ class _FxConverter:
         t = self.values[n]
         return _Val(name, list(t.shape), _np_dtype(t), batched)
 
-    def emit(self, n, op, inputs, attrs=None, batched=None, name=None):
+    def emit(self, n, op, inputs, attrs=None, batched=None, name=None, out=None):
         ins = [self.tensor(v) for v in inputs]
         nm = name or n.name
-        y = self.b.node(nm, op, [v.name for v in ins], nm + ".out", attrs)
+        y = self.b.node(nm, op, [v.name for v in ins], out or nm + ".out", attrs)
         if batched is None:
             batched = any(v.batched for v in ins)
         return self.out(n, y, batched)
@@ -304,8 +305,10 @@ class _FxConverter:
                 dt = _np_dtype(t)
                 if dt is None:
                     self.fail(n, "an input of dtype %s" % t.dtype)
-                self.b.input(n.target, ["N"] + list(t.shape[1:]), dt)
-                self.vals[n] = _Val(n.target, list(t.shape), dt, True)
+                # one input: the conventional name; several: forward's argument names
+                name = self.input_name if self.ninputs == 1 else n.target
+                self.b.input(name, ["N"] + list(t.shape[1:]), dt)
+                self.vals[n] = _Val(name, list(t.shape), dt, True)
             elif n.op == "get_attr":
                 self.vals[n] = self.get_attr(n)
             elif n.op == "call_module":
@@ -365,12 +368,13 @@ class _FxConverter:
         self.b.param(name + ".weight", m.weight)
         w = _Val(name + ".weight", list(m.weight.shape), x.dtype)
         y = self.emit(n, "matmul" if len(x.shape) == 2 else "batch_matmul", [x, w],
-                      {"trans_b": True}, name=name)
+                      {"trans_b": True}, name=name, out=name + (".mm" if m.bias is not None
+                                                                else ".out"))
         if m.bias is None:
             return y
         self.b.param(name + ".bias", m.bias)
         bias = _Val(name + ".bias", [m.out_features], x.dtype)
-        return self.emit(n, "add", [y, bias], name=name + ".add")
+        return self.emit(n, "add", [y, bias], name=name + ".add", out=name + ".out")
 
     def mod_Conv2d(self, n, m, x, name):
         if m.padding_mode != "zeros":
@@ -381,12 +385,13 @@ class _FxConverter:
         if m.groups != 1:
             attrs["groups"] = m.groups
         w = _Val(name + ".weight", list(m.weight.shape), x.dtype)
-        y = self.emit(n, "conv2d", [x, w], attrs, name=name)
+        y = self.emit(n, "conv2d", [x, w], attrs, name=name,
+                      out=name + (".conv" if m.bias is not None else ".out"))
         if m.bias is None:
             return y
         self.b.param(name + ".bias", _to_numpy(m.bias).reshape(-1, 1, 1))
         bias = _Val(name + ".bias", [m.out_channels, 1, 1], x.dtype)
-        return self.emit(n, "add", [y, bias], name=name + ".add")
+        return self.emit(n, "add", [y, bias], name=name + ".add", out=name + ".out")
 
     def _norm_params(self, name, m, names):
         out = []
@@ -485,8 +490,25 @@ class _FxConverter:
     def mod_MaxPool2d(self, n, m, x, name): return self._pool(n, m, x, name, "max_pool2d")
     def mod_AvgPool2d(self, n, m, x, name): return self._pool(n, m, x, name, "avg_pool2d")
 
+    def _flattened_only(self, n):
+        """Whether n's one reader flattens it to (N, C): then a global pool need not keep
+        its 1x1 dims and the flatten is free."""
+        users = list(n.users)
+        if len(users) != 1:
+            return False
+        u = users[0]
+        t = self.values.get(u)
+        return (u.op == "call_module" and type(self.gm.get_submodule(u.target)).__name__ ==
+                "Flatten" or u.op in ("call_function", "call_method") and
+                getattr(u.target, "__name__", u.target) in ("flatten", "reshape", "view")) \
+            and hasattr(t, "shape") and len(t.shape) == 2
+
     def mod_AdaptiveAvgPool2d(self, n, m, x, name):
         if _pair(m.output_size) == (1, 1):
+            if self._flattened_only(n):
+                y = self._unary(n, x, name, "mean", {"axes": [2, 3], "keepdims": False})
+                y.shape = y.shape[:2]
+                return y
             return self._unary(n, x, name, "mean", {"axes": [2, 3], "keepdims": True})
         return self._unary(n, x, name, "adaptive_avg_pool2d",
                            {"output_size": list(_pair(m.output_size))})
@@ -645,7 +667,7 @@ class _FxConverter:
 
 
 def convert(module, input_shape=None, name="model", training=None, weights_file=None,
-            dtype=None, verify=True, example_inputs=None):
+            dtype=None, verify=True, example_inputs=None, input_name="x"):
     """Returns (graph dict, {name: ndarray} for the .pkw). The module is traced by torch.fx
     on example inputs (default: the module's `example_inputs(batch)` if it has one, else a
     random float batch of `input_shape`, which excludes the batch dim). dtype: "f32"/"f64",
@@ -676,7 +698,7 @@ def convert(module, input_shape=None, name="model", training=None, weights_file=
     was_training = module.training
     module.eval()
     try:
-        out = _FxConverter(module, b, example_inputs).run()
+        out = _FxConverter(module, b, example_inputs, input_name).run()
         if out in [i["name"] for i in b.inputs]:
             raise ConvertError("the module computes nothing")
         # An integer input's "dtype" is a key of graph format version 2 (a version-1 file

@@ -469,9 +469,12 @@ int main(int argc, char **argv) {
     failures += run_fixtures(argv[i], tmp, "", only, runs, &nruns, &matched);
   if (ndirs) goto done;
   /* the digits models (10 steps), then the hand-written residual and attention graphs,
-   * then the loss and optimizer options on a small MLP (optim/, 5 steps) */
-  static const char *const dirs[] = {"", "/graphs", "/optim", "/tokens"};
-  for (int i = 0; i < 4; i++) {
+   * then the loss and optimizer options on a small MLP (optim/, 5 steps), then the example
+   * models of examples/models (tiny sizes, 5 steps; scripts/gen_model_fixtures.py) */
+  static const char *const dirs[] = {"", "/graphs", "/optim", "/tokens",
+                                     "/models/mobilenet_v2", "/models/resnet18"};
+  const int ndir = (int)(sizeof dirs / sizeof dirs[0]);
+  for (int i = 0; i < ndir; i++) {
     char dir[1024];
     pathf(dir, sizeof dir, "%s/tests/fixtures/train%s", PK_SOURCE_DIR, dirs[i]);
     failures += run_fixtures(dir, tmp, "", only, runs, &nruns, &matched);
@@ -486,9 +489,11 @@ int main(int argc, char **argv) {
   } else {
     char cmd[2048], live[1100], model[64] = "";
     pathf(live, sizeof live, "%s/live", tmp);
-    /* --only mlp_ regenerates the mlp cases alone */
-    if (only && strlen(only) < 40) pathf(model, sizeof model, " --only %.*s",
-                                         (int)strcspn(only, "_"), only);
+    /* --only mlp_ regenerates the mlp cases alone (the script finds the model a case
+     * prefix names) */
+    if (only && strlen(only) < 40 && strspn(only, "abcdefghijklmnopqrstuvwxyz0123456789_") ==
+                                         strlen(only))
+      pathf(model, sizeof model, " --only %s", only);
     pathf(cmd, sizeof cmd,
              "/usr/bin/python3 %s/scripts/gen_train_fixtures.py --out %s%s >/dev/null",
              PK_SOURCE_DIR, live, model);
@@ -496,7 +501,7 @@ int main(int argc, char **argv) {
       printf("FAIL live: %s\n", cmd);
       failures++;
     } else {
-      for (int i = 0; i < 4; i++) {
+      for (int i = 0; i < ndir; i++) {
         char dir[1200];
         pathf(dir, sizeof dir, "%s%s", live, dirs[i]);
         /* --only regenerates one model's directory (optim/, tokens/ stand alone) */
