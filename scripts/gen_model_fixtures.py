@@ -9,15 +9,17 @@ schemes and two optimizers, and the results are written where the C test replays
 
 Output per model, in OUT/MODEL/ (the layout tests/fixtures/train uses):
   MODEL.json/.pkw, MODEL_f32.json/.pkw    the converted model, f64 and f32
-  x.npy (5, 4, features) f8, y.npy (5, 4) i4      the batches (images as flat rows)
-(scripts/gen_train_fixtures.py runs this too: all of it, or --only MODEL for the live check
-of tests/test_train_equiv.c)
+  x.npy (5, 4, features) f8, y.npy (5, 4) i4      the batches (images as flat rows);
+                 token models: x.npy (5, 4, T) i4 ids [, x1.npy the mask], y.npy (5, 4[, T])
   full.json, bias_norms_last.json, partial25_head.json   the sparse specs:
-      everything; biases + norms + the last block; a quarter of the input channels of
-      the last block's convs/linears (its biases and norms whole) + the head
+      everything; biases (LLaMA has none) + norms + the last block; a quarter of the input
+      channels of the last block's convs/linears (its biases and norms whole) + the head
   CASE.pkw       what trained (a partial weight as its trained slice [:, :S]) and the
                  running statistics of batch norms in training mode, after 5 steps
   cases.txt, losses.txt
+
+scripts/gen_train_fixtures.py runs this too: all of it, or --only MODEL for the live check
+of tests/test_train_equiv.c.
 
 The reference follows Pock's documented rules (docs/sparse-update.md): a batch norm whose
 gamma or beta trains uses batch statistics, a frozen one its running statistics (PyTorch:
@@ -49,7 +51,7 @@ def _example_models():
         spec.loader.exec_module(mod)
     return sys.modules["example_models"]
 
-MODELS = ("mobilenet_v2", "resnet18")
+MODELS = ("mobilenet_v2", "resnet18", "bert", "llama")
 STEPS, BATCH, SEED = 5, 4, 23
 SGD = {"kind": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 1e-3}
 ADAMW = {"kind": "adamw", "lr": 1e-3, "momentum": 0.0, "weight_decay": 1e-2}
@@ -57,14 +59,18 @@ TOL = {"f64": 1e-9, "f32": 1e-4}
 SCHEMES = ("full", "bias_norms_last", "partial25_head")
 FRACTION = 0.25
 # where each model's numbered blocks live, and its head
-BLOCKS = {"mobilenet_v2": "features", "resnet18": "layers.layer2"}
-HEAD = {"mobilenet_v2": "classifier", "resnet18": "fc"}
+BLOCKS = {"mobilenet_v2": "features", "resnet18": "layers.layer2", "bert": "layers",
+          "llama": "blocks"}
+HEAD = {"mobilenet_v2": "classifier", "resnet18": "fc", "bert": "head", "llama": "lm_head"}
 
 
 def spec_of(mname, scheme):
     last = {"blocks": {"prefix": BLOCKS[mname], "last": 1}}
     train = {"full": [{"all": True}],
-             "bias_norms_last": [{"biases": True}, {"norms": True}, last],
+             # LLaMA's linears have no biases (and a spec rule that matches nothing is
+             # an error): norms and the last block there
+             "bias_norms_last": ([] if mname == "llama" else [{"biases": True}]) +
+                                [{"norms": True}, last],
              "partial25_head": [dict(last, channels=FRACTION),
                                 {"params": HEAD[mname] + ".*"}]}[scheme]
     return {"version": 1, "train": train}
@@ -141,7 +147,8 @@ class Trainer:
             mod.eval()
         for mod, w_tr, w_fr, _ in self.splits:
             mod.weight = torch.cat([w_tr, w_fr], dim=1)
-        loss = F.cross_entropy(self.m(*inputs), y)
+        z = self.m(*inputs)
+        loss = F.cross_entropy(z.reshape(-1, z.shape[-1]), y.reshape(-1))  # per token for LMs
         self.o.zero_grad()
         loss.backward()
         self.o.step()
@@ -172,13 +179,38 @@ def make_model(mname, dtype):
 
 
 def make_batches(m):
-    """STEPS batches of BATCH images (N(0, 1), rounded to 1/64 so f32 holds them exactly)
-    and labels in [0, classes)."""
+    """([inputs], labels) for STEPS batches of BATCH rows: images (N(0, 1), rounded to 1/64
+    so f32 holds them exactly) as flat rows; or token ids (BERT: with a float mask whose
+    last two positions are padding in half the rows); labels in [0, classes), per token
+    for the LM (the next byte)."""
     rng = np.random.default_rng(SEED)
-    feats = int(np.prod(m.input_shape))
-    x = np.round(rng.standard_normal((STEPS, BATCH, feats)) * 64) / 64
-    y = rng.integers(0, m.training_spec["classes"], size=(STEPS, BATCH)).astype(np.int32)
-    return x, y
+    classes = m.training_spec["classes"]
+    if m.input_dtype.is_floating_point:
+        feats = int(np.prod(m.input_shape))
+        x = np.round(rng.standard_normal((STEPS, BATCH, feats)) * 64) / 64
+        return [x], rng.integers(0, classes, size=(STEPS, BATCH)).astype(np.int32)
+    seq = m.input_shape[0]
+    ids = rng.integers(0, m.vocab, size=(STEPS, BATCH, seq + 1)).astype(np.int32)
+    if classes == m.vocab:  # a language model: label t is token t + 1
+        return [ids[:, :, :seq]], ids[:, :, 1:].copy()
+    mask = np.ones((STEPS, BATCH, seq))
+    mask[:, ::2, -2:] = 0
+    return [ids[:, :, :seq], mask], rng.integers(0, classes, size=(STEPS, BATCH)).astype(np.int32)
+
+
+def torch_inputs(tr, xs, t):
+    """Batch t of every input as the module takes it."""
+    import torch
+    out = []
+    for x in xs:
+        v = torch.from_numpy(x[t])
+        if v.is_floating_point():
+            v = v.to(tr.tdt).reshape((BATCH,) + (tuple(tr.m.input_shape)
+                                                 if len(xs) == 1 else tuple(v.shape[1:])))
+        else:
+            v = v.long()
+        out.append(v)
+    return out
 
 
 def generate_model(out_dir, mname):
@@ -187,13 +219,16 @@ def generate_model(out_dir, mname):
     d = os.path.join(out_dir, mname)
     os.makedirs(d, exist_ok=True)
     training = {"loss": "softmax_cross_entropy", "optimizer": SGD}
+    ex = _example_models()
     for dtype in ("f64", "f32"):
         m = make_model(mname, dtype)
+        m.example_inputs = lambda batch, m=m: ex.example_inputs(m, batch)
         fname = mname + ("" if dtype == "f64" else "_f32")
         torch2pock.save(m, os.path.join(d, fname + ".json"), m.input_shape,
                         name="fixture_" + fname, training=training)
-    x, y = make_batches(make_model(mname, "f64"))
-    np.save(os.path.join(d, "x.npy"), x)
+    xs, y = make_batches(make_model(mname, "f64"))
+    for i, x in enumerate(xs):  # one file per model input: x.npy, x1.npy, ...
+        np.save(os.path.join(d, "x%s.npy" % (i or "")), x)
     np.save(os.path.join(d, "y.npy"), y)
     for scheme in SCHEMES:
         with open(os.path.join(d, scheme + ".json"), "w") as f:
@@ -205,9 +240,8 @@ def generate_model(out_dir, mname):
     for scheme, opt, dtype in cases:
         case = "%s_%s_%s%s" % (mname, scheme, opt["kind"], "" if dtype == "f64" else "_f32")
         tr = Trainer(mname, scheme, opt, dtype)
-        shape = (BATCH,) + tuple(tr.m.input_shape)
-        losses = [tr.step((torch.from_numpy(x[t]).to(tr.tdt).reshape(shape),),
-                          torch.from_numpy(y[t]).long()) for t in range(STEPS)]
+        losses = [tr.step(torch_inputs(tr, xs, t), torch.from_numpy(y[t]).long())
+                  for t in range(STEPS)]
         torch2pock.write_pkw(os.path.join(d, case + ".pkw"), tr.trained())
         lines.append("%s %s %s %s %.17g %.17g %.17g %g %s" % (
             case, mname + ("" if dtype == "f64" else "_f32") + ".json", scheme + ".json",

@@ -222,7 +222,7 @@ class _FxConverter:
                                   str(e).splitlines()[0])) from e
         self.values, self.batch = values, example_inputs[0].shape[0]
         self.input_name, self.ninputs = input_name, len(example_inputs)
-        self.vals, self.count = {}, 0
+        self.vals, self.attrs, self.count = {}, {}, 0
 
     # ---- helpers ----
     def fail(self, n, what):
@@ -322,6 +322,13 @@ class _FxConverter:
         return self.tensor(out).name
 
     def get_attr(self, n):
+        import torch
+        if n.target in self.attrs:  # fx reads an attribute once per use: one tensor
+            return self.attrs[n.target]
+        self.attrs[n.target] = v = self._get_attr(n)
+        return v
+
+    def _get_attr(self, n):
         import torch
         t = self.values[n]
         if not isinstance(t, torch.Tensor):

@@ -218,26 +218,51 @@ static int check_param(const char *cname, const pkrt_wtensor *got, const pkrt_wt
   return 0;
 }
 
-/* Feeds batch t of x, y. */
-static int feed(pkrt_model *m, const npy *x, const npy *y, int64_t t, int64_t batch,
-                int64_t feats) {
-  int f32 = pkrt_model_dtype(m) == PKRT_DTYPE_F32;
-  void *in = pkrt_model_input(m, NULL);
-  const double *xs = (const double *)x->data + t * batch * feats;
-  for (int64_t i = 0; i < batch * feats; i++) {
-    if (f32) ((float *)in)[i] = (float)xs[i];
-    else ((double *)in)[i] = xs[i];
+/* The batches of input i (x.npy is input 0, x1.npy input 1, ...): f8 or i4, each
+ * (steps, batch, elements...), into the model's input of its own dtype. */
+#define MAX_INPUTS 4
+typedef struct batches {
+  npy x[MAX_INPUTS];
+  int nx;
+  npy y;
+} batches;
+
+static int feed_input(pkrt_model *m, int i, const npy *x, int64_t t, int64_t batch) {
+  void *in = pkrt_model_input(m, i ? pkrt_model_input_name(m, i) : NULL);
+  int dt = pkrt_model_input_dtype(m, i);
+  int64_t per = x->numel / x->shape[0]; /* a step's elements */
+  if (!in || per != batch * (x->numel / (x->shape[0] * x->shape[1]))) return PKRT_ERR_INPUT;
+  for (int64_t e = 0; e < per; e++) {
+    int64_t k = t * per + e;
+    double v = strcmp(x->descr, "<f8") == 0 ? ((const double *)x->data)[k]
+                                            : (double)((const int32_t *)x->data)[k];
+    if (dt == PKRT_DTYPE_F32) ((float *)in)[e] = (float)v;
+    else if (dt == PKRT_DTYPE_F64) ((double *)in)[e] = v;
+    else if (dt == PKRT_DTYPE_I32) ((int32_t *)in)[e] = (int32_t)v;
+    else if (dt == PKRT_DTYPE_I64) ((int64_t *)in)[e] = (int64_t)v;
+    else return PKRT_ERR_INPUT;
+  }
+  return PKRT_OK;
+}
+
+/* Feeds batch t of every input and of y. */
+static int feed(pkrt_model *m, const batches *b, int64_t t, int64_t batch) {
+  if (pkrt_model_ninputs(m) != b->nx) return PKRT_ERR_INPUT;
+  for (int i = 0; i < b->nx; i++) {
+    int s = feed_input(m, i, &b->x[i], t, batch);
+    if (s != PKRT_OK) return s;
   }
   /* y is (steps, batch) or (steps, batch, T): a label per token */
-  return pkrt_model_set_labels(m, (const int32_t *)y->data + t * (y->numel / y->shape[0]),
+  return pkrt_model_set_labels(m, (const int32_t *)b->y.data + t * (b->y.numel / b->y.shape[0]),
                                batch);
 }
 
 /* Compiles the case's model into tmp, runs the batches, saves the weights to `saved`
  * and the losses to loss[] (then loss[steps]: an eval step on batch 1). Returns 0 or
  * prints FAIL. */
-static int run_pock(const char *dir, const tcase *c, const npy *x, const npy *y,
-                    const char *tmp, char *saved, size_t savedcap, double *loss) {
+static int run_pock(const char *dir, const tcase *c, const batches *b, const char *tmp,
+                    char *saved, size_t savedcap, double *loss) {
+  const npy *x = &b->x[0];
   char model[1024], spec[1024], art[1024];
   pathf(model, sizeof model, "%s/%s", dir, c->model);
   pathf(spec, sizeof spec, "%s/%s", dir, c->spec);
@@ -272,13 +297,14 @@ static int run_pock(const char *dir, const tcase *c, const npy *x, const npy *y,
   int64_t ishape[8], inumel = 1;
   int indim = pkrt_model_input_shape(m, ishape);
   for (int d = 1; d < indim; d++) inumel *= ishape[d];
-  if (pkrt_model_batch(m) != batch || inumel != feats) {
-    printf("FAIL %s: artifact batch %lld, %lld features; batches have %lld, %lld\n", c->name,
-           (long long)pkrt_model_batch(m), (long long)inumel, (long long)batch, (long long)feats);
+  if (pkrt_model_batch(m) != batch || inumel != feats || pkrt_model_ninputs(m) != b->nx) {
+    printf("FAIL %s: artifact batch %lld, %lld features, %d inputs; batches have %lld, %lld, "
+           "%d\n", c->name, (long long)pkrt_model_batch(m), (long long)inumel,
+           pkrt_model_ninputs(m), (long long)batch, (long long)feats, b->nx);
     goto out;
   }
   for (int64_t t = 0; t < steps; t++) {
-    if (feed(m, x, y, t, batch, feats) != PKRT_OK ||
+    if (feed(m, b, t, batch) != PKRT_OK ||
         pkrt_model_train_step(m, &loss[t]) != PKRT_OK) {
       printf("FAIL %s: step %lld: %s\n", c->name, (long long)t + 1, pkrt_model_error(m));
       goto out;
@@ -288,7 +314,7 @@ static int run_pock(const char *dir, const tcase *c, const npy *x, const npy *y,
     printf("FAIL %s: save weights: %s\n", c->name, pkrt_model_error(m));
     goto out;
   }
-  if (feed(m, x, y, 0, batch, feats) != PKRT_OK ||
+  if (feed(m, b, 0, batch) != PKRT_OK ||
       pkrt_model_eval_step(m, &loss[steps]) != PKRT_OK) {
     printf("FAIL %s: eval step: %s\n", c->name, pkrt_model_error(m));
     goto out;
@@ -307,7 +333,8 @@ typedef struct pock_run {
 } pock_run;
 
 static void hash_files(const char *dir, const tcase *c, char key[65]) {
-  const char *names[5] = {c->model, NULL, c->spec, "x.npy", "y.npy"};
+  const char *names[5 + MAX_INPUTS] = {c->model, NULL, c->spec, "y.npy", "x.npy", "x1.npy",
+                                       "x2.npy", "x3.npy"};
   char pkw[160];
   pathf(pkw, sizeof pkw, "%.*s.pkw", (int)(strlen(c->model) - 5), c->model);
   names[1] = pkw;
@@ -315,7 +342,7 @@ static void hash_files(const char *dir, const tcase *c, char key[65]) {
   char *buf = malloc(cap);
   len += (size_t)snprintf(buf, cap, "%s %.17g %.17g %.17g|", c->optim, c->lr, c->momentum,
                           c->weight_decay);
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < 4 + MAX_INPUTS; i++) {
     char path[1024];
     pathf(path, sizeof path, "%s/%s", dir, names[i]);
     FILE *f = fopen(path, "rb");
@@ -337,20 +364,31 @@ static int run_fixtures(const char *dir, const char *tmp, const char *label, con
   int n, bad = 0;
   if (read_cases(dir, cs, &n) != 0) return 1;
   char path[1024], msg[512];
-  npy x, y;
-  pathf(path, sizeof path, "%s/x.npy", dir);
-  if (npy_read(path, &x, msg, sizeof msg) != 0) return printf("FAIL %s: %s\n", label, msg), 1;
-  pathf(path, sizeof path, "%s/y.npy", dir);
-  if (npy_read(path, &y, msg, sizeof msg) != 0) {
-    free(x.data);
-    return printf("FAIL %s: %s\n", label, msg), 1;
+  batches b; /* x.npy, x1.npy, ...: one file per model input */
+  memset(&b, 0, sizeof b);
+  npy *x = &b.x[0], *y = &b.y;
+  for (int i = 0; i < MAX_INPUTS; i++) {
+    if (i) pathf(path, sizeof path, "%s/x%d.npy", dir, i);
+    else pathf(path, sizeof path, "%s/x.npy", dir);
+    if (i && access(path, F_OK) != 0) break;
+    if (npy_read(path, &b.x[i], msg, sizeof msg) != 0) {
+      printf("FAIL %s: %s\n", label, msg);
+      bad = 1;
+      goto out;
+    }
+    b.nx++;
   }
-  if (strcmp(x.descr, "<f8") || strcmp(y.descr, "<i4") || x.ndim != 3 || y.ndim < 2 ||
-      y.ndim > 3 ||
-      x.shape[0] != y.shape[0] || x.shape[1] != y.shape[1] || x.shape[0] > MAX_STEPS) {
-    printf("FAIL %s: x.npy/y.npy: want (steps, batch, features) f8 and (steps, batch[, T]) "
-           "i4\n",
-           label);
+  pathf(path, sizeof path, "%s/y.npy", dir);
+  if (npy_read(path, y, msg, sizeof msg) != 0) {
+    printf("FAIL %s: %s\n", label, msg);
+    bad = 1;
+    goto out;
+  }
+  for (int i = 0; i < b.nx; i++)
+    bad |= b.x[i].ndim < 3 || b.x[i].shape[0] != y->shape[0] || b.x[i].shape[1] != y->shape[1];
+  if (bad || strcmp(y->descr, "<i4") || y->ndim < 2 || y->ndim > 3 || x->shape[0] > MAX_STEPS) {
+    printf("FAIL %s: x.npy (x1.npy, ...)/y.npy: want (steps, batch, elements...) f8 or i4 and "
+           "(steps, batch[, T]) i4\n", label);
     bad = 1;
     goto out;
   }
@@ -367,7 +405,7 @@ static int run_fixtures(const char *dir, const char *tmp, const char *label, con
     if (!pr) {
       pr = &runs[(*nruns)++];
       memcpy(pr->key, key, sizeof key);
-      if (run_pock(dir, c, &x, &y, tmp, pr->saved, sizeof pr->saved, pr->loss) != 0) {
+      if (run_pock(dir, c, &b, tmp, pr->saved, sizeof pr->saved, pr->loss) != 0) {
         pr->key[0] = 0; /* never reuse a failed run */
         bad++;
         continue;
@@ -375,9 +413,9 @@ static int run_fixtures(const char *dir, const char *tmp, const char *label, con
     }
     /* losses: PyTorch's of the same steps */
     double lerr = 0;
-    if (c->nloss != x.shape[0]) {
+    if (c->nloss != x->shape[0]) {
       printf("FAIL %s: %d PyTorch losses for %lld steps\n", c->name, c->nloss,
-             (long long)x.shape[0]);
+             (long long)x->shape[0]);
       bad++;
       continue;
     }
@@ -391,7 +429,7 @@ static int run_fixtures(const char *dir, const char *tmp, const char *label, con
       }
       lerr = fmax(lerr, e);
     }
-    double ev = pr->loss[x.shape[0]];
+    double ev = pr->loss[x->shape[0]];
     if (c->has_eval && !(fabs(ev - c->torch_eval) <= c->tol * fmax(1.0, fabs(c->torch_eval)))) {
       printf("FAIL %s: eval loss after training %.17g, PyTorch (model.eval()) %.17g\n",
              c->name, ev, c->torch_eval);
@@ -436,8 +474,8 @@ static int run_fixtures(const char *dir, const char *tmp, const char *label, con
   }
   *matched += nrun;
 out:
-  free(x.data);
-  free(y.data);
+  for (int i = 0; i < MAX_INPUTS; i++) free(b.x[i].data);
+  free(y->data);
   return bad;
 }
 
@@ -472,7 +510,8 @@ int main(int argc, char **argv) {
    * then the loss and optimizer options on a small MLP (optim/, 5 steps), then the example
    * models of examples/models (tiny sizes, 5 steps; scripts/gen_model_fixtures.py) */
   static const char *const dirs[] = {"", "/graphs", "/optim", "/tokens",
-                                     "/models/mobilenet_v2", "/models/resnet18"};
+                                     "/models/mobilenet_v2", "/models/resnet18",
+                                     "/models/bert", "/models/llama"};
   const int ndir = (int)(sizeof dirs / sizeof dirs[0]);
   for (int i = 0; i < ndir; i++) {
     char dir[1024];
