@@ -160,6 +160,7 @@ pk_status drv_manifest(drv_state *S) {
   add_io(io, "output", g->output);
   add_io(io, "loss", g->loss);
   add_io(io, "hyper", g->hyper);
+  add_io(io, "rng", g->rng);
   cJSON_AddItemToObject(m, "io", io);
 
   cJSON *ks = cJSON_CreateArray();

@@ -271,7 +271,9 @@ static pk_status fe_node(pk_fe *f, int index, const cJSON *it) {
   const cJSON *ins = pk_fe_get(it, "inputs");
   if (!ins) return pk_fe_fail(f, where, "missing key 'inputs'");
   if (!cJSON_IsArray(ins)) return pk_fe_fail(f, where, "key 'inputs' must be an array");
-  int n = cJSON_GetArraySize(ins), arity = pk_op_arity(op);
+  /* an op reading the step's (seed, step) gets it from the graph (pk_graph_add_op) */
+  int n = cJSON_GetArraySize(ins),
+      arity = pk_op_arity(op) - (pk_op_flags(op) & PK_OPF_STEP_RNG ? 1 : 0);
   if ((pk_op_flags(op) & PK_OPF_VARIADIC) && (n < 1 || n > arity))
     return pk_fe_fail(f, where, "op '%s' takes 1 to %d inputs, not %d", pk_op_name(op), arity,
                       n);

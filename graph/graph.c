@@ -37,7 +37,7 @@ pk_graph *pk_graph_new(pk_ctx *ctx, int64_t batch) {
   pk_graph *g = pk_alloc(ctx, sizeof *g);
   g->ctx = ctx;
   g->batch = batch;
-  g->output = g->loss = g->target = g->row_weight = g->hyper = -1;
+  g->output = g->loss = g->target = g->row_weight = g->hyper = g->rng = -1;
   g->cap_tensors = 16;
   g->cap_nodes = 16;
   g->tensors = pk_alloc(ctx, sizeof *g->tensors * (size_t)g->cap_tensors);
@@ -296,6 +296,17 @@ pk_status pk_graph_add_op(pk_graph *g, const char *name, pk_op_kind op,
   if (pk_graph_find(g, out_name) >= 0)
     return pk_ctx_fail(ctx, PK_ERR_CHECK,
                        "graph: node '%s': output name '%s' is already a tensor", name, out_name);
+  /* dropout and its kind read the step's (seed, step): given by the caller, or the graph's
+   * one rng tensor, made on first use (the executor writes it before each step) */
+  int with_rng[PK_OP_MAX_INPUTS];
+  if ((pk_op_flags(op) & PK_OPF_STEP_RNG) && ninputs == pk_op_arity(op) - 1 && inputs) {
+    if (g->rng < 0)
+      g->rng = pk_graph_push_tensor(g, pk_graph_unique_name(g, "rng"), PK_ROLE_HYPER,
+                                    PKRT_DTYPE_I64, 1, (int64_t[]){2});
+    memcpy(with_rng, inputs, sizeof(int) * (size_t)ninputs);
+    with_rng[ninputs++] = g->rng;
+    inputs = with_rng;
+  }
   bool variadic = pk_op_flags(op) & PK_OPF_VARIADIC;
   if (variadic ? ninputs < 1 || ninputs > pk_op_arity(op) : ninputs != pk_op_arity(op))
     return pk_ctx_fail(ctx, PK_ERR_CHECK, "graph: node '%s': %s takes %s%d input%s, got %d",

@@ -111,6 +111,9 @@ typedef struct pk_graph {
   int output;               /* the model's prediction (logits), -1 until set */
   /* training graphs only (-1 otherwise): */
   int loss, target, row_weight, hyper;
+  /* dropout's (seed, step), i64 (2,), role HYPER, made by the first op that reads it
+   * (PK_OPF_STEP_RNG; pk_graph_add_op), written by the executor each step; -1 if none */
+  int rng;
   int cap_tensors, cap_nodes; /* growth bookkeeping */
   /* filled by pk_graph_layers: layer_nodes[l] = the node id of layer l */
   int nlayers;

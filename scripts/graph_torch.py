@@ -32,8 +32,9 @@ saved stages are not modelled: naming them raises NotImplementedError).
 
 Indexing and dropout: gather, embedding (an index outside [0, extent) reads 0 and gets
 no gradient, Pock's rule), dropout (Pock's mask: hash(seed, step, flat index), docs/te.md,
-bit for bit; its S input (seed, step) comes in `extra` by name:
-m(x, extra={"rng": torch.tensor([seed, step])}).
+bit for bit; a graph's dropout node names its data input only and reads the step's (seed,
+step), given in `extra`: m(x, extra={"rng": torch.tensor([seed, step])}); without it, or
+at a negative step, dropout passes everything through (evaluation).
 """
 import math
 
@@ -199,6 +200,8 @@ class PockGraph(nn.Module):
             env[n] = getattr(self, k)
         for node in self.graph["nodes"]:
             ins = [env[i] for i in node["inputs"]]
+            if node["op"] == "dropout" and len(ins) == 1:  # the graph's (seed, step): "rng"
+                ins.append(env.get("rng", torch.tensor([0, -1])))  # none given: step -1, off
             attrs = node.get("attrs", {})
             y = self._op(node["op"], ins, attrs, inputs[0].shape[0])
             if "outputs" in node:  # graph format version 2: every compute, the result last

@@ -556,6 +556,13 @@ class _FxConverter:
             self.fail(n, "a call without dim")
         return self.axis(args[0], v.py)
 
+    def fn_dropout(self, n, args, kw):
+        p = kw.get("p", args[1] if len(args) > 1 else _Val(py=0.5)).py
+        training = kw.get("training", args[2] if len(args) > 2 else _Val(py=True)).py
+        if not training or p == 0:  # F.dropout(x, p, self.training) traced in eval mode
+            return args[0]
+        return self.emit(n, "dropout", args[:1], {"p": float(p)})
+
     def fn_softmax(self, n, args, kw):
         return self.emit(n, "softmax", args[:1], {"axis": self._dim(n, args, kw, 1)})
 
@@ -820,6 +827,7 @@ def self_test():
             nn.LeakyReLU(0.0)).apply(lambda m: isinstance(m, nn.Linear) and
                                      m.weight.data.mul_(4))),
         ("gelu_tanh", (3,), nn.Sequential(nn.Linear(3, 4), nn.GELU(approximate="tanh"))),
+        ("dropout", (3,), nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.25), nn.Linear(4, 2))),
     ]
 
     class Tangled(nn.Module):

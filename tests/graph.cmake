@@ -13,3 +13,5 @@ set_tests_properties(test_random_graph PROPERTIES
 # Batch norm and buffers: JSON roles and bn_mode, modes and running-stats updates in the
 # training graph, the buffers region, and an artifact's checkpoints and weights.
 pk_add_test(test_norm_graph LIBS pk_driver pockrt_static LABELS graph driver TIMEOUT 120)
+# dropout in a trained model: the graph's (seed, step) tensor, p = 0, evaluation, seeds.
+pk_add_test(test_dropout_graph LIBS pk_driver pockrt_static LABELS graph driver TIMEOUT 120)

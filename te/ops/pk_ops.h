@@ -172,6 +172,9 @@ enum {
                                       specs */
   PK_OPF_ATTRS_REQUIRED = 1u << 3, /* every attr of its attrs column must be given (clip: no
                                       range is a sensible default) */
+  PK_OPF_STEP_RNG = 1u << 4,       /* its last input is the training step's (seed, step), an
+                                      i64 (2,) tensor the graph supplies (dropout): a model
+                                      names the other inputs only */
 };
 /* Input i holds integers (i32 or i64: indices, labels), never differentiable; the other
  * inputs share one float dtype. */
