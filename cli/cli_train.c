@@ -42,7 +42,7 @@ static const char train_help[] =
     "                          checkpoint's)\n"
     "  --warmup-steps N        linear lr warmup over N optimizer steps, then the schedule\n"
     "                          (default: the compiled one; transformers' rule)\n"
-    "  --seed S                shuffling seed (default 1)\n"
+    "  --seed S                shuffling and dropout seed (default 1)\n"
     "  --threads T             kernel threads (default 1)\n"
     "  --save W.pkw            write the trained weights (also on Ctrl-C)\n"
     "  --checkpoint C.ckpt     write a checkpoint after every epoch, when stopped early\n"
