@@ -16,6 +16,9 @@ static void emit_index_with(pk_strbuf *b, int ndim, int axis, const char *at) {
   }
 }
 
+/* softmax and log_softmax share the row max M and the row sum S of exp(x - M); then
+ * Y = exp(x - M) / S, or x - M - log S rather than log(softmax): no log of an underflowed
+ * 0 (-inf) where a logit is far below the row's max. */
 pk_status pk_op_text_softmax(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                              pk_strbuf *out) {
   const pk_op_input *x = &prm->in[0];
@@ -44,14 +47,15 @@ pk_status pk_op_text_softmax(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm
   emit_index_with(out, x->ndim, axis, "0");
   pk_strbuf_append(out, "]), k1))\n");
 
+  bool log_form = op == PK_OP_LOG_SOFTMAX;
   pk_op_emit_compute_head(out, "Y", x->ndim, x->shape);
-  pk_strbuf_append(out, "exp(X[");
+  pk_strbuf_append(out, log_form ? "X[" : "exp(X[");
   emit_index_with(out, x->ndim, axis, ax);
   pk_strbuf_append(out, "] - M[");
   emit_index_with(out, x->ndim, axis, "0");
-  pk_strbuf_append(out, "]) / S[");
+  pk_strbuf_append(out, log_form ? "] - log(S[" : "]) / S[");
   emit_index_with(out, x->ndim, axis, "0");
-  pk_strbuf_append(out, "])\n");
+  pk_strbuf_append(out, log_form ? "]))\n" : "])\n");
   return PK_OK;
 }
 
@@ -83,47 +87,6 @@ pk_status pk_op_grad_softmax(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm
   emit_index_with(out, x->ndim, axis, "0");
   pk_strbuf_append(out, "]))\n");
   (void)input;
-  return PK_OK;
-}
-
-/* log_softmax: softmax's M and S stages, then Y = x - M - log S. */
-pk_status pk_op_text_log_softmax(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
-                                 pk_strbuf *out) {
-  const pk_op_input *x = &prm->in[0];
-  int axis;
-  pk_status s = pk_op_axis(ctx, op, prm->attrs.axis, x->ndim, &axis);
-  if (s != PK_OK) return s;
-  int64_t rshape[PK_TE_MAX_DIMS];
-  for (int d = 0; d < x->ndim; d++) rshape[d] = d == axis ? 1 : x->shape[d];
-  char ax[16];
-  snprintf(ax, sizeof ax, "i%d", axis);
-
-  pk_op_emit_placeholder(out, "X", x->ndim, x->shape, x->dtype);
-  pk_op_emit_reduce_axis(out, 0, x->shape[axis]);
-  pk_op_emit_reduce_axis(out, 1, x->shape[axis]);
-
-  pk_op_emit_compute_head(out, "M", x->ndim, rshape);
-  pk_strbuf_append(out, "max(X[");
-  emit_index_with(out, x->ndim, axis, "k0");
-  pk_strbuf_append(out, "], k0))\n");
-
-  pk_op_emit_compute_head(out, "S", x->ndim, rshape);
-  pk_strbuf_append(out, "sum(exp(X[");
-  emit_index_with(out, x->ndim, axis, "k1");
-  pk_strbuf_append(out, "] - M[");
-  emit_index_with(out, x->ndim, axis, "0");
-  pk_strbuf_append(out, "]), k1))\n");
-
-  /* x - M - log S rather than log(softmax): no log of an underflowed 0 (-inf) where a
-   * logit is far below the row's max */
-  pk_op_emit_compute_head(out, "Y", x->ndim, x->shape);
-  pk_strbuf_append(out, "X[");
-  emit_index_with(out, x->ndim, axis, ax);
-  pk_strbuf_append(out, "] - M[");
-  emit_index_with(out, x->ndim, axis, "0");
-  pk_strbuf_append(out, "] - log(S[");
-  emit_index_with(out, x->ndim, axis, "0");
-  pk_strbuf_append(out, "]))\n");
   return PK_OK;
 }
 
