@@ -64,8 +64,6 @@ pk_status pk_op_grad_masked_fill(pk_ctx *, pk_op_kind, const pk_op_params *,
                                  const pk_te_tensor *, int, pk_op_grad *, pk_strbuf *);
 
 /* attention, softmax family, pooling, activations */
-pk_status pk_op_grad_log_softmax(pk_ctx *, pk_op_kind, const pk_op_params *,
-                                 const pk_te_tensor *, int, pk_op_grad *, pk_strbuf *);
 pk_status pk_op_grad_sdpa(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *, int,
                           pk_op_grad *, pk_strbuf *);
 pk_status pk_op_grad_rope(pk_ctx *, pk_op_kind, const pk_op_params *, const pk_te_tensor *, int,

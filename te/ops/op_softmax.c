@@ -59,7 +59,9 @@ pk_status pk_op_text_softmax(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm
   return PK_OK;
 }
 
-/* dX = Y * (dY - S) with S = sum over the axis of dY * Y: reads only Y and dY. */
+/* softmax: dX = Y * (dY - S) with S = sum over the axis of dY * Y; log_softmax:
+ * dX = dY - exp(Y) * S with S = sum over the axis of dY (exp(Y) is the softmax, recomputed
+ * rather than saved). Both read only Y and dY. */
 pk_status pk_op_grad_softmax(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                              const pk_te_tensor *y, int input, pk_op_grad *g, pk_strbuf *out) {
   const pk_op_input *x = &prm->in[0];
@@ -68,6 +70,7 @@ pk_status pk_op_grad_softmax(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm
   if (s != PK_OK) return s;
   int64_t rshape[PK_TE_MAX_DIMS];
   for (int d = 0; d < x->ndim; d++) rshape[d] = d == axis ? 1 : x->shape[d];
+  bool log_form = op == PK_OP_LOG_SOFTMAX;
   pk_op_grad_add_arg(g, out, PK_GRAD_ARG_OUTPUT, 0, "Y", prm, y);
   pk_op_grad_add_arg(g, out, PK_GRAD_ARG_DY, 0, "DY", prm, y);
   pk_op_emit_reduce_axis(out, 0, x->shape[axis]);
@@ -75,48 +78,26 @@ pk_status pk_op_grad_softmax(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm
   pk_op_emit_compute_head(out, "S", x->ndim, rshape);
   pk_strbuf_append(out, "sum(DY[");
   emit_index_with(out, x->ndim, axis, "k0");
-  pk_strbuf_append(out, "] * Y[");
-  emit_index_with(out, x->ndim, axis, "k0");
+  if (!log_form) {
+    pk_strbuf_append(out, "] * Y[");
+    emit_index_with(out, x->ndim, axis, "k0");
+  }
   pk_strbuf_append(out, "], k0))\n");
 
   pk_op_emit_compute_head(out, "DX", x->ndim, x->shape);
-  pk_op_emit_read_all(out, "Y", x->ndim);
-  pk_strbuf_append(out, " * (");
-  pk_op_emit_read_all(out, "DY", x->ndim);
-  pk_strbuf_append(out, " - S[");
+  if (log_form) {
+    pk_op_emit_read_all(out, "DY", x->ndim);
+    pk_strbuf_append(out, " - exp(");
+    pk_op_emit_read_all(out, "Y", x->ndim);
+    pk_strbuf_append(out, ") * S[");
+  } else {
+    pk_op_emit_read_all(out, "Y", x->ndim);
+    pk_strbuf_append(out, " * (");
+    pk_op_emit_read_all(out, "DY", x->ndim);
+    pk_strbuf_append(out, " - S[");
+  }
   emit_index_with(out, x->ndim, axis, "0");
-  pk_strbuf_append(out, "]))\n");
-  (void)input;
-  return PK_OK;
-}
-
-/* dX = dY - exp(Y) * sum over the axis of dY: reads only Y and dY (exp(Y) is the softmax,
- * recomputed rather than saved). */
-pk_status pk_op_grad_log_softmax(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
-                                 const pk_te_tensor *y, int input, pk_op_grad *g,
-                                 pk_strbuf *out) {
-  const pk_op_input *x = &prm->in[0];
-  int axis;
-  pk_status s = pk_op_axis(ctx, op, prm->attrs.axis, x->ndim, &axis);
-  if (s != PK_OK) return s;
-  int64_t rshape[PK_TE_MAX_DIMS];
-  for (int d = 0; d < x->ndim; d++) rshape[d] = d == axis ? 1 : x->shape[d];
-  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_OUTPUT, 0, "Y", prm, y);
-  pk_op_grad_add_arg(g, out, PK_GRAD_ARG_DY, 0, "DY", prm, y);
-  pk_op_emit_reduce_axis(out, 0, x->shape[axis]);
-
-  pk_op_emit_compute_head(out, "S", x->ndim, rshape);
-  pk_strbuf_append(out, "sum(DY[");
-  emit_index_with(out, x->ndim, axis, "k0");
-  pk_strbuf_append(out, "], k0))\n");
-
-  pk_op_emit_compute_head(out, "DX", x->ndim, x->shape);
-  pk_op_emit_read_all(out, "DY", x->ndim);
-  pk_strbuf_append(out, " - exp(");
-  pk_op_emit_read_all(out, "Y", x->ndim);
-  pk_strbuf_append(out, ") * S[");
-  emit_index_with(out, x->ndim, axis, "0");
-  pk_strbuf_append(out, "])\n");
+  pk_strbuf_append(out, log_form ? "])\n" : "]))\n");
   (void)input;
   return PK_OK;
 }
