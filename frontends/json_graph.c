@@ -271,19 +271,14 @@ static pk_status fe_node(pk_fe *f, int index, const cJSON *it) {
   const cJSON *ins = pk_fe_get(it, "inputs");
   if (!ins) return pk_fe_fail(f, where, "missing key 'inputs'");
   if (!cJSON_IsArray(ins)) return pk_fe_fail(f, where, "key 'inputs' must be an array");
-  /* an op reading the step's (seed, step) gets it from the graph (pk_graph_add_op) */
-  int n = cJSON_GetArraySize(ins),
-      arity = pk_op_arity(op) - (pk_op_flags(op) & PK_OPF_STEP_RNG ? 1 : 0);
-  if ((pk_op_flags(op) & PK_OPF_VARIADIC) && (n < 1 || n > arity))
-    return pk_fe_fail(f, where, "op '%s' takes 1 to %d inputs, not %d", pk_op_name(op), arity,
-                      n);
-  if (!(pk_op_flags(op) & PK_OPF_VARIADIC) && n != arity)
-    return pk_fe_fail(f, where, "op '%s' takes %d input%s, not %d", pk_op_name(op), arity,
-                      arity == 1 ? "" : "s", n);
-  /* batch_norm's 6th input is the training step's H, which Pock adds itself */
-  if (op == PK_OP_BATCH_NORM && n != 5)
-    return pk_fe_fail(f, where, "op 'batch_norm' takes 5 inputs (X, gamma, beta, "
-                      "running_mean, running_var), not %d", n);
+  /* the inputs the graph supplies (dropout's (seed, step), batch norm's H) are not named */
+  int n = cJSON_GetArraySize(ins), lo, hi;
+  pk_op_model_input_range(op, &lo, &hi);
+  if (n < lo || n > hi)
+    return lo == hi ? pk_fe_fail(f, where, "op '%s' takes %d input%s, not %d", pk_op_name(op),
+                                 hi, hi == 1 ? "" : "s", n)
+                    : pk_fe_fail(f, where, "op '%s' takes %d to %d inputs, not %d",
+                                 pk_op_name(op), lo, hi, n);
   int ids[PK_OP_MAX_INPUTS];
   int k = 0;
   for (const cJSON *v = ins->child; v; v = v->next, k++) {

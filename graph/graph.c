@@ -307,11 +307,12 @@ pk_status pk_graph_add_op(pk_graph *g, const char *name, pk_op_kind op,
     with_rng[ninputs++] = g->rng;
     inputs = with_rng;
   }
-  bool variadic = pk_op_flags(op) & PK_OPF_VARIADIC;
-  if (variadic ? ninputs < 1 || ninputs > pk_op_arity(op) : ninputs != pk_op_arity(op))
+  int lo, hi;
+  pk_op_input_range(op, &lo, &hi);
+  if (ninputs < lo || ninputs > hi)
     return pk_ctx_fail(ctx, PK_ERR_CHECK, "graph: node '%s': %s takes %s%d input%s, got %d",
-                       name, pk_op_name(op), variadic ? "1 to " : "", pk_op_arity(op),
-                       pk_op_arity(op) == 1 ? "" : "s", ninputs);
+                       name, pk_op_name(op), lo == hi ? "" : pk_sprintf(ctx, "%d to ", lo), hi,
+                       hi == 1 ? "" : "s", ninputs);
   if (ninputs > 0 && !inputs)
     return pk_ctx_fail(ctx, PK_ERR_CHECK, "graph: node '%s': no input list", name);
   for (int i = 0; i < ninputs; i++)

@@ -581,8 +581,11 @@ static const bad_case BAD[] = {
      PK_ERR_CHECK, "training.lr_schedule: total_steps 5 must exceed warmup_steps 5"},
     /* indexing and dropout: the attrs; their integer inputs need integer graph inputs */
     {"dropout p a string",
-     HDR X W "\"nodes\":[" NODE("dropout", "\"x\", \"x\"", "y", ",\"attrs\":{\"p\":\"0.5\"}") "],"
+     HDR X W "\"nodes\":[" NODE("dropout", "\"x\"", "y", ",\"attrs\":{\"p\":\"0.5\"}") "],"
      OUT, PK_ERR_CHECK, "node 'fc': attr 'p' must be a finite number"},
+    {"dropout names the step's seed", /* the graph supplies it */
+     HDR X W "\"nodes\":[" NODE("dropout", "\"x\", \"x\"", "y", "") "]," OUT, PK_ERR_CHECK,
+     "node 'fc': op 'dropout' takes 1 input, not 2"},
     {"p on relu",
      HDR X W "\"nodes\":[" NODE("relu", "\"x\"", "y", ",\"attrs\":{\"p\":0.5}") "],"
      OUT, PK_ERR_CHECK, "node 'fc': attr 'p' does not apply to op 'relu'"},

@@ -49,14 +49,12 @@ static pk_status check_real(pk_ctx *ctx, pk_op_kind op, const char *what, double
 static pk_status check_common(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm) {
   if ((unsigned)op >= PK_OP_COUNT_)
     return pk_ctx_fail(ctx, PK_ERR_CHECK, "unknown operator %d", (int)op);
-  int arity = pk_op_arity(op);
-  if (pk_op_flags(op) & PK_OPF_VARIADIC) {
-    if (prm->ninputs < 1 || prm->ninputs > arity)
-      return pk_op_fail(ctx, op, "takes 1 to %d inputs, got %d", arity, prm->ninputs);
-  } else if (prm->ninputs != arity) {
-    return pk_op_fail(ctx, op, "takes %d input%s, got %d", arity, arity == 1 ? "" : "s",
-                      prm->ninputs);
-  }
+  int lo, hi;
+  pk_op_input_range(op, &lo, &hi);
+  if (prm->ninputs < lo || prm->ninputs > hi)
+    return lo == hi ? pk_op_fail(ctx, op, "takes %d input%s, got %d", hi, hi == 1 ? "" : "s",
+                                 prm->ninputs)
+                    : pk_op_fail(ctx, op, "takes %d to %d inputs, got %d", lo, hi, prm->ninputs);
   pkrt_dtype fdt = PKRT_DTYPE_F32; /* the first float input's dtype */
   for (int i = prm->ninputs - 1; i >= 0; i--)
     if (!(pk_op_flags(op) & PK_OPF_INT_INPUT(i))) fdt = prm->in[i].dtype;

@@ -66,6 +66,18 @@ unsigned pk_op_diff_inputs(pk_op_kind op) { return op_valid(op) ? op_rows[op].di
 
 unsigned pk_op_flags(pk_op_kind op) { return op_valid(op) ? op_rows[op].flags : 0; }
 
+void pk_op_input_range(pk_op_kind op, int *min, int *max) {
+  unsigned f = pk_op_flags(op);
+  *max = pk_op_arity(op);
+  *min = f & PK_OPF_VARIADIC ? 1 : f & PK_OPF_STEP_HYPER ? *max - 1 : *max;
+}
+
+void pk_op_model_input_range(pk_op_kind op, int *min, int *max) {
+  unsigned f = pk_op_flags(op);
+  pk_op_input_range(op, min, max);
+  if (f & (PK_OPF_STEP_RNG | PK_OPF_STEP_HYPER)) *min = *max = pk_op_arity(op) - 1;
+}
+
 unsigned pk_op_attrs_read(pk_op_kind op) { return op_valid(op) ? op_rows[op].attrs : 0; }
 
 static const char *const attr_key_names[] = {

@@ -175,6 +175,9 @@ enum {
   PK_OPF_STEP_RNG = 1u << 4,       /* its last input is the training step's (seed, step), an
                                       i64 (2,) tensor the graph supplies (dropout): a model
                                       names the other inputs only */
+  PK_OPF_STEP_HYPER = 1u << 5,     /* an optional last input is the training step's H (4,),
+                                      which the training graph adds where the op needs it
+                                      (batch norm in training mode); a model never names it */
 };
 /* Input i holds integers (i32 or i64: indices, labels), never differentiable; the other
  * inputs share one float dtype. */
@@ -296,6 +299,11 @@ const char *pk_op_class_name(pk_op_class c);      /* "injective", "reduction", .
 int pk_op_arity(pk_op_kind op);                   /* with PK_OPF_VARIADIC: the most inputs */
 unsigned pk_op_diff_inputs(pk_op_kind op);        /* bit i: input i is differentiable */
 unsigned pk_op_flags(pk_op_kind op);              /* PK_OPF_* bits */
+/* How many inputs the op takes, [*min, *max] (arity; 1..arity with PK_OPF_VARIADIC;
+ * arity-1..arity with PK_OPF_STEP_HYPER), and how many of them a model names (less the
+ * inputs the graph supplies: PK_OPF_STEP_RNG, PK_OPF_STEP_HYPER). */
+void pk_op_input_range(pk_op_kind op, int *min, int *max);
+void pk_op_model_input_range(pk_op_kind op, int *min, int *max);
 unsigned pk_op_attrs_read(pk_op_kind op);         /* PK_ATTR_* bits of the keys it reads */
 const char *pk_attr_key_name(pk_attr_key k);      /* "trans_a"; NULL when out of range */
 pk_attr_key pk_attr_key_from_name(const char *s); /* PK_ATTR_KEY_COUNT_ when unknown */
