@@ -10,6 +10,7 @@ struct pk_backend {
   const pk_target *target;
   const pk_backend_kind *kind;
   pk_cc *cc;
+  bool kernel_objects; /* pk_backend_options.kernel_objects */
 };
 
 static pk_status c_emit_new(pk_ctx *ctx, const pk_target *t, pk_cgen_unit **out) {
@@ -43,7 +44,8 @@ pk_status pk_backend_new(pk_ctx *ctx, const pk_target *t, const pk_backend_optio
   if (k->missing)
     return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "target '%s': %s", t->text, k->missing);
   pk_backend *be = pk_alloc(ctx, sizeof *be);
-  *be = (pk_backend){.ctx = ctx, .target = t, .kind = k};
+  *be = (pk_backend){.ctx = ctx, .target = t, .kind = k,
+                     .kernel_objects = opts && opts->kernel_objects};
   double limit = opts && opts->build_timeout_s > 0 ? opts->build_timeout_s : PK_BUILD_TIMEOUT_S;
   pk_cc_options co = {.cc = opts ? opts->cc : NULL, .flags = opts ? opts->flags : NULL,
                       .cache_dir = opts ? opts->cache_dir : NULL};
@@ -150,7 +152,7 @@ pk_status pk_backend_build(pk_backend *be, pk_cgen_unit *u, pk_build_result *out
   char *source;
   pk_status s = pk_cgen_unit_source(u, &source);
   if (s != PK_OK) return s;
-  if (be->kind->kind != PK_TARGET_C || pk_cgen_unit_count(u) < 2)
+  if (!be->kernel_objects || be->kind->kind != PK_TARGET_C || pk_cgen_unit_count(u) < 2)
     return build_text(be, source, u, out);
   memset(out, 0, sizeof *out);
   out->source = source; /* what a reader inspects; built kernel by kernel */

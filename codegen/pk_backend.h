@@ -15,10 +15,10 @@
  *   if (pk_cgen_unit_add(u, f, "matmul(fc1)") != PK_OK) ... try another schedule ...
  *   pk_backend_build(be, u, &r);
  *
- * A C unit of several kernels is built kernel by kernel: each kernel alone into a cached
- * object (pk_cc_build_object), then linked with the descriptor table, so a kernel shared
- * by another model, sparse scheme or optimizer is compiled once; r.source is still the
- * whole unit's text, for reading.
+ * With options.kernel_objects, a C unit of several kernels is built kernel by kernel: each
+ * kernel alone into a cached object (pk_cc_build_object), then linked with the descriptor
+ * table, so a kernel shared by another model, sparse scheme or optimizer is compiled once;
+ * r.source is still the whole unit's text, for reading.
  *
  * The build has a time limit (options.build_timeout_s, PK_BUILD_TIMEOUT_S by default):
  * past it the compiler is killed and PK_ERR_BUILD names the kernel.
@@ -37,6 +37,10 @@ typedef struct pk_backend_options {
   const char *flags;       /* C: NULL: PK_CC_DEFAULT_FLAGS with the target's CPU option */
   const char *cache_dir;   /* NULL: pk_cc_options' default */
   double build_timeout_s;  /* 0: PK_BUILD_TIMEOUT_S */
+  bool kernel_objects;     /* C: build a unit of several kernels kernel by kernel into cached
+                              objects (the driver: a model's kernels recur across models,
+                              sparse schemes and optimizers); off, one source (tuning
+                              candidates and tests, which seldom recur, build faster so) */
 } pk_backend_options;
 
 /* What one build made. */

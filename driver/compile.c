@@ -72,7 +72,9 @@ static pk_status check_options(pk_ctx *ctx, const pk_compile_options *o, int *la
 static pk_status open_target(drv_state *S) {
   const pk_compile_options *o = S->o;
   pk_status s = pk_target_parse(S->ctx, o->target, o->cc, &S->target);
-  pk_backend_options bo = {.cc = o->cc, .build_timeout_s = o->build_timeout_s};
+  /* kernel by kernel: a model's kernels recur across models, schemes and optimizers */
+  pk_backend_options bo = {.cc = o->cc, .build_timeout_s = o->build_timeout_s,
+                           .kernel_objects = true};
   if (s == PK_OK) s = pk_backend_new(S->ctx, S->target, &bo, &S->backend);
   if (s != PK_OK) {
     const char *why = pk_strdup(S->ctx, pk_ctx_error(S->ctx));

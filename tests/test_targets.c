@@ -213,7 +213,7 @@ static void test_time_limit(pk_ctx *ctx) {
   PK_ASSERT(pk_target_native(ctx, &t) == PK_OK);
   /* a fresh cache: nothing may be found there, the compiler has to run */
   const char *dir = pk_sprintf(ctx, PK_TEST_CACHE_DIR "/targets-limit-%lld", (long long)pkrt_now_ns());
-  pk_backend_options bo = {.cache_dir = dir, .build_timeout_s = 0.01};
+  pk_backend_options bo = {.cache_dir = dir, .build_timeout_s = 0.01, .kernel_objects = true};
   pk_backend *be;
   pk_cgen_unit *u = NULL;
   PK_ASSERT(pk_backend_new(ctx, t, &bo, &be) == PK_OK && pk_backend_unit_new(be, &u) == PK_OK);
