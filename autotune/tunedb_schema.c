@@ -119,22 +119,6 @@ pk_status pk_db_table_columns(pk_tunedb *db, const char *schema, const char *tab
   return PK_OK;
 }
 
-/* One integer from a statement without parameters ("PRAGMA user_version"). */
-static pk_status query_int(pk_tunedb *db, const char *sql, int64_t *v) {
-  sqlite3_stmt *st;
-  pk_status s = pk_db_prepare(db, sql, &st);
-  if (s != PK_OK) return s;
-  int rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
-    *v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return PK_OK;
-  }
-  s = pk_db_fail_sql(db, "reading the database header");
-  sqlite3_finalize(st);
-  return s;
-}
-
 /* Refuses what we must not touch: a newer schema, or a file of another application. */
 static pk_status check_kind(pk_tunedb *db, int64_t version, int64_t app_id, int64_t ntables,
                             int latest) {
@@ -156,11 +140,27 @@ static pk_status check_kind(pk_tunedb *db, int64_t version, int64_t app_id, int6
   return PK_OK;
 }
 
+/* The schema version, application id and table count, read by ONE statement: one
+ * snapshot of the file. Three separate reads could straddle another process's creation
+ * of the schema (version 0 read before its commit, its tables counted after) and take a
+ * new Pock database for a foreign one. */
 static pk_status read_header(pk_tunedb *db, int64_t *version, int64_t *app_id,
                              int64_t *ntables) {
-  pk_status s = query_int(db, "PRAGMA user_version", version);
-  if (s == PK_OK) s = query_int(db, "PRAGMA application_id", app_id);
-  if (s == PK_OK) s = query_int(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'", ntables);
+  sqlite3_stmt *st;
+  pk_status s = pk_db_prepare(db,
+                              "SELECT (SELECT user_version FROM pragma_user_version), "
+                              "(SELECT application_id FROM pragma_application_id), "
+                              "(SELECT count(*) FROM sqlite_schema WHERE type = 'table')",
+                              &st);
+  if (s != PK_OK) return s;
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    *version = sqlite3_column_int64(st, 0);
+    *app_id = sqlite3_column_int64(st, 1);
+    *ntables = sqlite3_column_int64(st, 2);
+  } else {
+    s = pk_db_fail_sql(db, "reading the database header");
+  }
+  sqlite3_finalize(st);
   return s;
 }
 
