@@ -38,6 +38,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+from fixture_cases import Cases  # noqa: E402
+
 
 def _example_models():
     """examples/models/models.py, loaded under its own name (the digits example has a
@@ -235,24 +237,17 @@ def generate_model(out_dir, mname):
             json.dump(spec_of(mname, scheme), f)
             f.write("\n")
     cases = [(s, o, "f64") for s in SCHEMES for o in (SGD, ADAMW)] + [("full", SGD, "f32")]
-    lines = ["# case model spec optimizer lr momentum weight_decay tolerance after"]
-    loss_lines = ["# case: the mean loss of each of the %d steps (before its update)" % STEPS]
+    table = Cases(STEPS)
     for scheme, opt, dtype in cases:
         case = "%s_%s_%s%s" % (mname, scheme, opt["kind"], "" if dtype == "f64" else "_f32")
         tr = Trainer(mname, scheme, opt, dtype)
         losses = [tr.step(torch_inputs(tr, xs, t), torch.from_numpy(y[t]).long())
                   for t in range(STEPS)]
         torch2pock.write_pkw(os.path.join(d, case + ".pkw"), tr.trained())
-        lines.append("%s %s %s %s %.17g %.17g %.17g %g %s" % (
-            case, mname + ("" if dtype == "f64" else "_f32") + ".json", scheme + ".json",
-            opt["kind"], opt["lr"], opt["momentum"], opt["weight_decay"], TOL[dtype],
-            case + ".pkw"))
-        loss_lines.append(case + " " + " ".join("%.17g" % v for v in losses))
-    with open(os.path.join(d, "cases.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(os.path.join(d, "losses.txt"), "w") as f:
-        f.write("\n".join(loss_lines) + "\n")
-    return len(cases)
+        table.add(case, mname + ("" if dtype == "f64" else "_f32") + ".json", scheme + ".json",
+                  opt, TOL[dtype], case + ".pkw", losses)
+    table.write(d)
+    return len(table)
 
 
 def generate(out_dir, only=None):

@@ -41,6 +41,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "examples", "digits"))
 
+from fixture_cases import Cases  # noqa: E402
+
 import gen_model_fixtures  # noqa: E402 (the example models' cases, in OUT/models)
 
 STEPS, BATCH, SEED = 10, 4, 7
@@ -380,9 +382,7 @@ def generate_graphs(out_dir, only=None):
     np.save(os.path.join(gdir, "x.npy"), x)
     np.save(os.path.join(gdir, "y.npy"), y)
     import torch2pock
-    lines = ["# case model spec optimizer lr momentum weight_decay tolerance after"]
-    loss_lines = ["# case: the mean loss of each of the %d steps (before its update)"
-                  % GRAPH_STEPS]
+    table = Cases(GRAPH_STEPS)
     eval_lines = ["# case: the mean loss of batch 1 evaluated (model.eval()) after training"]
     for mname in (m for m in GRAPH_MODELS if only in (None, m)):
         cases = graph_cases(mname)
@@ -397,18 +397,12 @@ def generate_graphs(out_dir, only=None):
             if mname == "bnnet":  # eval differs from the training forward only there
                 eval_lines.append("%s %.17g" % (case, ev))
             torch2pock.write_pkw(os.path.join(gdir, case + ".pkw"), after)
-            lines.append("%s %s %s %s %.17g %.17g %.17g %g %s" % (
-                case, mname + ("" if dtype == "f64" else "_f32") + ".json",
-                "%s_%s.json" % (mname, scheme), opt["kind"], opt["lr"], opt["momentum"],
-                opt["weight_decay"], TOL[dtype], case + ".pkw"))
-            loss_lines.append(case + " " + " ".join("%.17g" % v for v in losses))
-    with open(os.path.join(gdir, "cases.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(os.path.join(gdir, "losses.txt"), "w") as f:
-        f.write("\n".join(loss_lines) + "\n")
+            table.add(case, mname + ("" if dtype == "f64" else "_f32") + ".json",
+                      "%s_%s.json" % (mname, scheme), opt, TOL[dtype], case + ".pkw", losses)
+    table.write(gdir)
     with open(os.path.join(gdir, "eval_losses.txt"), "w") as f:
         f.write("\n".join(eval_lines) + "\n")
-    return len(lines) - 1
+    return len(table)
 
 
 # ---- losses and optimizer features (integer labels with ignore_index and label smoothing,
@@ -562,15 +556,10 @@ def generate_tokens(out_dir):
         losses.append(loss.item())
     after = collections.OrderedDict((n, p.detach()) for n, p in m.named_pock_params())
     torch2pock.write_pkw(os.path.join(tdir, case + ".after.pkw"), after)
-    with open(os.path.join(tdir, "cases.txt"), "w") as f:
-        f.write("# case model spec optimizer lr momentum weight_decay tolerance after\n")
-        f.write("%s %s full.json sgd %.17g %.17g %.17g %g %s\n" % (
-            case, case + ".json", SGD["lr"], SGD["momentum"], SGD["weight_decay"], TOL["f64"],
-            case + ".after.pkw"))
-    with open(os.path.join(tdir, "losses.txt"), "w") as f:
-        f.write("# case: the loss of each of the %d steps (before its update)\n" % OPTIM_STEPS)
-        f.write(case + " " + " ".join("%.17g" % v for v in losses) + "\n")
-    return 1
+    table = Cases(OPTIM_STEPS, "the loss")
+    table.add(case, case + ".json", "full.json", SGD, TOL["f64"], case + ".after.pkw", losses)
+    table.write(tdir)
+    return len(table)
 
 
 def generate_optim(out_dir):
@@ -595,8 +584,7 @@ def generate_optim(out_dir):
     for name, shape in shapes:
         fan = int(np.prod(shape[1:])) if len(shape) > 1 else 4
         weights[name] = rng.uniform(-1, 1, size=shape) * 1.5 / np.sqrt(fan)
-    lines = ["# case model spec optimizer lr momentum weight_decay tolerance after"]
-    loss_lines = ["# case: the loss of each of the %d steps (before its update)" % OPTIM_STEPS]
+    table = Cases(OPTIM_STEPS, "the loss")
     for case, (opt, *rest) in OPTIM_CASES.items():
         g = {"format": "pock-graph", "version": 1, "name": "fixture_" + case, "dtype": "f64",
              "weights_file": case + ".pkw", "inputs": [{"name": "x", "shape": ["N", 64]}],
@@ -608,15 +596,10 @@ def generate_optim(out_dir):
         torch2pock.write_pkw(os.path.join(odir, case + ".pkw"), weights)
         after, losses = train_optim_torch(g, weights, case, x, y)
         torch2pock.write_pkw(os.path.join(odir, case + ".after.pkw"), after)
-        lines.append("%s %s full.json %s %.17g %.17g %.17g %g %s" % (
-            case, case + ".json", opt["kind"], opt["lr"], opt["momentum"],
-            opt["weight_decay"], TOL["f64"], case + ".after.pkw"))
-        loss_lines.append(case + " " + " ".join("%.17g" % v for v in losses))
-    with open(os.path.join(odir, "cases.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(os.path.join(odir, "losses.txt"), "w") as f:
-        f.write("\n".join(loss_lines) + "\n")
-    return len(lines) - 1
+        table.add(case, case + ".json", "full.json", opt, TOL["f64"], case + ".after.pkw",
+                  losses)
+    table.write(odir)
+    return len(table)
 
 
 def generate(out_dir, only=None):
@@ -633,8 +616,7 @@ def generate(out_dir, only=None):
     np.save(os.path.join(out_dir, "x.npy"), x)
     np.save(os.path.join(out_dir, "y.npy"), y)
     training = {"loss": "softmax_cross_entropy", "classes": 10, "optimizer": SGD}
-    lines = ["# case model spec optimizer lr momentum weight_decay tolerance after"]
-    loss_lines = ["# case: the mean loss of each of the %d steps (before its update)" % STEPS]
+    table = Cases(STEPS)
     for mname in (m for m in ("mlp", "cnn") if only in (None, m)):
         for dtype in ("f64", "f32"):
             tdt = torch.float64 if dtype == "f64" else torch.float32
@@ -655,16 +637,10 @@ def generate(out_dir, only=None):
             case = "%s_%s_%s%s" % (mname, scheme, opt["kind"], "" if dtype == "f64" else "_f32")
             after, losses = train_torch(mname, scheme, opt, dtype, x, y, shapes)
             torch2pock.write_pkw(os.path.join(out_dir, case + ".pkw"), after)
-            lines.append("%s %s %s %s %.17g %.17g %.17g %g %s" % (
-                case, mname + ("" if dtype == "f64" else "_f32") + ".json",
-                "%s_%s.json" % (mname, scheme), opt["kind"], opt["lr"], opt["momentum"],
-                opt["weight_decay"], TOL[dtype], case + ".pkw"))
-            loss_lines.append(case + " " + " ".join("%.17g" % v for v in losses))
-    with open(os.path.join(out_dir, "cases.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(os.path.join(out_dir, "losses.txt"), "w") as f:
-        f.write("\n".join(loss_lines) + "\n")
-    n = len(lines) - 1 + generate_graphs(out_dir, only)
+            table.add(case, mname + ("" if dtype == "f64" else "_f32") + ".json",
+                      "%s_%s.json" % (mname, scheme), opt, TOL[dtype], case + ".pkw", losses)
+    table.write(out_dir)
+    n = len(table) + generate_graphs(out_dir, only)
     return n + (generate_optim(out_dir) + generate_tokens(out_dir) if only is None else 0)
 
 
