@@ -128,6 +128,7 @@ static void naive_unary(pk_op_kind op, const pk_op_params *prm, double *const *x
               : op == PK_OP_ABS        ? fabs(v)
               : op == PK_OP_NEG        ? -v
               : op == PK_OP_RECIPROCAL ? 1 / v
+              : op == PK_OP_ERF        ? erf(v)
                                        : v * 0.5 * (1 + erf(v / sqrt(2.0)));
   }
 }
