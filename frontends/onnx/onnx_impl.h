@@ -103,7 +103,8 @@ typedef struct pk_ox_shape_binding {
 struct pk_ox {
   pk_ctx *ctx;
   const char *file;         /* for messages */
-  const char *dir;          /* the model's directory: external data must stay inside it */
+  const char *dir;          /* the model's directory: external data must stay inside it
+                               (NULL: read from memory, external data refused) */
   Onnx__ModelProto *model;
   int64_t opset;            /* the default domain's opset version (>= 13) */
   int64_t batch;
