@@ -136,7 +136,7 @@ def main():
          [("x", x234)])
     case("clip_max_only", [const_node("hi", np.float32(0.5)), node("Clip", ["x", "", "hi"])],
          [("x", x234)])
-    case("clip_none", [node("Clip", ["x"]), ], [("x", x234)], outputs=("y",))
+    case("clip_none", [node("Clip", ["x"], ["c"]), node("Relu", ["c"])], [("x", x234)])
     case("hard_sigmoid_default", [node("HardSigmoid", ["x"])], [("x", xw)])
     case("hard_sigmoid_torch", [node("HardSigmoid", ["x"], alpha=1.0 / 6)], [("x", xw)])
     case("gelu_none", [node("Gelu", ["x"])], [("x", x234)], opset=20)
@@ -217,17 +217,27 @@ def main():
          [const_node("dk", np.float32(16.0)),
           helper.make_node("Sqrt", ["dk"], ["sdk"], name="sqrt"),
           helper.make_node("Div", ["x", "sdk"], ["y"], name="div")], [("x", x234)])
-    # integer shape arithmetic folded, then used as a float through a float constant
+    # integer arithmetic folded with ONNX's semantics (Div truncates: floor would give
+    # other remainders), then used as Pow's exponent tensor; float constants broadcast
     case("fold_int_arith",
          [const_node("a", np.array([7, -7, 9], np.int64)),
           const_node("b", np.array([2, 2, -4], np.int64)),
           helper.make_node("Div", ["a", "b"], ["q"], name="div_int"),  # (3, -3, -2)
           helper.make_node("Mul", ["q", "b"], ["qb"], name="mul_int"),
-          helper.make_node("Sub", ["a", "qb"], ["r"], name="sub_int"),  # remainders (1, -1, 1)
-          const_node("f", np.array([0.5, 0.25, 2.0], np.float32)),
-          helper.make_node("Mul", ["f", "f"], ["ff"], name="mul_f"),
-          helper.make_node("Add", ["x", "ff"], ["y"], name="add")],
-         [("x", rand(2, 3))], outputs=("y",))
+          helper.make_node("Sub", ["a", "qb"], ["r"], name="sub_int"),  # (1, -1, 1)
+          helper.make_node("Pow", ["x", "r"], ["p"], name="pow"),
+          const_node("f", np.array([[0.5], [0.25]], np.float32)),
+          const_node("g", np.array([1.0, 2.0, -3.0], np.float32)),
+          helper.make_node("Mul", ["f", "g"], ["fg"], name="mul_f"),  # (2, 3)
+          helper.make_node("Add", ["p", "fg"], ["y"], name="add")],
+         [("x", rand(2, 3, lo=0.5, hi=2.0))])
+    # a constant integer exponent: Add(Div(-7, 2), 6) = 3 (floor division would give 2)
+    case("fold_int_exponent",
+         [const_node("a", np.int64(-7)), const_node("b", np.int64(2)),
+          const_node("c", np.int64(6)),
+          helper.make_node("Div", ["a", "b"], ["q"], name="div_int"),
+          helper.make_node("Add", ["q", "c"], ["e"], name="add_int"),
+          helper.make_node("Pow", ["x", "e"], ["y"], name="pow")], [("x", x23)])
 
     # ---- refused models ----
     bad("clip_min_not_const", [node("Clip", ["x", "lo"])], [("x", x23), ("lo", rand(2))])

@@ -48,20 +48,32 @@ static bool bcast(int na, const int64_t *a, int nb, const int64_t *b, int *n, in
   return true;
 }
 
-/* A (1,) constant of the model's float dtype holding v (Gemm's alpha and beta, HardSigmoid's
- * slope): a graph constant named after the node. */
-static pk_status scalar_const(pk_ox *im, pk_ox_node *nd, const char *what, double v, int *t) {
-  double d = v;
-  float f = (float)v;
-  const void *data = im->fdtype == PKRT_DTYPE_F64 ? (const void *)&d : (const void *)&f;
+/* A constant of the model's float dtype holding n values (Gemm's alpha and beta,
+ * HardSigmoid's slope, Pow's integer exponents): a graph constant named after the node. */
+static pk_status float_const(pk_ox *im, pk_ox_node *nd, const char *what, int ndim,
+                             const int64_t *shape, const double *vals, int *t) {
+  int64_t n = pk_ox_numel(ndim, shape);
+  bool f64 = im->fdtype == PKRT_DTYPE_F64;
+  void *data = pk_alloc(im->ctx, (size_t)n * (f64 ? sizeof(double) : sizeof(float)));
+  for (int64_t i = 0; i < n; i++) {
+    if (f64) ((double *)data)[i] = vals[i];
+    else ((float *)data)[i] = (float)vals[i];
+  }
   const char *name = pk_sprintf(im->ctx, "%s.%s", nd->name, what);
-  *t = pk_graph_add_buffer(im->g, name, PK_ROLE_CONSTANT, im->fdtype, 1, (int64_t[]){1}, data);
+  for (int k = 2; pk_graph_find(im->g, name) >= 0; k++) /* graph names are unique */
+    name = pk_sprintf(im->ctx, "%s.%s#%d", nd->name, what, k);
+  *t = pk_graph_add_buffer(im->g, name, PK_ROLE_CONSTANT, im->fdtype, ndim ? ndim : 1,
+                           ndim ? shape : (int64_t[]){1}, data);
   if (*t < 0) {
     const char *msg = pk_strdup(im->ctx, pk_ctx_error(im->ctx));
     pk_ctx_clear_error(im->ctx);
     return pk_ox_fail(im, nd, "cannot make its constant %s: %s", pk_ox_quote(im, name), msg);
   }
   return PK_OK;
+}
+
+static pk_status scalar_const(pk_ox *im, pk_ox_node *nd, const char *what, double v, int *t) {
+  return float_const(im, nd, what, 0, NULL, &v, t);
 }
 
 /* A float attribute that must be finite and >= lo. */
@@ -124,19 +136,46 @@ pk_status pk_ox_pow(pk_ox *im, pk_ox_node *nd) {
     if (x->ndim == 0) set_scalar(im, nd, 0);
     return PK_OK;
   }
+  if (y->kind == PK_OXV_CONST && !is_float(y) && !y->is_bool && x->dtype != y->dtype) {
+    /* ONNX lets the exponent be an integer tensor; Pock's pow takes floats: a float copy */
+    int64_t n = pk_ox_numel(y->ndim, y->shape);
+    if (n == 0) return pk_ox_fail(im, nd, "the exponent is empty");
+    double *vals = pk_alloc(im->ctx, sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+      vals[i] = y->dtype == PKRT_DTYPE_I32 ? ((const int32_t *)y->data)[i]
+                                           : (double)((const int64_t *)y->data)[i];
+    int t[2], nb;
+    int64_t shape[PK_TE_MAX_DIMS];
+    if (!bcast(x->ndim, x->shape, y->ndim, y->shape, &nb, shape))
+      return pk_ox_fail(im, nd, "shapes %s and %s do not broadcast",
+                        pk_ox_shape_str(im, x->ndim, x->shape),
+                        pk_ox_shape_str(im, y->ndim, y->shape));
+    if ((s = float_input(im, nd, 0, &t[0])) != PK_OK ||
+        (s = float_const(im, nd, "exponent", y->ndim, y->shape, vals, &t[1])) != PK_OK ||
+        (s = pk_ox_op_result(im, nd, PK_OP_POW, &(pk_op_attrs){0}, 2, t, 0)) != PK_OK)
+      return s;
+    if (nb == 0) set_scalar(im, nd, 0);
+    return PK_OK;
+  }
   return binary(im, nd, PK_OP_POW);
 }
 
 /* ---- unary math and activations ---- */
 
-static pk_status unary(pk_ox *im, pk_ox_node *nd, pk_op_kind op, const pk_op_attrs *attrs) {
+/* Op `op` of input 0 (the caller checked the arity). */
+static pk_status emit_unary(pk_ox *im, pk_ox_node *nd, pk_op_kind op, const pk_op_attrs *attrs) {
   int t;
   pk_status s;
-  if ((s = pk_ox_arity(im, nd, 1, 1, 1)) != PK_OK || (s = float_input(im, nd, 0, &t)) != PK_OK ||
+  if ((s = float_input(im, nd, 0, &t)) != PK_OK ||
       (s = pk_ox_op_result(im, nd, op, attrs, 1, &t, 0)) != PK_OK)
     return s;
   if (pk_ox_in(im, nd, 0)->ndim == 0) set_scalar(im, nd, 0);
   return PK_OK;
+}
+
+static pk_status unary(pk_ox *im, pk_ox_node *nd, pk_op_kind op, const pk_op_attrs *attrs) {
+  pk_status s = pk_ox_arity(im, nd, 1, 1, 1);
+  return s != PK_OK ? s : emit_unary(im, nd, op, attrs);
 }
 
 /* The ops with no attributes. */
@@ -222,8 +261,9 @@ pk_status pk_ox_clip(pk_ox *im, pk_ox_node *nd) {
     if (!is_float(x)) return float_input(im, nd, 0, &(int){0}); /* the dtype message */
     return pk_ox_alias(im, nd, 0, 0);
   }
-  if (has_lo && has_hi && lo == 0 && hi == 6) return unary(im, nd, PK_OP_RELU6, &(pk_op_attrs){0});
-  return unary(im, nd, PK_OP_CLIP, &(pk_op_attrs){.clip_min = lo, .clip_max = hi});
+  if (has_lo && has_hi && lo == 0 && hi == 6)
+    return emit_unary(im, nd, PK_OP_RELU6, &(pk_op_attrs){0});
+  return emit_unary(im, nd, PK_OP_CLIP, &(pk_op_attrs){.clip_min = lo, .clip_max = hi});
 }
 
 /* HardSigmoid(alpha, beta) = max(0, min(1, alpha x + beta)). alpha = 1/6 (as a float
