@@ -98,6 +98,35 @@ def node(op, ins, outs=("y",), **attrs):
     return helper.make_node(op, list(ins), list(outs), name=op.lower() + "_0", **attrs)
 
 
+def torch_cases():
+    """What torch 1.13 itself exports (training mode, no constant folding): nn.Linear on a
+    rank-3 input (MatMul of a Transpose of the weight: a TPARAM) followed by F.gelu (the
+    Div/Erf/Add/Mul/Mul chain), at opset 13 and 17."""
+    import io
+
+    import torch
+    import torch.nn.functional as tF
+
+    class LinearGelu(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 5)
+
+        def forward(self, x):
+            return tF.gelu(self.fc(x))
+
+    torch.manual_seed(17)
+    mod = LinearGelu()
+    x = rand(2, 3, 4)
+    for opset in (13, 17):
+        buf = io.BytesIO()
+        torch.onnx.export(mod, torch.from_numpy(x), buf, opset_version=opset,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                          input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}})
+        m = onnx.load_from_string(buf.getvalue())
+        write_case("torch_linear_gelu_op%d" % opset, m, [("x", x)])
+
+
 def main():
     x23 = rand(2, 3)
     x234 = rand(2, 3, 4)
@@ -199,6 +228,27 @@ def main():
           helper.make_node("Add", ["e", "one"], ["a"], name="add"),
           helper.make_node("Mul", ["x", "a"], ["m"], name="mul"),
           helper.make_node("Mul", ["m", "half"], ["y"], name="mul_1")], [("x", x234)])
+    # the same with the constants made between the links, and Add/Mul operands swapped:
+    # still one gelu
+    case("gelu_pattern_late_consts",
+         [const_node("s2", np.float32(1.4142135381698608)),
+          helper.make_node("Div", ["x", "s2"], ["d"], name="div"),
+          helper.make_node("Erf", ["d"], ["e"], name="erf"),
+          const_node("one", np.float32(1.0)),
+          helper.make_node("Add", ["one", "e"], ["a"], name="add"),
+          helper.make_node("Mul", ["a", "x"], ["m"], name="mul"),
+          const_node("half", np.float32(0.5)),
+          helper.make_node("Mul", ["half", "m"], ["y"], name="mul_1")], [("x", x234)])
+    # a link read twice (e also feeds the result) is not a gelu: the nodes stay
+    case("gelu_pattern_shared",
+         [const_node("s2", np.float32(1.4142135381698608)), const_node("one", np.float32(1.0)),
+          const_node("half", np.float32(0.5)),
+          helper.make_node("Div", ["x", "s2"], ["d"], name="div"),
+          helper.make_node("Erf", ["d"], ["e"], name="erf"),
+          helper.make_node("Add", ["e", "one"], ["a"], name="add"),
+          helper.make_node("Mul", ["x", "a"], ["m"], name="mul"),
+          helper.make_node("Mul", ["m", "half"], ["g"], name="mul_1"),
+          helper.make_node("Add", ["g", "e"], ["y"], name="add_1")], [("x", x234)])
     # LayerNorm as ReduceMean/Sub/Pow/Sqrt/Div (torch exports it so below opset 17)
     case("layer_norm_decomposed",
          [const_node("two", np.float32(2.0)), const_node("eps", np.float32(1e-5)),
@@ -238,6 +288,8 @@ def main():
           helper.make_node("Div", ["a", "b"], ["q"], name="div_int"),
           helper.make_node("Add", ["q", "c"], ["e"], name="add_int"),
           helper.make_node("Pow", ["x", "e"], ["y"], name="pow")], [("x", x23)])
+
+    torch_cases()
 
     # ---- refused models ----
     bad("clip_min_not_const", [node("Clip", ["x", "lo"])], [("x", x23), ("lo", rand(2))])
