@@ -2,9 +2,10 @@
  * onnx_ops_math.c, onnx_fold_math.c) on the fixtures scripts/onnx_make_cases.py wrote:
  * each tests/fixtures/onnx-ops/math_<case> model imports into the expected Pock ops, its
  * output has ONNX's shape, and the graph run by the reference interpreter on input_*.pb
- * equals onnxruntime's output_0.pb; the TPARAM cases keep the initializer as a trans_b
- * param under its own name; each tests/fixtures/onnx-bad/math_<case>.onnx is refused with
- * a message naming the node and the problem. */
+ * equals onnxruntime's output_0.pb; a weight read through a Transpose (TPARAM) stays the
+ * initializer, under its own name, read by a trans_b matmul that partial-channel training
+ * accepts; each tests/fixtures/onnx-bad/math_<case>.onnx is refused with a message naming
+ * the node and the problem. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -162,6 +163,23 @@ static void run_good(const good_case *c) {
     int p = pk_graph_find(g, c->param);
     if (p < 0 || g->tensors[p]->role != PK_ROLE_PARAM) {
       PK_TEST_FAIL(what, "no param named '%s'", c->param);
+      ok = false;
+    }
+  }
+  if (c->trans_b && c->param) {
+    /* the weight stays the initializer in PyTorch's layout, read by a trans_b matmul:
+     * partial-channel training accepts it */
+    const char *spec = pk_sprintf(ctx, "{\"version\": 1, \"train\": [{\"params\": \"%s\", "
+                                  "\"channels\": 0.5}]}", c->param);
+    pk_sparse_spec *sp;
+    int p = pk_graph_find(g, c->param);
+    if (pk_sparse_parse(ctx, spec, strlen(spec), "spec.json", &sp) != PK_OK ||
+        pk_sparse_apply(g, sp) != PK_OK) {
+      PK_TEST_FAIL(what, "partial channels of %s refused: %s", c->param, pk_ctx_error(ctx));
+      ok = false;
+    } else if (g->tensors[p]->train_channels != g->tensors[p]->shape[1] / 2) {
+      PK_TEST_FAIL(what, "%s trains %lld channels", c->param,
+                   (long long)g->tensors[p]->train_channels);
       ok = false;
     }
   }
