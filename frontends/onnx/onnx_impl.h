@@ -73,12 +73,6 @@ typedef struct pk_ox_value {
   int tensor;               /* graph tensor id, -1 until materialized */
   int src;                  /* TPARAM: the PARAM value it transposes; -1 otherwise */
   bool as_buffer;           /* PARAM: made a buffer (batch norm running stats), not a param */
-  /* math (onnx_ops_math.c): torch exports F.gelu as Div(x, sqrt 2) -> Erf -> Add 1 ->
-   * Mul x -> Mul 0.5. The Div that starts such a chain (each link read only by the next)
-   * emits one gelu node; each link's value then holds the link's number (1..4) here, and
-   * the Erf, Add and first Mul reading it pass the gelu tensor on, the last Mul binds its
-   * output to it. 0 everywhere else. */
-  int gelu_link;
 } pk_ox_value;
 
 /* A node being converted: its inputs and outputs resolved to value ids. */

@@ -87,138 +87,15 @@ static pk_status attr_real(pk_ox *im, pk_ox_node *nd, const char *name, double d
   return PK_OK;
 }
 
-/* ---- torch's GELU: Div(x, sqrt 2) -> Erf -> Add 1 -> Mul x -> Mul 0.5 (onnx_impl.h,
- * pk_ox_value.gelu_link) ---- */
-
-/* How many readers value `name` has (node inputs from node `from` on, and graph outputs);
- * *first is the first reading node. */
-static int gelu_readers(const pk_ox *im, const char *name, size_t from, size_t *first) {
-  const Onnx__GraphProto *gp = im->model->graph;
-  int n = 0;
-  for (size_t i = 0; i < gp->n_output; i++)
-    if (gp->output[i]->name && strcmp(gp->output[i]->name, name) == 0) n++;
-  for (size_t i = from; i < gp->n_node; i++)
-    for (size_t k = 0; k < gp->node[i]->n_input; k++)
-      if (strcmp(gp->node[i]->input[k], name) == 0 && n++ == 0) *first = i;
-  return n;
-}
-
-/* The value of one-element constant `name`: a CONST already in the table, or the value of a
- * Constant node not converted yet (torch emits each constant right before its reader). */
-static bool gelu_const(pk_ox *im, const char *name, double *out) {
-  int id = pk_ox_find(im, name);
-  const pk_ox_value *v = id >= 0 ? pk_ox_val(im, id) : NULL;
-  if (v && v->defined) {
-    if (v->kind != PK_OXV_CONST || !is_float(v) || pk_ox_numel(v->ndim, v->shape) != 1)
-      return false;
-    *out = v->dtype == PKRT_DTYPE_F32 ? ((const float *)v->data)[0] : ((const double *)v->data)[0];
-    return true;
-  }
-  const Onnx__GraphProto *gp = im->model->graph;
-  for (size_t i = 0; i < gp->n_node; i++) {
-    const Onnx__NodeProto *n = gp->node[i];
-    if (strcmp(n->op_type, "Constant") != 0 || n->n_output != 1 || strcmp(n->output[0], name))
-      continue;
-    for (size_t a = 0; a < n->n_attribute; a++) {
-      const Onnx__AttributeProto *at = n->attribute[a];
-      if (strcmp(at->name, "value_float") == 0) {
-        *out = at->f;
-        return true;
-      }
-      if (strcmp(at->name, "value") != 0 || !at->t) continue;
-      pkrt_dtype dt;
-      bool is_bool;
-      int ndim;
-      int64_t shape[PK_TE_MAX_DIMS];
-      const void *data;
-      if (pk_ox_tensor_data(im, NULL, at->t, &dt, &is_bool, &ndim, shape, &data) != PK_OK) {
-        pk_ctx_clear_error(im->ctx); /* not ours to report: the Constant's converter will */
-        return false;
-      }
-      if ((dt != PKRT_DTYPE_F32 && dt != PKRT_DTYPE_F64) || pk_ox_numel(ndim, shape) != 1)
-        return false;
-      *out = dt == PKRT_DTYPE_F32 ? ((const float *)data)[0] : ((const double *)data)[0];
-      return true;
-    }
-    return false;
-  }
-  return false;
-}
-
-/* Whether Div node nd starts torch's GELU chain: Div(x, sqrt 2) -> Erf -> Add(., 1) ->
- * Mul(x, .) -> Mul(., 0.5), operands of Add and Mul in either order, each link's value
- * read by the next link only (and no graph output), so the chain is one gelu of x. */
-static bool gelu_chain(pk_ox *im, const pk_ox_node *nd) {
-  const Onnx__NodeProto *div = nd->p;
-  double c;
-  if (div->n_input != 2 || div->n_output != 1 || !gelu_const(im, div->input[1], &c) ||
-      fabs(c - 1.4142135623730951) > 1e-6)
-    return false;
-  const char *x = div->input[0], *cur = div->output[0];
-  static const char *const op[4] = {"Erf", "Add", "Mul", "Mul"};
-  size_t at = (size_t)nd->index + 1;
-  for (int k = 0; k < 4; k++) {
-    size_t i = 0;
-    if (gelu_readers(im, cur, at, &i) != 1) return false;
-    const Onnx__NodeProto *n = im->model->graph->node[i];
-    if (strcmp(n->op_type, op[k]) != 0 || n->n_output != 1 || n->n_input != (k ? 2u : 1u) ||
-        (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0))
-      return false;
-    if (k) {
-      bool first = strcmp(n->input[0], cur) == 0;
-      const char *other = n->input[first ? 1 : 0];
-      double v;
-      if (strcmp(n->input[first ? 0 : 1], cur) != 0 || strcmp(other, cur) == 0) return false;
-      if (k == 2 ? strcmp(other, x) != 0
-                 : !gelu_const(im, other, &v) || v != (k == 1 ? 1.0 : 0.5))
-        return false;
-    }
-    cur = n->output[0];
-    at = i + 1;
-  }
-  return true;
-}
-
-/* A link of a recognized chain: output 0 takes the gelu tensor and the next link's number;
- * *done says whether nd was one. */
-static pk_status gelu_pass(pk_ox *im, pk_ox_node *nd, int link, bool *done) {
-  *done = false;
-  for (int i = 0; i < nd->nin && i < 2; i++) {
-    pk_ox_value *v = pk_ox_in(im, nd, i);
-    if (!v || v->gelu_link != link) continue;
-    int t = v->tensor;
-    pk_status s = pk_ox_bind(im, nd, 0, t);
-    if (s != PK_OK) return s;
-    pk_ox_val(im, nd->out[0])->gelu_link = link == 4 ? 0 : link + 1;
-    *done = true;
-    return PK_OK;
-  }
-  return PK_OK;
-}
-
 /* ---- elementwise binary: Add, Sub, Mul, Div, Pow ---- */
 
 static pk_status binary(pk_ox *im, pk_ox_node *nd, pk_op_kind op) {
   pk_status s;
   int t[2];
   if ((s = pk_ox_attrs_known(im, nd, NO_ATTRS)) != PK_OK ||
-      (s = pk_ox_arity(im, nd, 2, 2, 1)) != PK_OK)
+      (s = pk_ox_arity(im, nd, 2, 2, 1)) != PK_OK ||
+      (s = float_input(im, nd, 0, &t[0])) != PK_OK || (s = float_input(im, nd, 1, &t[1])) != PK_OK)
     return s;
-  bool done = false;
-  if (op == PK_OP_ADD && (s = gelu_pass(im, nd, 2, &done)) != PK_OK) return s;
-  if (op == PK_OP_MUL && (s = gelu_pass(im, nd, 3, &done)) != PK_OK) return s;
-  if (op == PK_OP_MUL && !done && (s = gelu_pass(im, nd, 4, &done)) != PK_OK) return s;
-  if (done) return PK_OK;
-  if ((s = float_input(im, nd, 0, &t[0])) != PK_OK || (s = float_input(im, nd, 1, &t[1])) != PK_OK)
-    return s;
-  if (op == PK_OP_DIV && pk_ox_in(im, nd, 0)->kind != PK_OXV_CONST && gelu_chain(im, nd)) {
-    int gelu;
-    if ((s = pk_ox_op(im, nd, PK_OP_GELU, &(pk_op_attrs){0}, 1, &t[0], &gelu)) != PK_OK ||
-        (s = pk_ox_bind(im, nd, 0, gelu)) != PK_OK)
-      return s;
-    pk_ox_val(im, nd->out[0])->gelu_link = 1;
-    return PK_OK;
-  }
   pk_ox_value *a = pk_ox_in(im, nd, 0), *b = pk_ox_in(im, nd, 1);
   int n;
   int64_t shape[PK_TE_MAX_DIMS];
@@ -313,12 +190,7 @@ pk_status pk_ox_neg(pk_ox *im, pk_ox_node *nd) { return plain(im, nd, PK_OP_NEG)
 pk_status pk_ox_abs(pk_ox *im, pk_ox_node *nd) { return plain(im, nd, PK_OP_ABS); }
 pk_status pk_ox_exp(pk_ox *im, pk_ox_node *nd) { return plain(im, nd, PK_OP_EXP); }
 pk_status pk_ox_log(pk_ox *im, pk_ox_node *nd) { return plain(im, nd, PK_OP_LOG); }
-pk_status pk_ox_erf(pk_ox *im, pk_ox_node *nd) {
-  bool done = false;
-  pk_status s = pk_ox_arity(im, nd, 1, 1, 1);
-  if (s == PK_OK) s = gelu_pass(im, nd, 1, &done);
-  return s != PK_OK || done ? s : plain(im, nd, PK_OP_ERF);
-}
+pk_status pk_ox_erf(pk_ox *im, pk_ox_node *nd) { return plain(im, nd, PK_OP_ERF); }
 pk_status pk_ox_relu(pk_ox *im, pk_ox_node *nd) { return plain(im, nd, PK_OP_RELU); }
 pk_status pk_ox_sigmoid(pk_ox *im, pk_ox_node *nd) { return plain(im, nd, PK_OP_SIGMOID); }
 pk_status pk_ox_tanh(pk_ox *im, pk_ox_node *nd) { return plain(im, nd, PK_OP_TANH); }
