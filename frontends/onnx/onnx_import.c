@@ -247,9 +247,14 @@ static pk_status ox_inputs(pk_ox *im) {
       return pk_ox_fail_at(im, NULL, "graph input #%zu has no name", i);
     /* IR < 4 lists initializers among the inputs too: they are not fed */
     if (pk_ox_find(im, vi->name) >= 0) continue;
-    if (strchr(vi->name, '(') || strchr(vi->name, ')'))
-      return pk_ox_fail_at(im, NULL, "input name %s holds a parenthesis (reserved for the "
-                           "names Pock makes)", pk_ox_quote(im, vi->name));
+    /* input names are fed by name and appear in messages as given: plain text only */
+    bool plain = strlen(vi->name) <= 255;
+    for (const char *c = vi->name; plain && *c; c++)
+      plain = (unsigned char)*c >= 0x20 && *c != 0x7f && *c != '(' && *c != ')';
+    if (!plain)
+      return pk_ox_fail_at(im, NULL, "input name %s is not plain text (control bytes and "
+                           "parentheses are refused; at most 255 bytes)",
+                           pk_ox_quote(im, vi->name));
     pk_status s = ox_input(im, vi, any_symbolic);
     if (s != PK_OK) return s;
     n++;
