@@ -341,10 +341,22 @@ static pk_status ox_node(pk_ox *im, size_t i, const char *name) {
 static pk_status ox_nodes(pk_ox *im) {
   const Onnx__GraphProto *gp = im->model->graph;
   const char **seen = pk_alloc(im->ctx, sizeof *seen * (gp->n_node ? gp->n_node : 1));
+  pk_status s = pk_ox_patterns_find(im);
+  if (s != PK_OK) return s;
   for (size_t i = 0; i < gp->n_node; i++) {
     seen[i] = ox_node_name(im, gp->node[i], i, seen, i);
-    pk_status s = ox_node(im, i, seen[i]);
-    if (s != PK_OK) return s;
+    int ch = im->chain_of[i];
+    if (ch < 0) {
+      if ((s = ox_node(im, i, seen[i])) != PK_OK) return s;
+      continue;
+    }
+    const pk_ox_chain *c = &im->chains[ch];
+    if (c->last != (int)i) continue; /* deferred to the chain's last node */
+    bool done;
+    if ((s = pk_ox_chain_emit(im, c, seen[i], &done)) != PK_OK) return s;
+    /* not the module after all: its nodes one by one, in file order */
+    for (size_t j = 0; !done && j <= i; j++)
+      if (im->chain_of[j] == ch && (s = ox_node(im, j, seen[j])) != PK_OK) return s;
   }
   return PK_OK;
 }
