@@ -219,7 +219,7 @@ def main():
     case("reduce_max_op18_all", [node("ReduceMax", ["x"])], [("x", x234)], opset=18)
 
     # ---- the decompositions exporters emit ----
-    # torch 1.13's F.gelu at every opset
+    # torch 1.13's F.gelu at every opset (onnx_patterns.c makes it one gelu)
     case("gelu_torch_pattern",
          [const_node("s2", np.float32(1.4142135381698608)), const_node("one", np.float32(1.0)),
           const_node("half", np.float32(0.5)),
@@ -249,7 +249,8 @@ def main():
           helper.make_node("Mul", ["x", "a"], ["m"], name="mul"),
           helper.make_node("Mul", ["m", "half"], ["g"], name="mul_1"),
           helper.make_node("Add", ["g", "e"], ["y"], name="add_1")], [("x", x234)])
-    # LayerNorm as ReduceMean/Sub/Pow/Sqrt/Div (torch exports it so below opset 17)
+    # LayerNorm as ReduceMean/Sub/Pow/Sqrt/Div (torch exports it so below opset 17; the
+    # importer's onnx_patterns.c makes it one layer_norm)
     case("layer_norm_decomposed",
          [const_node("two", np.float32(2.0)), const_node("eps", np.float32(1e-5)),
           helper.make_node("ReduceMean", ["x"], ["mu"], name="rm0", axes=[-1]),
@@ -261,6 +262,20 @@ def main():
           helper.make_node("Div", ["xc", "sd"], ["xn"], name="div"),
           helper.make_node("Mul", ["xn", "gamma"], ["xg"], name="mul"),
           helper.make_node("Add", ["xg", "beta"], ["y"], name="add1")],
+         [("x", x234)], [("gamma", rand(4)), ("beta", rand(4))])
+    # the same with the variance read again (so no layer_norm: converted node by node)
+    case("layer_norm_shared",
+         [const_node("two", np.float32(2.0)), const_node("eps", np.float32(1e-5)),
+          helper.make_node("ReduceMean", ["x"], ["mu"], name="rm0", axes=[-1]),
+          helper.make_node("Sub", ["x", "mu"], ["xc"], name="sub"),
+          helper.make_node("Pow", ["xc", "two"], ["sq"], name="pow"),
+          helper.make_node("ReduceMean", ["sq"], ["var"], name="rm1", axes=[-1]),
+          helper.make_node("Add", ["var", "eps"], ["ve"], name="add0"),
+          helper.make_node("Sqrt", ["ve"], ["sd"], name="sqrt"),
+          helper.make_node("Div", ["xc", "sd"], ["xn"], name="div"),
+          helper.make_node("Mul", ["xn", "gamma"], ["xg"], name="mul"),
+          helper.make_node("Add", ["xg", "beta"], ["z"], name="add1"),
+          helper.make_node("Add", ["z", "var"], ["y"], name="add2")],
          [("x", x234)], [("gamma", rand(4)), ("beta", rand(4))])
     # attention scores scaled by 1 / Sqrt(Constant): the Sqrt and Div fold at import
     case("fold_sqrt_scale",
