@@ -185,6 +185,7 @@ def main():
     case("matmul_batch_bcast", [node("MatMul", ["x", "w"])], [("x", rand(2, 1, 3, 4))],
          [("w", rand(5, 4, 2))])
     case("matmul_vec_b", [node("MatMul", ["x", "v"])], [("x", x234)], [("v", rand(4))])
+    case("matmul_vec_vec", [node("MatMul", ["x", "v"])], [("x", rand(2))], [("v", rand(2))])
     case("matmul_vec_a", [node("MatMul", ["v", "x"])], [("x", rand(2, 4, 3))],
          [("v", rand(4))])
 
@@ -296,6 +297,36 @@ def main():
           helper.make_node("Mul", ["f", "g"], ["fg"], name="mul_f"),  # (2, 3)
           helper.make_node("Add", ["p", "fg"], ["y"], name="add")],
          [("x", rand(2, 3, lo=0.5, hi=2.0))])
+    # every elementwise fold on float constants (and integer Pow, Neg, Abs, Clip),
+    # summed into one (2, 3) constant added to x: the graph keeps one add
+    fn = []
+    terms = []
+
+    def fold(op, ins, **attrs):
+        out = "t%d" % len(fn)
+        fn.append(helper.make_node(op, ins, [out], name="fold_%d_%s" % (len(fn), op), **attrs))
+        return out
+
+    fn += [const_node("c0", np.array([[-1.5, 0.25, 4.0], [0.5, -3.5, 2.0]], np.float32)),
+           const_node("i0", np.array([3, -2, 5], np.int64)),
+           const_node("i2", np.int64(2)), const_node("ilo", np.int64(-1)),
+           const_node("ihi", np.int64(4)), const_node("flo", np.float32(-2.0)),
+           const_node("fhi", np.float32(-0.3))]
+    a = fold("Abs", ["c0"])
+    terms += [a, fold("Exp", [fold("Log", [a])]), fold("Sigmoid", ["c0"]), fold("Erf", ["c0"]),
+              fold("Tanh", ["c0"]), fold("Sqrt", [a]), fold("Relu", ["c0"]),
+              fold("Clip", [fold("Neg", [fold("Reciprocal", [a])]), "flo", "fhi"]),
+              fold("LeakyRelu", ["c0"], alpha=0.1), fold("Elu", ["c0"], alpha=0.7),
+              fold("HardSigmoid", ["c0"], alpha=0.3, beta=0.4), fold("HardSwish", ["c0"]),
+              fold("Pow", [a, "i2"]), fold("Div", ["c0", a]), fold("Sub", ["c0", a])]
+    # (9, 4, 25) -> (4, 4, 4) after the clip (onnxruntime has no integer Relu)
+    ipart = fold("Clip", [fold("Abs", [fold("Neg", [fold("Pow", ["i0", "i2"])])]), "ilo", "ihi"])
+    ip = fold("Pow", ["c0", ipart])
+    total = terms[0]
+    for t in terms[1:] + [ip]:
+        total = fold("Add", [total, t])
+    case("fold_float_all", fn + [helper.make_node("Add", ["x", total], ["y"], name="add")],
+         [("x", x23)], opset=14)
     # a constant integer exponent: Add(Div(-7, 2), 6) = 3 (floor division would give 2)
     case("fold_int_exponent",
          [const_node("a", np.int64(-7)), const_node("b", np.int64(2)),

@@ -63,6 +63,7 @@ static const good_case GOOD[] = {
     {"matmul_batch_inputs", "batch_matmul", NULL, false},
     {"matmul_batch_bcast", "batch_matmul", "w", false},
     {"matmul_vec_b", "reshape batch_matmul reshape", "v", false},
+    {"matmul_vec_vec", "reshape reshape matmul reshape", "v", false},
     {"matmul_vec_a", "reshape batch_matmul reshape", "v", false},
     {"gemm_linear", "matmul add", "w", true},
     {"gemm_alpha_beta", "matmul mul mul add", "c", false},
@@ -87,6 +88,7 @@ static const good_case GOOD[] = {
     {"layer_norm_shared", "mean sub pow_scalar mean add sqrt div mul add add", "gamma", false},
     {"fold_sqrt_scale", "div", NULL, false},
     {"fold_int_arith", "pow add", NULL, false},
+    {"fold_float_all", "add", NULL, false},
     {"fold_int_exponent", "pow_scalar", NULL, false},
 };
 
