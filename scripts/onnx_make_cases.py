@@ -343,6 +343,7 @@ def main():
     bad("gelu_bad_approximate", [node("Gelu", ["x"], approximate="fast")], [("x", x23)],
         opset=20)
     bad("reduce_axis_range", [node("ReduceMean", ["x"], axes=[3])], [("x", x23)])
+    bad("reduce_axes_attr_op18", [node("ReduceMean", ["x"], axes=[1])], [("x", x23)], opset=18)
     bad("reduce_axis_twice", [node("ReduceMax", ["x"], axes=[1, -1])], [("x", x23)])
     bad("gemm_bad_c", [node("Gemm", ["x", "w", "c"])], [("x", rand(2, 4))],
         [("w", rand(4, 3)), ("c", rand(4))])

@@ -103,6 +103,7 @@ static const bad_case BAD[] = {
     {"leaky_relu_negative", "LeakyRelu", "attribute 'alpha' = -0.5"},
     {"gelu_bad_approximate", "Gelu", "is neither \"none\" nor \"tanh\""},
     {"reduce_axis_range", "ReduceMean", "axis 3 is out of range for rank 2"},
+    {"reduce_axes_attr_op18", "ReduceMean", "the axes are its second input"},
     {"reduce_axis_twice", "ReduceMax", "is listed twice"},
     {"gemm_bad_c", "Gemm", "does not broadcast to the result (2, 3)"},
     {"add_int_tensors", "Add", "is int64: Pock computes this op on float tensors only"},

@@ -59,9 +59,14 @@ static pk_status float_const(pk_ox *im, pk_ox_node *nd, const char *what, int nd
     if (f64) ((double *)data)[i] = vals[i];
     else ((float *)data)[i] = (float)vals[i];
   }
-  const char *name = pk_sprintf(im->ctx, "%s.%s", nd->name, what);
-  for (int k = 2; pk_graph_find(im->g, name) >= 0; k++) /* graph names are unique */
-    name = pk_sprintf(im->ctx, "%s.%s#%d", nd->name, what, k);
+  /* the graph's rules for names the model gives (as the core's): no control bytes, no
+   * parentheses (Pock's own names use them), bounded, unique */
+  char *base = pk_strndup(im->ctx, nd->name, 200);
+  for (char *c = base; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f || *c == '(' || *c == ')') *c = '_';
+  const char *name = pk_sprintf(im->ctx, "%s.%s", base, what);
+  for (int k = 2; pk_graph_find(im->g, name) >= 0; k++)
+    name = pk_sprintf(im->ctx, "%s.%s#%d", base, what, k);
   *t = pk_graph_add_buffer(im->g, name, PK_ROLE_CONSTANT, im->fdtype, ndim ? ndim : 1,
                            ndim ? shape : (int64_t[]){1}, data);
   if (*t < 0) {
@@ -462,6 +467,9 @@ static pk_status reduce(pk_ox *im, pk_ox_node *nd, pk_op_kind op, bool axes_inpu
   static const char *const known_input[] = {"keepdims", "noop_with_empty_axes", NULL};
   pk_status s;
   int64_t keepdims, noop = 0;
+  if (axes_input && pk_ox_attr(nd, "axes"))
+    return pk_ox_fail(im, nd, "attribute 'axes' is not part of %s at opset %lld: the axes are "
+                      "its second input (a constant)", nd->p->op_type, (long long)im->opset);
   if ((s = pk_ox_attrs_known(im, nd, axes_input ? known_input : known_attr)) != PK_OK ||
       (s = pk_ox_arity(im, nd, 1, axes_input ? 2 : 1, 1)) != PK_OK ||
       (s = pk_ox_attr_int(im, nd, "keepdims", 1, 0, 1, &keepdims)) != PK_OK ||
