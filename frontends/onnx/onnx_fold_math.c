@@ -234,7 +234,7 @@ pk_status pk_ox_fold_math(pk_ox *im, pk_ox_node *nd) {
         unary_i(op, &p, x, &y);
       } else if (op == F_POW) {
         double e = get_f(b, ib);
-        if (e != floor(e) || e < 0)
+        if (e != floor(e) || e < 0 || e > 1e18) /* (int64_t)e must be defined */
           return pk_ox_fail(im, nd, "integer base with exponent %g: only whole exponents >= 0 "
                             "are folded", e);
         y = ipow(x, (int64_t)e);
