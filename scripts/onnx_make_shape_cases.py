@@ -40,6 +40,13 @@ def const(name, value, dtype=np.int64):
     return numpy_helper.from_array(np.asarray(value, dtype=dtype), name)
 
 
+def constant(name, value, dtype=np.float32):
+    """A Constant node (what torch.onnx emits for literals such as -1e9: a constant, where
+    a float initializer would be a parameter)."""
+    return helper.make_node("Constant", [], [name], name="Constant_" + name,
+                            value=numpy_helper.from_array(np.asarray(value, dtype=dtype)))
+
+
 def node(op, ins, outs, **attrs):
     return helper.make_node(op, ins, outs, name=op + "_" + outs[0], **attrs)
 
@@ -87,9 +94,9 @@ def single_op_cases():
     yield Case("concat_two_inputs", [node("Concat", ["x", "z"], ["y"], axis=1)],
                [vi("x", F, [2, 3]), vi("z", F, [2, 4])], [vi("y", F, [2, 7])],
                {"x": rnd(5, 2, 3), "z": rnd(6, 2, 4)})
-    yield Case("concat_with_constant", [node("Concat", ["c", "x"], ["y"], axis=-1)],
-               [vi("x", F, [2, 3])], [vi("y", F, [2, 5])], {"x": rnd(5, 2, 3)},
-               [const("c", rnd(7, 2, 2), np.float32)])
+    yield Case("concat_with_constant", [constant("c", rnd(7, 2, 2)),
+                                        node("Concat", ["c", "x"], ["y"], axis=-1)],
+               [vi("x", F, [2, 3])], [vi("y", F, [2, 5])], {"x": rnd(5, 2, 3)})
     yield Case("concat_ten", [node("Concat", ["x"] * 10, ["y"], axis=1)],
                [vi("x", F, [2, 3])], [vi("y", F, [2, 30])], {"x": rnd(8, 2, 3)})
     yield Case("split_sizes", [node("Split", ["x", "s"], ["y0", "y1", "y2"], axis=1)],
@@ -122,7 +129,7 @@ def single_op_cases():
                {"ids": np.array([[1, 0, 9, 3], [3, 3, 7, 2]], np.int64)},
                [const("emb.weight", rnd(15, 10, 3), np.float32)])
     yield Case("gather_computed_indices", [node("Gather", ["x", "ids"], ["y"], axis=1)],
-               [vi("x", F, [2, 5]), vi("ids", I, [3])], [vi("y", F, [2, 3])],
+               [vi("x", F, ["N", 5]), vi("ids", I, [3])], [vi("y", F, ["N", 3])],
                {"x": rnd(16, 2, 5), "ids": np.array([4, 0, 2], np.int64)})
     yield Case("expand_broadcast", [node("Expand", ["x", "s"], ["y"])],
                [vi("x", F, [3, 1])], [vi("y", F, [2, 3, 4])], {"x": rnd(17, 3, 1)},
@@ -136,18 +143,18 @@ def single_op_cases():
     yield Case("pad_axes", [node("Pad", ["x", "p", "", "a"], ["y"])],
                [vi("x", F, [2, 3, 4])], [vi("y", F, [2, 3, 7])], {"x": x234},
                [const("p", [1, 2]), const("a", [-1])], opset=18)
-    yield Case("where_mask_input", [node("Where", ["m", "x", "c"], ["y"])],
+    yield Case("where_mask_input", [constant("c", -1e9),
+                                    node("Where", ["m", "x", "c"], ["y"])],
                [vi("m", B, [2, 3]), vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
-               {"m": np.array([[1, 0, 1], [0, 0, 1]], bool), "x": rnd(18, 2, 3)},
-               [const("c", -1e9, np.float32)])
+               {"m": np.array([[1, 0, 1], [0, 0, 1]], bool), "x": rnd(18, 2, 3)})
     yield Case("cast_same_type", [node("Cast", ["x"], ["c"], to=F),
                                   node("Transpose", ["c"], ["y"])],
                [vi("x", F, [2, 3])], [vi("y", F, [3, 2])], {"x": rnd(19, 2, 3)})
-    yield Case("cast_constant_shape", [node("Cast", ["s"], ["s32"], to=TensorProto.INT32),
+    yield Case("cast_constant_shape", [constant("s", [2.0, 12.0]),
+                                       node("Cast", ["s"], ["s32"], to=TensorProto.INT32),
                                        node("Cast", ["s32"], ["s64"], to=I),
                                        node("Reshape", ["x", "s64"], ["y"])],
-               [vi("x", F, [2, 3, 4])], [vi("y", F, [2, 12])], {"x": x234},
-               [const("s", [2.0, 12.0], np.float32)])
+               [vi("x", F, [2, 3, 4])], [vi("y", F, [2, 12])], {"x": x234})
     yield Case("constant_of_shape_concat",
                [node("Shape", ["x"], ["n"], end=1),
                 node("Concat", ["n", "one"], ["s"], axis=0),
@@ -179,15 +186,14 @@ def chain_cases():
     scores = vi("scores", F, ["N", 4, 4])
     feeds = {"scores": rnd(22, 2, 4, 4)}
     yield Case("chain_causal_mask_where",
-               mask_nodes + [node("Where", ["future", "neg", "scores"], ["y"])],
-               [scores], [vi("y", F, ["N", 4, 4])], feeds,
-               [const("zero", 0), const("neg", -1e9, np.float32)], opset=15)
+               mask_nodes + [constant("neg", -1e9),
+                             node("Where", ["future", "neg", "scores"], ["y"])],
+               [scores], [vi("y", F, ["N", 4, 4])], feeds, [const("zero", 0)], opset=15)
     yield Case("chain_causal_mask_add",
-               mask_nodes + [node("Where", ["future", "neg", "fzero"], ["bias"]),
+               mask_nodes + [constant("neg", -1e9), constant("fzero", 0.0),
+                             node("Where", ["future", "neg", "fzero"], ["bias"]),
                              node("Add", ["scores", "bias"], ["y"])],
-               [scores], [vi("y", F, ["N", 4, 4])], feeds,
-               [const("zero", 0), const("neg", -1e9, np.float32),
-                const("fzero", 0.0, np.float32)], opset=15)
+               [scores], [vi("y", F, ["N", 4, 4])], feeds, [const("zero", 0)], opset=15)
     # token + position embeddings: positions = arange(T) from the ids' shape
     yield Case("chain_position_embedding",
                [node("Gather", ["tok.weight", "ids"], ["tok"]),

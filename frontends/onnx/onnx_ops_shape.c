@@ -44,6 +44,20 @@ static int graph_shape(int ndim, const int64_t *shape, int64_t *out) {
   return ndim;
 }
 
+/* A constant tensor this node adds to the graph, named "<node>.<what>" (unique). */
+static pk_status own_constant(pk_ox *im, const pk_ox_node *nd, const char *what,
+                              pkrt_dtype dt, int ndim, const int64_t *shape, const void *data,
+                              int *t) {
+  const char *name = pk_sprintf(im->ctx, "%s.%s", nd->name, what);
+  for (int k = 2; pk_graph_find(im->g, name) >= 0; k++)
+    name = pk_sprintf(im->ctx, "%s.%s#%d", nd->name, what, k);
+  *t = pk_graph_add_buffer(im->g, name, PK_ROLE_CONSTANT, dt, ndim, shape, data);
+  if (*t >= 0) return PK_OK;
+  const char *msg = pk_strdup(im->ctx, pk_ctx_error(im->ctx)); /* re-framed by the node */
+  pk_ctx_clear_error(im->ctx);
+  return pk_ox_fail(im, nd, "%s", msg);
+}
+
 /* The next single-input op of a chain over *t: the node's output 0 when it is the last. */
 static pk_status chain_op(pk_ox *im, pk_ox_node *nd, pk_op_kind op, const pk_op_attrs *a,
                           int *t, bool last) {
@@ -564,9 +578,9 @@ pk_status pk_ox_constant_of_shape(pk_ox *im, pk_ox_node *nd) {
   if ((s = pk_oxs_numel(im, nd, ndim, shape, true, INT64_MAX, &numel)) != PK_OK) return s;
   void *data = pk_oxs_alloc(im, odt, 1);
   pk_oxs_put_f64(data, odt, 0, fv);
-  int t = pk_graph_add_buffer(im->g, pk_sprintf(im->ctx, "%s.value", nd->name),
-                              PK_ROLE_CONSTANT, odt, 1, (const int64_t[]){1}, data);
-  if (t < 0) return pk_ox_fail(im, nd, "%s", pk_ctx_error(im->ctx));
+  int t;
+  if ((s = own_constant(im, nd, "value", odt, 1, (const int64_t[]){1}, data, &t)) != PK_OK)
+    return s;
   pk_op_attrs a = {.new_ndim = ndim};
   memcpy(a.new_shape, shape, (size_t)ndim * sizeof *shape);
   return pk_ox_op_result(im, nd, PK_OP_EXPAND, &a, 1, &t, 0);
@@ -796,9 +810,8 @@ pk_status pk_ox_gather(pk_ox *im, pk_ox_node *nd) {
     if (changed) {
       int64_t gs[PK_TE_MAX_DIMS];
       int gn = graph_shape(ix->ndim, ix->shape, gs);
-      tin[1] = pk_graph_add_buffer(im->g, pk_sprintf(im->ctx, "%s.indices", nd->name),
-                                   PK_ROLE_CONSTANT, PKRT_DTYPE_I64, gn, gs, idx);
-      if (tin[1] < 0) return pk_ox_fail(im, nd, "%s", pk_ctx_error(im->ctx));
+      if ((s = own_constant(im, nd, "indices", PKRT_DTYPE_I64, gn, gs, idx, &tin[1])) != PK_OK)
+        return s;
     } else if ((s = pk_ox_tensor(im, nd, 1, &tin[1])) != PK_OK) {
       return s;
     }
