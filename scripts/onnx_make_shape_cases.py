@@ -147,6 +147,9 @@ def single_op_cases():
                                     node("Where", ["m", "x", "c"], ["y"])],
                [vi("m", B, [2, 3]), vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
                {"m": np.array([[1, 0, 1], [0, 0, 1]], bool), "x": rnd(18, 2, 3)})
+    yield Case("trilu_computed", [node("Trilu", ["x", "k"], ["y"], upper=0)],
+               [vi("x", F, [2, 3, 4])], [vi("y", F, [2, 3, 4])], {"x": x234},
+               [const("k", 1)], opset=14)
     yield Case("cast_same_type", [node("Cast", ["x"], ["c"], to=F),
                                   node("Transpose", ["c"], ["y"])],
                [vi("x", F, [2, 3])], [vi("y", F, [3, 2])], {"x": rnd(19, 2, 3)})

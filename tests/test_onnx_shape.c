@@ -53,6 +53,7 @@ static const shape_case CASES[] = {
     {"pad_negative_crops", "slice slice pad", "y", NULL, NULL},
     {"pad_axes", "pad", "y", NULL, NULL},
     {"where_mask_input", "where", "y", NULL, NULL},
+    {"trilu_computed", "where", "y", NULL, NULL},
     {"cast_same_type", "transpose", "y", NULL, NULL},
     {"cast_constant_shape", "reshape", "y", NULL, NULL},
     {"constant_of_shape_concat", "concat", "y", NULL, NULL},

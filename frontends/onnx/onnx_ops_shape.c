@@ -1,6 +1,6 @@
 /* onnx_ops_shape.c — ONNX converters of the shape, indexing and constant ops: Shape,
  * ConstantOfShape, Cast, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split,
- * Slice, Gather, Expand, Pad, Where (Equal, Range and Trilu fold only). A node on computed
+ * Slice, Gather, Expand, Pad, Where, Trilu (Equal and Range fold only). A node on computed
  * tensors becomes Pock reshape / transpose / concat / slice / gather / embedding / expand /
  * pad / where nodes; the view ops on constants only change metadata. The host evaluation
  * of these ops on constants is onnx_fold_shape.c; the attribute and shape rules both use
@@ -916,8 +916,8 @@ pk_status pk_ox_where(pk_ox *im, pk_ox_node *nd) {
   return PK_OK;
 }
 
-/* Equal, Range and Trilu are evaluated at import only (onnx_fold_shape.c): the core calls
- * these when an input is computed at run time. */
+/* Equal and Range are evaluated at import only (onnx_fold_shape.c): the core calls these
+ * when an input is computed at run time. */
 pk_status pk_ox_equal(pk_ox *im, pk_ox_node *nd) {
   return pk_ox_fail(im, nd, "Equal of a tensor computed at run time is not supported (Pock "
                     "has no comparison op; Equal folds only when both inputs are known at "
@@ -928,7 +928,45 @@ pk_status pk_ox_range(pk_ox *im, pk_ox_node *nd) {
   return pk_ox_fail(im, nd, "Range needs start, limit and delta known at import");
 }
 
+/* Trilu of a computed tensor: Pock's where over a constant (rows, cols) mask of the kept
+ * triangle, reading 0 elsewhere (k must be known at import). */
 pk_status pk_ox_trilu(pk_ox *im, pk_ox_node *nd) {
-  return pk_ox_fail(im, nd, "Trilu of a tensor computed at run time is not supported (it "
-                    "folds only when its inputs are known at import)");
+  static const char *const known[] = {"upper", NULL};
+  const pk_ox_value *x;
+  int64_t upper, k = 0;
+  int nk = 1;
+  pk_status s;
+  if ((s = pk_ox_arity(im, nd, 1, 2, 1)) != PK_OK ||
+      (s = pk_ox_attrs_known(im, nd, known)) != PK_OK ||
+      (s = pk_ox_attr_int(im, nd, "upper", 1, 0, 1, &upper)) != PK_OK ||
+      (s = pk_oxs_input(im, nd, 0, "input", &x)) != PK_OK ||
+      (pk_ox_in(im, nd, 1) && (s = pk_ox_const_ints(im, nd, 1, "k", 1, &nk, &k)) != PK_OK))
+    return s;
+  if (nk != 1) return pk_ox_fail(im, nd, "k has %d elements (it must be a scalar)", nk);
+  if (x->ndim < 2)
+    return pk_ox_fail(im, nd, "the input %s has rank %d (at least 2)",
+                      pk_ox_shape_str(im, x->ndim, x->shape), x->ndim);
+  int r = x->ndim;
+  int64_t mshape[2] = {x->shape[r - 2], x->shape[r - 1]}, n;
+  bool is_bool = x->is_bool;
+  int64_t shape[PK_TE_MAX_DIMS];
+  memcpy(shape, x->shape, (size_t)r * sizeof *shape);
+  if ((s = pk_oxs_numel(im, nd, 2, mshape, true, PK_OX_MAX_FOLD, &n)) != PK_OK ||
+      (s = pk_oxs_need_float(im, nd, 0, "where")) != PK_OK)
+    return s;
+  int64_t *mask = pk_oxs_alloc(im, PKRT_DTYPE_I64, n);
+  for (int64_t e = 0; e < n; e++) {
+    __int128 diff = (__int128)(e % mshape[1]) - e / mshape[1]; /* j - i */
+    mask[e] = upper ? diff >= k : diff <= k;
+  }
+  void *zero = pk_oxs_alloc(im, im->fdtype, 1);
+  int t[3];
+  if ((s = own_constant(im, nd, "mask", PKRT_DTYPE_I64, 2, mshape, mask, &t[0])) != PK_OK ||
+      (s = pk_ox_tensor(im, nd, 0, &t[1])) != PK_OK ||
+      (s = own_constant(im, nd, "zero", im->fdtype, 1, (const int64_t[]){1}, zero, &t[2])) !=
+          PK_OK ||
+      (s = pk_ox_op_result(im, nd, PK_OP_WHERE, &(pk_op_attrs){0}, 3, t, 0)) != PK_OK)
+    return s;
+  pk_oxs_onnx_shape(im, nd, 0, r, shape, is_bool);
+  return PK_OK;
 }
