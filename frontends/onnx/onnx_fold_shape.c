@@ -332,7 +332,8 @@ pk_status pk_ox_fold_slice(pk_ox *im, pk_ox_node *nd) {
   pk_oxs_strides(x->ndim, x->shape, xs);
   for (int d = 0; d < x->ndim; d++) {
     base += start[d] * xs[d];
-    strides[d] = step[d] * xs[d]; /* |step| * stride <= the data's size when count > 1 */
+    /* a single element never moves (its step may be anything, INT64_MAX included) */
+    strides[d] = count[d] > 1 ? step[d] * xs[d] : 0;
   }
   void *data = pk_oxs_alloc(im, x->dtype, n);
   if (n > 0) copy_strided(data, x->data, pkrt_dtype_size(x->dtype), x->ndim, count, base,

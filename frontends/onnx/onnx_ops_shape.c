@@ -477,6 +477,10 @@ pk_status pk_oxs_pad_plan(pk_ox *im, pk_ox_node *nd, int64_t *before, int64_t *a
     seen[a] = true;
     before[a] = pads[j];
     after[a] = pads[na + j];
+    if (before[a] < -PK_OP_MAX_EXTENT || before[a] > PK_OP_MAX_EXTENT ||
+        after[a] < -PK_OP_MAX_EXTENT || after[a] > PK_OP_MAX_EXTENT)
+      return pk_ox_fail(im, nd, "pads %s has an entry beyond %lld", pk_ox_shape_str(im, np, pads),
+                        (long long)PK_OP_MAX_EXTENT);
     int64_t out;
     if (pk_i64_add(x->shape[a], before[a], &out) || pk_i64_add(out, after[a], &out) || out < 0)
       return pk_ox_fail(im, nd, "pads %s leave axis %d of extent %lld with a negative extent",
@@ -548,8 +552,9 @@ pk_status pk_ox_constant_of_shape(pk_ox *im, pk_ox_node *nd) {
     const Onnx__TensorProto *t;
     int vn;
     int64_t vshape[PK_TE_MAX_DIMS];
-    if ((s = pk_ox_attr_tensor(im, nd, "value", &t)) != PK_OK ||
-        (s = pk_ox_tensor_data(im, nd->where, t, &dt, &is_bool, &vn, vshape, &one)) != PK_OK)
+    if ((s = pk_ox_attr_tensor(im, nd, "value", &t)) != PK_OK) return s;
+    if (!t) return pk_ox_fail(im, nd, "attribute 'value' holds no tensor");
+    if ((s = pk_ox_tensor_data(im, nd->where, t, &dt, &is_bool, &vn, vshape, &one)) != PK_OK)
       return s;
     if (pk_ox_numel(vn, vshape) != 1)
       return pk_ox_fail(im, nd, "value has shape %s (it must hold one element)",
