@@ -261,7 +261,8 @@ def error_cases():
                [const("a", 0), const("b", 4), const("c", 0)], expect="delta is 0")
     yield Case("where_int_values", [node("Where", ["m", "i", "j"], ["y"])],
                [vi("m", B, [2, 3]), vi("i", I, [2, 3])], [vi("y", I, None)], feeds,
-               [const("j", 0)], expect="Pock's where moves float data only")
+               [const("j", 0)],
+               expect="input 1 holds int64 data computed at run time: Pock's where moves")
 
 
 def write_case(case, root):

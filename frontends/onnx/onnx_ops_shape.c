@@ -22,8 +22,11 @@ pk_status pk_oxs_input(pk_ox *im, const pk_ox_node *nd, int i, const char *what,
 pk_status pk_oxs_need_float(pk_ox *im, const pk_ox_node *nd, int i, const char *what) {
   const pk_ox_value *v = pk_ox_in(im, nd, i);
   if (v && pk_oxs_is_float(v->dtype)) return PK_OK;
-  return pk_ox_fail(im, nd, "input %d holds %s data that is not known at import: Pock's %s "
-                    "moves float data only", i, v ? pk_ox_dtype_name(v) : "no", what);
+  if (v && (v->kind == PK_OXV_CONST || v->kind == PK_OXV_PARAM))
+    return pk_ox_fail(im, nd, "input %d holds %s constants and another input is computed at "
+                      "run time: Pock's %s moves float data only", i, pk_ox_dtype_name(v), what);
+  return pk_ox_fail(im, nd, "input %d holds %s data computed at run time: Pock's %s moves "
+                    "float data only", i, v ? pk_ox_dtype_name(v) : "no", what);
 }
 
 void pk_oxs_onnx_shape(pk_ox *im, pk_ox_node *nd, int k, int ndim, const int64_t *shape,
