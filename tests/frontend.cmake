@@ -9,4 +9,4 @@ set_tests_properties(test_torch2pock PROPERTIES LABELS "frontend" TIMEOUT 120
 
 # shape (test_onnx_shape.c): the ONNX shape, indexing and constant ops on the fixtures of
 # scripts/onnx_make_shape_cases.py (tests/fixtures/onnx-ops, onnx-shape-errors).
-pk_add_test(test_onnx_shape LIBS pk_frontends LABELS frontend onnx TIMEOUT 60)
+pk_add_test(test_onnx_shape LIBS pk_frontends LABELS frontend onnx sanitize TIMEOUT 60)
