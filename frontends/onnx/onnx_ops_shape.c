@@ -31,6 +31,7 @@ pk_status pk_oxs_need_float(pk_ox *im, const pk_ox_node *nd, int i, const char *
 
 void pk_oxs_onnx_shape(pk_ox *im, pk_ox_node *nd, int k, int ndim, const int64_t *shape,
                        bool is_bool) {
+  if (nd->out[k] < 0) return;
   pk_ox_value *v = pk_ox_val(im, nd->out[k]);
   v->ndim = ndim;
   if (ndim) memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
@@ -70,6 +71,7 @@ static pk_status chain_op(pk_ox *im, pk_ox_node *nd, pk_op_kind op, const pk_op_
 }
 
 pk_status pk_oxs_reshape_to(pk_ox *im, pk_ox_node *nd, int i, int ndim, const int64_t *shape) {
+  if (nd->out[0] < 0) return PK_OK; /* an output the model does not name: nothing reads it */
   const pk_ox_value *v = pk_ox_in(im, nd, i);
   if (pk_oxs_same_shape(v->ndim, v->shape, ndim, shape)) return pk_ox_alias(im, nd, 0, i);
   bool is_bool = v->is_bool;
@@ -580,6 +582,7 @@ pk_status pk_ox_constant_of_shape(pk_ox *im, pk_ox_node *nd) {
     }
     return pk_ox_set_const(im, nd, 0, odt, is_bool, ndim, shape, data);
   }
+  if (nd->out[0] < 0) return PK_OK; /* unnamed: nothing reads it */
   if (!pk_oxs_is_float(odt))
     return pk_ox_fail(im, nd, "an integer constant of %lld elements is over the import limit "
                       "(%d)", (long long)numel, PK_OX_MAX_FOLD);
@@ -636,7 +639,7 @@ pk_status pk_ox_cast(pk_ox *im, pk_ox_node *nd) {
                       "computed tensor may only be cast to its own kind of type; constants "
                       "are cast at import)", pk_ox_dtype_name(x), onnx_type_name(to));
   if ((s = pk_ox_alias(im, nd, 0, 0)) != PK_OK) return s;
-  pk_ox_val(im, nd->out[0])->is_bool = is_bool;
+  if (nd->out[0] >= 0) pk_ox_val(im, nd->out[0])->is_bool = is_bool;
   return PK_OK;
 }
 
@@ -674,6 +677,7 @@ pk_status pk_ox_transpose(pk_ox *im, pk_ox_node *nd) {
   int perm[PK_TE_MAX_DIMS];
   pk_status s = pk_oxs_perm(im, nd, perm);
   if (s != PK_OK) return s;
+  if (nd->out[0] < 0) return PK_OK; /* unnamed: nothing reads it */
   const pk_ox_value *x = pk_ox_in(im, nd, 0);
   int r = x->ndim;
   bool identity = true;
@@ -700,6 +704,7 @@ pk_status pk_ox_concat(pk_ox *im, pk_ox_node *nd) {
   int64_t shape[PK_TE_MAX_DIMS];
   pk_status s = pk_oxs_concat_shape(im, nd, &axis, &ndim, shape);
   if (s != PK_OK) return s;
+  if (nd->out[0] < 0) return PK_OK; /* unnamed: nothing reads it */
   int keep[PK_OX_MAX_IO], n = 0;
   for (int i = 0; i < nd->nin; i++) {
     const pk_ox_value *x = pk_ox_in(im, nd, i);
@@ -763,6 +768,7 @@ pk_status pk_ox_slice(pk_ox *im, pk_ox_node *nd) {
   int64_t start[PK_TE_MAX_DIMS], step[PK_TE_MAX_DIMS], count[PK_TE_MAX_DIMS];
   pk_status s = pk_oxs_slice_plan(im, nd, start, step, count);
   if (s != PK_OK) return s;
+  if (nd->out[0] < 0) return PK_OK; /* unnamed: nothing reads it */
   const pk_ox_value *x = pk_ox_in(im, nd, 0);
   int r = x->ndim, nsliced = 0;
   for (int d = 0; d < r; d++) {
@@ -799,6 +805,7 @@ pk_status pk_ox_gather(pk_ox *im, pk_ox_node *nd) {
   int64_t shape[PK_TE_MAX_DIMS];
   pk_status s = pk_oxs_gather_shape(im, nd, &axis, &ndim, shape);
   if (s != PK_OK) return s;
+  if (nd->out[0] < 0) return PK_OK; /* unnamed: nothing reads it */
   const pk_ox_value *x = pk_ox_in(im, nd, 0), *ix = pk_ox_in(im, nd, 1);
   bool embed = x->kind == PK_OXV_PARAM && axis == 0 && x->ndim == 2;
   int q = ix->ndim, tin[2];
@@ -849,6 +856,7 @@ pk_status pk_ox_expand(pk_ox *im, pk_ox_node *nd) {
   int64_t shape[PK_TE_MAX_DIMS];
   pk_status s = pk_oxs_expand_shape(im, nd, &ndim, shape);
   if (s != PK_OK) return s;
+  if (nd->out[0] < 0) return PK_OK; /* unnamed: nothing reads it */
   const pk_ox_value *x = pk_ox_in(im, nd, 0);
   if (pk_oxs_same_shape(x->ndim, x->shape, ndim, shape)) return pk_ox_alias(im, nd, 0, 0);
   pk_op_attrs a = {.new_ndim = ndim};
@@ -868,6 +876,7 @@ pk_status pk_ox_pad(pk_ox *im, pk_ox_node *nd) {
   double value;
   pk_status s = pk_oxs_pad_plan(im, nd, before, after, &value);
   if (s != PK_OK) return s;
+  if (nd->out[0] < 0) return PK_OK; /* unnamed: nothing reads it */
   const pk_ox_value *x = pk_ox_in(im, nd, 0);
   int r = x->ndim, nops = 0;
   bool grow = false;
@@ -910,6 +919,7 @@ pk_status pk_ox_where(pk_ox *im, pk_ox_node *nd) {
   int64_t shape[PK_TE_MAX_DIMS];
   pk_status s = pk_oxs_where_shape(im, nd, &ndim, shape);
   if (s != PK_OK) return s;
+  if (nd->out[0] < 0) return PK_OK; /* unnamed: nothing reads it */
   const pk_ox_value *c = pk_ox_in(im, nd, 0);
   if (pk_oxs_is_float(c->dtype))
     return pk_ox_fail(im, nd, "the condition is %s (Pock's where takes a bool or integer "
@@ -954,6 +964,7 @@ pk_status pk_ox_trilu(pk_ox *im, pk_ox_node *nd) {
   if (x->ndim < 2)
     return pk_ox_fail(im, nd, "the input %s has rank %d (at least 2)",
                       pk_ox_shape_str(im, x->ndim, x->shape), x->ndim);
+  if (nd->out[0] < 0) return PK_OK; /* unnamed: nothing reads it */
   int r = x->ndim;
   int64_t mshape[2] = {x->shape[r - 2], x->shape[r - 1]}, n;
   bool is_bool = x->is_bool;
