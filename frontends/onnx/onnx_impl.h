@@ -121,6 +121,14 @@ struct pk_ox {
   bool bn_training;         /* a BatchNormalization node has training_mode = 1 */
 };
 
+/* ---- loading (onnx_load.c) ---- */
+/* Reads and unpacks a model file / buffer (nesting depth checked first: protobuf-c recurses
+ * without a limit). Free with onnx__model_proto__free_unpacked(m, NULL). */
+pk_status pk_ox_read_model(pk_ox *im, const char *path, Onnx__ModelProto **out);
+pk_status pk_ox_unpack_model(pk_ox *im, const uint8_t *buf, size_t len, Onnx__ModelProto **out);
+/* IR version 3..10, a default-domain opset 13..21 (sets im->opset). */
+pk_status pk_ox_check_model(pk_ox *im);
+
 /* ---- messages ---- */
 /* "FILE: WHERE: message" as PK_ERR_CHECK (where may be NULL); returns PK_ERR_CHECK. */
 pk_status pk_ox_fail_at(pk_ox *im, const char *where, const char *fmt, ...)
