@@ -31,13 +31,22 @@ static bool nn_out_used(const pk_ox *im, const pk_ox_node *nd, int k) {
   return false;
 }
 
-/* Outputs from..nout-1 must not be read; `why` says what Pock does instead. */
-static pk_status nn_refuse_used_outputs(pk_ox *im, const pk_ox_node *nd, int from,
-                                        const char *const *names, const char *why) {
+/* Outputs from..nout-1 must not be read; `why` says what Pock does instead. The named ones
+ * are then marked defined with no tensor, so the node loop takes them as produced: no
+ * reader exists to resolve them. */
+static pk_status nn_unread_outputs(pk_ox *im, const pk_ox_node *nd, int from,
+                                   const char *const *names, const char *why) {
   for (int k = from; k < nd->nout; k++)
     if (nn_out_used(im, nd, k))
       return pk_ox_fail(im, nd, "output %d (%s, %s) is read by the model: %s", k, names[k - from],
                         pk_ox_quote(im, nd->p->output[k]), why);
+  for (int k = from; k < nd->nout; k++) {
+    if (nd->out[k] < 0) continue;
+    pk_ox_value *v = pk_ox_val(im, nd->out[k]);
+    v->kind = PK_OXV_TENSOR;
+    v->defined = true;
+    v->tensor = -1;
+  }
   return PK_OK;
 }
 
@@ -283,7 +292,7 @@ static pk_status nn_pool(pk_ox *im, pk_ox_node *nd, pk_op_kind op) {
   pk_ox_value *x;
   if ((s = pk_ox_attrs_known(im, nd, is_max ? max_known : avg_known)) != PK_OK ||
       (s = pk_ox_arity(im, nd, 1, 1, is_max ? 2 : 1)) != PK_OK ||
-      (is_max && (s = nn_refuse_used_outputs(im, nd, 1, indices,
+      (is_max && (s = nn_unread_outputs(im, nd, 1, indices,
                                              "Pock's max_pool2d has no indices output")) !=
                      PK_OK) ||
       (s = nn_float_input(im, nd, 0, "X", 4, 4,
@@ -316,7 +325,9 @@ static pk_status nn_pool(pk_ox *im, pk_ox_node *nd, pk_op_kind op) {
     memset(&p, 0, sizeof p);
     p.pads[4] = win.pad[0], p.pads[5] = win.pad[2]; /* H: dim 2 */
     p.pads[6] = win.pad[1], p.pads[7] = win.pad[3]; /* W: dim 3 */
-    if ((s = pk_ox_op(im, nd, PK_OP_PAD, &p, 1, &in, &in)) != PK_OK) return s;
+    int padded_in;
+    if ((s = pk_ox_op(im, nd, PK_OP_PAD, &p, 1, &in, &padded_in)) != PK_OK) return s;
+    in = padded_in;
     memset(win.pad, 0, sizeof win.pad);
   }
   pk_op_attrs a;
@@ -388,7 +399,7 @@ pk_status pk_ox_batch_norm(pk_ox *im, pk_ox_node *nd) {
   if (!(mom >= 0 && mom < 1))
     return pk_ox_fail(im, nd, "attribute momentum = %g: Pock takes momentum in [0, 1) (ONNX's "
                       "momentum weighs the old running value; 1 would never update it)", mom);
-  if ((s = nn_refuse_used_outputs(im, nd, 1, stats,
+  if ((s = nn_unread_outputs(im, nd, 1, stats,
                                   "Pock updates the running statistics in place (buffers "
                                   "saved with the weights); nothing can read them as a "
                                   "value")) != PK_OK)
@@ -458,6 +469,10 @@ pk_status pk_ox_layer_norm(pk_ox *im, pk_ox_node *nd) {
     return s;
   if (axis < 0) axis += x->ndim;
   int k = x->ndim - (int)axis; /* normalized over X.shape[axis:] */
+  /* copied: a new value (nn_zeros) may move the value table under x */
+  pkrt_dtype dtype = x->dtype;
+  int64_t norm_shape[PK_TE_MAX_DIMS];
+  memcpy(norm_shape, x->shape + axis, sizeof(int64_t) * (size_t)k);
   const char *want = pk_ox_shape_str(im, k, x->shape + axis);
   for (int i = 1; i < 3; i++) {
     pk_ox_value *p = pk_ox_in(im, nd, i);
@@ -470,7 +485,7 @@ pk_status pk_ox_layer_norm(pk_ox *im, pk_ox_node *nd) {
                         pk_ox_dtype_name(p), pk_ox_shape_str(im, p->ndim, p->shape), want,
                         (long long)axis);
   }
-  if ((s = nn_refuse_used_outputs(im, nd, 1, stages,
+  if ((s = nn_unread_outputs(im, nd, 1, stages,
                                   "Pock keeps layer_norm's statistics inside the op")) != PK_OK)
     return s;
   pk_op_attrs a;
@@ -483,7 +498,7 @@ pk_status pk_ox_layer_norm(pk_ox *im, pk_ox_node *nd) {
     return s;
   /* no B: a constant zero (it never trains: ONNX's LayerNorm without bias has none) */
   s = pk_ox_in(im, nd, 2) ? pk_ox_tensor(im, nd, 2, &ins[2])
-                          : nn_zeros(im, nd, x->dtype, k, x->shape + axis, &ins[2]);
+                          : nn_zeros(im, nd, dtype, k, norm_shape, &ins[2]);
   if (s != PK_OK) return s;
   return pk_ox_op_result(im, nd, PK_OP_LAYER_NORM, &a, 3, ins, 0);
 }
@@ -501,12 +516,13 @@ static pk_status nn_per_channel(pk_ox *im, pk_ox_node *nd, int i, int64_t g, int
   }
   pk_op_attrs a;
   memset(&a, 0, sizeof a);
+  int col, wide; /* (G, 1), (G, C / G); the graph writes an output id before reading inputs */
   a.new_ndim = 2, a.new_shape[0] = g, a.new_shape[1] = 1;
-  if ((s = pk_ox_op(im, nd, PK_OP_RESHAPE, &a, 1, &t, &t)) != PK_OK) return s;
+  if ((s = pk_ox_op(im, nd, PK_OP_RESHAPE, &a, 1, &t, &col)) != PK_OK) return s;
   a.new_shape[1] = c / g;
-  if ((s = pk_ox_op(im, nd, PK_OP_EXPAND, &a, 1, &t, &t)) != PK_OK) return s;
+  if ((s = pk_ox_op(im, nd, PK_OP_EXPAND, &a, 1, &col, &wide)) != PK_OK) return s;
   a.new_ndim = 1, a.new_shape[0] = c, a.new_shape[1] = 0;
-  return pk_ox_op(im, nd, PK_OP_RESHAPE, &a, 1, &t, tensor);
+  return pk_ox_op(im, nd, PK_OP_RESHAPE, &a, 1, &wide, tensor);
 }
 
 pk_status pk_ox_group_norm(pk_ox *im, pk_ox_node *nd) {
@@ -587,7 +603,7 @@ pk_status pk_ox_dropout(pk_ox *im, pk_ox_node *nd) {
       (s = pk_ox_arity(im, nd, 1, 3, 2)) != PK_OK ||
       (s = nn_float_input(im, nd, 0, "data", 1, PK_TE_MAX_DIMS, "rank 1 or more", &x)) !=
           PK_OK ||
-      (s = nn_refuse_used_outputs(im, nd, 1, mask,
+      (s = nn_unread_outputs(im, nd, 1, mask,
                                   "Pock's dropout keeps no mask (backward regenerates it)")) !=
           PK_OK)
     return s;
