@@ -4,8 +4,8 @@ normalizations, Dropout) for the importer's tests, with onnxruntime's outputs.
   /work/venv-onnx/bin/python scripts/onnx_make_nn_cases.py [REPO]
 
 writes, under REPO/tests/fixtures (REPO: this script's repository by default):
-  onnx-ops/nn_<case>/model.onnx + test_data_set_0/input_0.pb, output_0.pb
-      ONNX's backend node-test layout: one input X, one output, outputs by onnxruntime
+  onnx-ops/nn_<case>/model.onnx + test_data_set_0/input_0.pb, output_K.pb
+      ONNX's backend node-test layout: one input X, outputs by onnxruntime
   onnx-nn-graph/<case>/model.onnx
       models whose output is random (Dropout in training mode): checked for their graph
   onnx-nn-refused/<case>/model.onnx
@@ -35,7 +35,7 @@ def rnd(rng, *shape):
 
 def model(name, nodes, x, inits, opset, outputs=("Y",)):
     """A graph with input X (x's shape), the initializers `inits` (name -> array) and the
-    graph outputs `outputs` (float; conformance() fills in the shape of the first)."""
+    graph outputs `outputs` (float; conformance() fills in their shapes)."""
     graph = helper.make_graph(
         nodes, name,
         [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(x.shape))],
@@ -58,15 +58,17 @@ def write_model(d, m):
 def conformance(name, m, x):
     """Runs m on x with onnxruntime and writes the case in the node-test layout."""
     sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-    y = sess.run(None, {"X": x})[0]
-    m.graph.output[0].CopyFrom(helper.make_tensor_value_info(m.graph.output[0].name,
-                                                             TensorProto.FLOAT, list(y.shape)))
+    ys = sess.run(None, {"X": x})
+    for o, y in zip(m.graph.output, ys):
+        o.CopyFrom(helper.make_tensor_value_info(o.name, TensorProto.FLOAT, list(y.shape)))
     onnx.checker.check_model(m, full_check=True)
     d = os.path.join(OPS, "nn_" + name)
     write_model(d, m)
     data = os.path.join(d, "test_data_set_0")
     os.makedirs(data)
-    for fname, arr, tname in (("input_0.pb", x, "X"), ("output_0.pb", y, m.graph.output[0].name)):
+    files = [("input_0.pb", x, "X")]
+    files += [("output_%d.pb" % k, y, o.name) for k, (o, y) in enumerate(zip(m.graph.output, ys))]
+    for fname, arr, tname in files:
         with open(os.path.join(data, fname), "wb") as f:
             f.write(numpy_helper.from_array(np.ascontiguousarray(arr), tname).SerializeToString())
 
@@ -154,6 +156,10 @@ def norm_cases(rng):
     conformance("ln_axis_m2", model("ln_axis_m2", [
         node("LayerNormalization", ["X", "s", "b"], axis=-2, epsilon=1e-3)],
         x3, {"s": rnd(rng, 3, 4), "b": rnd(rng, 3, 4)}, 17), x3)
+    # the optional Mean and InvStdDev outputs read: graph outputs 1 and 2
+    conformance("ln_stats_read", model("ln_stats_read", [
+        node("LayerNormalization", ["X", "s", "b"], ["Y", "Mean", "InvStdDev"], axis=-2)],
+        x3, {"s": rnd(rng, 3, 4), "b": rnd(rng, 3, 4)}, 17, ("Y", "Mean", "InvStdDev")), x3)
     conformance("ln_no_bias", model("ln_no_bias", [
         node("LayerNormalization", ["X", "s"], axis=1)], x3, {"s": rnd(rng, 3, 4)}, 17), x3)
     x4 = rnd(rng, 2, 4, 3, 2)
@@ -221,8 +227,6 @@ def refused_cases(rng):
     bad("bn_scale_shape", [node("BatchNormalization", ["X", "m", "b", "m", "v"])], x,
         dict(st, m=rnd(rng, 3)), 15)
     x3 = rnd(rng, 2, 3, 4)
-    bad("ln_mean_read", [node("LayerNormalization", ["X", "s"], ["Y", "mean"])], x3,
-        {"s": rnd(rng, 4)}, 17, outputs=("Y", "mean"))
     bad("ln_opset_13", [node("LayerNormalization", ["X", "s"])], x3, {"s": rnd(rng, 4)}, 13)
     bad("ln_scale_shape", [node("LayerNormalization", ["X", "s"], axis=-2)], x3,
         {"s": rnd(rng, 4)}, 17)

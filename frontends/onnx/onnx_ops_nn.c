@@ -452,9 +452,57 @@ static pk_status nn_zeros(pk_ox *im, pk_ox_node *nd, pkrt_dtype dtype, int ndim,
   return pk_ox_value_tensor(im, nd, id, tensor);
 }
 
+/* LayerNormalization's optional outputs Mean and InvStdDev are layer_norm's MEAN and RSTD
+ * stages (the same shape, X's with the normalized dims 1, and dtype: stash_type 1). One a
+ * later node or the graph reads is named (pk_graph_name_outputs: kept in memory, never
+ * inlined) and bound; a named one nobody reads is only marked produced, so the stages stay
+ * temporaries. The node just emitted is the layer_norm. */
+static pk_status nn_ln_stages(pk_ox *im, pk_ox_node *nd) {
+  static const int stage_of[3] = {-1, 0, 2}; /* output k -> compute: MEAN, VAR, RSTD, Y */
+  static const char *const suffix[3] = {NULL, ".Mean", ".InvStdDev"};
+  int node = im->g->nnodes - 1;
+  const pk_gnode *gn = im->g->nodes[node];
+  PK_ASSERT(gn->op == PK_OP_LAYER_NORM && gn->noutputs == 4);
+  const char *names[4];
+  for (int o = 0; o < 4; o++) names[o] = im->g->tensors[gn->outputs[o]]->name;
+  bool rename = false;
+  for (int k = 1; k < nd->nout && k < 3; k++) {
+    if (nd->out[k] < 0) continue;
+    if (!nn_out_used(im, nd, k)) {
+      pk_ox_value *v = pk_ox_val(im, nd->out[k]);
+      v->kind = PK_OXV_TENSOR, v->defined = true, v->tensor = -1;
+      continue;
+    }
+    /* the ONNX name where it is a fit graph name (as the core's: no control bytes or
+     * parentheses, short, free), else one made from the result's */
+    const char *onnx = pk_ox_val(im, nd->out[k])->name, *name = onnx;
+    bool fit = strlen(onnx) < 200 && pk_graph_find(im->g, onnx) < 0;
+    for (const char *c = onnx; fit && *c; c++)
+      fit = (unsigned char)*c >= 0x20 && *c != 0x7f && *c != '(' && *c != ')';
+    if (!fit) {
+      const char *base = pk_sprintf(im->ctx, "%s%s", names[3], suffix[k]);
+      name = base;
+      for (int n = 2; pk_graph_find(im->g, name) >= 0; n++)
+        name = pk_sprintf(im->ctx, "%s#%d", base, n);
+    }
+    names[stage_of[k]] = name;
+    rename = true;
+  }
+  if (!rename) return PK_OK;
+  if (pk_graph_name_outputs(im->g, node, 4, names) != PK_OK) {
+    const char *msg = pk_strdup(im->ctx, pk_ctx_error(im->ctx));
+    pk_ctx_clear_error(im->ctx);
+    return pk_ox_fail(im, nd, "%s", msg);
+  }
+  pk_status s = PK_OK;
+  for (int k = 1; s == PK_OK && k < nd->nout && k < 3; k++)
+    if (nd->out[k] >= 0 && !pk_ox_val(im, nd->out[k])->defined)
+      s = pk_ox_bind(im, nd, k, gn->outputs[stage_of[k]]);
+  return s;
+}
+
 pk_status pk_ox_layer_norm(pk_ox *im, pk_ox_node *nd) {
   static const char *const known[] = {"axis", "epsilon", "stash_type", NULL};
-  static const char *const stages[] = {"Mean", "InvStdDev"};
   pk_status s;
   pk_ox_value *x;
   if ((s = nn_since(im, nd, 17)) != PK_OK || (s = pk_ox_attrs_known(im, nd, known)) != PK_OK ||
@@ -485,9 +533,6 @@ pk_status pk_ox_layer_norm(pk_ox *im, pk_ox_node *nd) {
                         pk_ox_dtype_name(p), pk_ox_shape_str(im, p->ndim, p->shape), want,
                         (long long)axis);
   }
-  if ((s = nn_unread_outputs(im, nd, 1, stages,
-                                  "Pock keeps layer_norm's statistics inside the op")) != PK_OK)
-    return s;
   pk_op_attrs a;
   memset(&a, 0, sizeof a);
   a.eps = eps;
@@ -500,7 +545,8 @@ pk_status pk_ox_layer_norm(pk_ox *im, pk_ox_node *nd) {
   s = pk_ox_in(im, nd, 2) ? pk_ox_tensor(im, nd, 2, &ins[2])
                           : nn_zeros(im, nd, dtype, k, norm_shape, &ins[2]);
   if (s != PK_OK) return s;
-  return pk_ox_op_result(im, nd, PK_OP_LAYER_NORM, &a, 3, ins, 0);
+  if ((s = pk_ox_op_result(im, nd, PK_OP_LAYER_NORM, &a, 3, ins, 0)) != PK_OK) return s;
+  return nn_ln_stages(im, nd);
 }
 
 /* GroupNormalization-18's scale and bias are per group: each becomes per channel (C,) by
