@@ -236,6 +236,60 @@ def refused_cases(rng):
         outputs=("Y", "mask"))
 
 
+def torch_cases():
+    """A small CNN of only this family's ops, exported by torch 1.13 as the issue says
+    (training=TrainingMode.TRAINING, do_constant_folding=False): batch norm on batch
+    statistics, names from the module (conv1.weight, bn.running_mean, ...). Opset 13 has
+    no LayerNormalization (torch decomposes it), so the LayerNorm is in the opset-17 case
+    only. Skipped with a note where torch does not load (it needs /usr/bin/python3's
+    site-packages: the issue's venv)."""
+    try:
+        import io
+        import torch
+        from torch.onnx import TrainingMode
+    except ImportError as e:
+        print("torch cases skipped: %s" % e)
+        return
+
+    class Net(torch.nn.Module):
+        def __init__(self, ln):
+            super().__init__()
+            self.conv1 = torch.nn.Conv2d(3, 4, 3, padding=1, bias=False)
+            self.bn = torch.nn.BatchNorm2d(4)
+            self.pool = torch.nn.MaxPool2d(2)
+            self.conv2 = torch.nn.Conv2d(4, 6, 3, stride=2, padding=(1, 0), groups=2)
+            # count_include_pad=True (the default) exports as Pad + AveragePool
+            self.avg = torch.nn.AvgPool2d(3, stride=1, padding=1, count_include_pad=False)
+            self.ln = torch.nn.LayerNorm(14) if ln else None
+            self.gap = torch.nn.AdaptiveAvgPool2d(1)
+
+        def forward(self, x):
+            y = self.conv1(x)
+            if self.ln is not None:  # before the batch norm: after it, it would undo it
+                y = self.ln(y)
+            return self.gap(self.avg(self.conv2(self.pool(self.bn(y)))))
+
+    torch.manual_seed(17)
+    for opset in (13, 17):
+        net = Net(opset >= 17)
+        with torch.no_grad():  # running stats other than 0 and 1, so a mix-up shows
+            net.bn.running_mean.uniform_(-1, 1)
+            net.bn.running_var.uniform_(0.5, 2)
+        x = torch.randn(2, 3, 12, 14)
+        f = io.BytesIO()
+        torch.onnx.export(net, x, f, opset_version=opset, training=TrainingMode.TRAINING,
+                          do_constant_folding=False, input_names=["X"], output_names=["Y"])
+        m = onnx.load_from_string(f.getvalue())
+        name = "torch_cnn_%d" % opset
+        conformance(name, m, x.numpy())
+        net.train()
+        with torch.no_grad():
+            want = net(x).numpy()
+        got = numpy_helper.to_array(onnx.load_tensor(
+            os.path.join(OPS, "nn_" + name, "test_data_set_0", "output_0.pb")))
+        assert np.allclose(got, want, rtol=1e-5, atol=1e-5), "onnxruntime and torch differ"
+
+
 def main():
     rng = np.random.default_rng(17)
     for d in (GRAPH, REFUSED):
@@ -246,6 +300,7 @@ def main():
     norm_cases(rng)
     dropout_cases(rng)
     refused_cases(rng)
+    torch_cases()
 
 
 if __name__ == "__main__":

@@ -64,6 +64,13 @@ static const nn_case CASES[] = {
     {"gn_21_per_channel", "group_norm", "s:param,b:param", RUN_EVAL, NULL},
     {"in_4d", "group_norm", "s:param,b:param", RUN_EVAL, NULL},
     {"in_3d", "group_norm", "s:param,b:param", RUN_EVAL, NULL},
+    {"torch_cnn_13", "conv2d,batch_norm,max_pool2d,conv2d,reshape,add,avg_pool2d,global_avg_pool2d",
+     "conv1.weight:param,bn.weight:param,bn.running_mean:buffer,bn.running_var:buffer,"
+     "conv2.bias:param", RUN_TRAIN, NULL},
+    {"torch_cnn_17",
+     "conv2d,layer_norm,batch_norm,max_pool2d,conv2d,reshape,add,avg_pool2d,global_avg_pool2d",
+     "conv1.weight:param,ln.weight:param,bn.running_var:buffer,conv2.weight:param", RUN_TRAIN,
+     NULL},
     {"dropout_default", "global_avg_pool2d", "", RUN_EVAL, NULL},
     {"dropout_infer", "global_avg_pool2d", "", RUN_EVAL, NULL},
     {"dropout_train_ratio0", "global_avg_pool2d", "", RUN_EVAL, NULL},
