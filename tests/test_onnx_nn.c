@@ -236,6 +236,19 @@ static void run_dir(const char *dir, const char *who, const nn_case *c) {
     goto done;
   }
   if (!outputs_match(st, run->output, y, tg_numel(out), who)) goto done;
+  /* every case also builds a training step (all params trained, MSE): the converters'
+   * helper ops (bias reshape, per-group expand) have gradients, buffers update in place */
+  if (c) {
+    pk_train_spec ts = info.train;
+    ts.loss = PK_LOSS_MSE;
+    ts.optim = PK_OPTIM_SGD;
+    ts.lr = 0.1;
+    pk_graph *train = NULL;
+    if (pk_sparse_apply(g, NULL) != PK_OK || pk_train_build(g, &ts, &train) != PK_OK) {
+      PK_TEST_FAIL(who, "training step: %s", pk_ctx_error(ctx));
+      goto done;
+    }
+  }
   /* the further outputs, by the graph tensor each is bound to */
   char *more = pk_strdup(ctx, c && c->more ? c->more : "");
   int k = 1;
