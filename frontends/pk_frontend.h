@@ -64,6 +64,12 @@ pk_status pk_frontend_load_opts(pk_ctx *ctx, const char *path, const pk_frontend
 pk_status pk_frontend_onnx(pk_ctx *ctx, const char *path, const pk_frontend_opts *opts,
                            pk_graph **out, pk_model_info *info);
 
+/* The same from a serialized model in memory (`name` in messages): no external data and no
+ * training JSON (there is no directory to read them from). */
+pk_status pk_frontend_onnx_mem(pk_ctx *ctx, const void *buf, size_t len, const char *name,
+                               const pk_frontend_opts *opts, pk_graph **out,
+                               pk_model_info *info);
+
 /* One serialized ONNX TensorProto file (the backend tests' input_0.pb) as host data:
  * floats as F32/F64, integers and bools as I64 (numel elements, arena memory).
  * PK_ERR_IO / PK_ERR_CHECK naming the file. */

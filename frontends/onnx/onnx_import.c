@@ -59,14 +59,15 @@ static pk_status ox_unsupported(pk_ox *im) {
                            : pk_ox_quote(im, pk_sprintf(im->ctx, "%s::%s", n->domain, type));
     const char *first = n->name && n->name[0] ? pk_ox_quote(im, n->name)
                                               : pk_sprintf(im->ctx, "#%zu", i);
-    pk_strbuf_printf(&b, "\n  %s: %d node%s, first %s", full, count, count == 1 ? "" : "s", first);
+    pk_strbuf_printf(&b, "%s%s (%d node%s, first %s)", kinds ? "; " : "", full, count,
+                     count == 1 ? "" : "s", first);
     kinds++;
   }
   const char *list = pk_strbuf_finish(im->ctx, &b);
   if (!kinds) return PK_OK;
   return pk_ctx_fail(im->ctx, PK_ERR_UNSUPPORTED,
                      "%s: %d operator type%s Pock does not support (docs/onnx.md lists what it "
-                     "does):%s", im->file, kinds, kinds == 1 ? "" : "s", list);
+                     "does): %s", im->file, kinds, kinds == 1 ? "" : "s", list);
 }
 
 /* ---- initializers and inputs ---- */
@@ -246,9 +247,14 @@ static pk_status ox_inputs(pk_ox *im) {
       return pk_ox_fail_at(im, NULL, "graph input #%zu has no name", i);
     /* IR < 4 lists initializers among the inputs too: they are not fed */
     if (pk_ox_find(im, vi->name) >= 0) continue;
-    if (strchr(vi->name, '(') || strchr(vi->name, ')'))
-      return pk_ox_fail_at(im, NULL, "input name %s holds a parenthesis (reserved for the "
-                           "names Pock makes)", pk_ox_quote(im, vi->name));
+    /* input names are fed by name and appear in messages as given: plain text only */
+    bool plain = strlen(vi->name) <= 255;
+    for (const char *c = vi->name; plain && *c; c++)
+      plain = (unsigned char)*c >= 0x20 && *c != 0x7f && *c != '(' && *c != ')';
+    if (!plain)
+      return pk_ox_fail_at(im, NULL, "input name %s is not plain text (control bytes and "
+                           "parentheses are refused; at most 255 bytes)",
+                           pk_ox_quote(im, vi->name));
     pk_status s = ox_input(im, vi, any_symbolic);
     if (s != PK_OK) return s;
     n++;
@@ -335,10 +341,22 @@ static pk_status ox_node(pk_ox *im, size_t i, const char *name) {
 static pk_status ox_nodes(pk_ox *im) {
   const Onnx__GraphProto *gp = im->model->graph;
   const char **seen = pk_alloc(im->ctx, sizeof *seen * (gp->n_node ? gp->n_node : 1));
+  pk_status s = pk_ox_patterns_find(im);
+  if (s != PK_OK) return s;
   for (size_t i = 0; i < gp->n_node; i++) {
     seen[i] = ox_node_name(im, gp->node[i], i, seen, i);
-    pk_status s = ox_node(im, i, seen[i]);
-    if (s != PK_OK) return s;
+    int ch = im->chain_of[i];
+    if (ch < 0) {
+      if ((s = ox_node(im, i, seen[i])) != PK_OK) return s;
+      continue;
+    }
+    const pk_ox_chain *c = &im->chains[ch];
+    if (c->last != (int)i) continue; /* deferred to the chain's last node */
+    bool done;
+    if ((s = pk_ox_chain_emit(im, c, seen[i], &done)) != PK_OK) return s;
+    /* not the module after all: its nodes one by one, in file order */
+    for (size_t j = 0; !done && j <= i; j++)
+      if (im->chain_of[j] == ch && (s = ox_node(im, j, seen[j])) != PK_OK) return s;
   }
   return PK_OK;
 }
@@ -396,40 +414,71 @@ static const char *ox_default_name(pk_ctx *ctx, const char *path) {
   return n ? pk_strndup(ctx, base, n) : "model";
 }
 
+/* The import proper, from the unpacked model in im. */
+static pk_status ox_import(pk_ox *im, const char *path, pk_model_info *info) {
+  im->g = pk_graph_new(im->ctx, im->batch);
+  pk_status s;
+  if ((s = pk_ox_check_model(im)) != PK_OK || (s = ox_unsupported(im)) != PK_OK) return s;
+  ox_float_dtype(im);
+  if ((s = ox_initializers(im)) != PK_OK || (s = ox_inputs(im)) != PK_OK ||
+      (s = ox_nodes(im)) != PK_OK || (s = ox_output(im)) != PK_OK)
+    return s;
+  if (pk_graph_validate(im->g) != PK_OK) {
+    const char *msg = pk_strdup(im->ctx, pk_ctx_error(im->ctx));
+    pk_ctx_clear_error(im->ctx);
+    return pk_ox_fail_at(im, NULL, "%s", msg);
+  }
+  /* exporters name every graph alike ("main_graph", "torch_jit"): the file names it */
+  info->name = ox_default_name(im->ctx, im->file);
+  if (!path) return pk_fe_training(&(pk_fe){.ctx = im->ctx, .file = im->file, .g = im->g},
+                                   NULL, info);
+  return ox_training(im, path, info);
+}
+
+/* Shared set-up of the two entry points; returns PK_OK or the failure for a bad batch. */
+static pk_status ox_begin(pk_ox *im, pk_ctx *ctx, const char *file,
+                          const pk_frontend_opts *opts, pk_graph **out, pk_model_info *info) {
+  memset(info, 0, sizeof *info);
+  *out = NULL;
+  *im = (pk_ox){.ctx = ctx, .file = file, .dir = NULL, .batch = opts->batch,
+                .bindings = (const pk_ox_shape_binding *)opts->shapes,
+                .nbindings = opts->nshapes};
+  _Static_assert(sizeof(pk_ox_shape_binding) == sizeof(pk_input_shape),
+                 "the public and internal bindings are one layout");
+  if (opts->batch < 1 || opts->batch > PK_OP_MAX_EXTENT)
+    return pk_ctx_fail(ctx, PK_ERR_CHECK, "%s: batch %lld is outside 1..%d", file,
+                       (long long)opts->batch, PK_OP_MAX_EXTENT);
+  if (opts->nshapes < 0 || (opts->nshapes && !opts->shapes))
+    return pk_ctx_fail(ctx, PK_ERR_CHECK, "%s: bad --input-shape list", file);
+  return PK_OK;
+}
+
 pk_status pk_frontend_onnx(pk_ctx *ctx, const char *path, const pk_frontend_opts *opts,
                            pk_graph **out, pk_model_info *info) {
   pk_model_info scratch;
   if (!info) info = &scratch;
-  memset(info, 0, sizeof *info);
-  *out = NULL;
-  pk_ox im = {.ctx = ctx, .file = path, .dir = "", .batch = opts->batch,
-              .bindings = (const pk_ox_shape_binding *)opts->shapes, .nbindings = opts->nshapes};
-  _Static_assert(sizeof(pk_ox_shape_binding) == sizeof(pk_input_shape),
-                 "the public and internal bindings are one layout");
-  const char *slash = strrchr(path, '/');
-  if (slash) im.dir = slash == path ? "/" : pk_strndup(ctx, path, (size_t)(slash - path));
-  if (opts->batch < 1 || opts->batch > PK_OP_MAX_EXTENT)
-    return pk_ctx_fail(ctx, PK_ERR_CHECK, "%s: batch %lld is outside 1..%d", path,
-                       (long long)opts->batch, PK_OP_MAX_EXTENT);
-  pk_status s = pk_ox_read_model(&im, path, &im.model);
+  pk_ox im;
+  pk_status s = ox_begin(&im, ctx, path, opts, out, info);
   if (s != PK_OK) return s;
-  im.g = pk_graph_new(ctx, opts->batch);
-  if ((s = pk_ox_check_model(&im)) == PK_OK && (s = ox_unsupported(&im)) == PK_OK) {
-    ox_float_dtype(&im);
-    if ((s = ox_initializers(&im)) == PK_OK && (s = ox_inputs(&im)) == PK_OK &&
-        (s = ox_nodes(&im)) == PK_OK && (s = ox_output(&im)) == PK_OK) {
-      if (pk_graph_validate(im.g) != PK_OK) {
-        const char *msg = pk_strdup(ctx, pk_ctx_error(ctx));
-        pk_ctx_clear_error(ctx);
-        s = pk_ox_fail_at(&im, NULL, "%s", msg);
-      }
-    }
-  }
-  if (s == PK_OK) {
-    /* exporters name every graph alike ("main_graph", "torch_jit"): the file names it */
-    info->name = ox_default_name(ctx, path);
-    s = ox_training(&im, path, info);
-  }
+  const char *slash = strrchr(path, '/');
+  im.dir = !slash ? "" : slash == path ? "/" : pk_strndup(ctx, path, (size_t)(slash - path));
+  if ((s = pk_ox_read_model(&im, path, &im.model)) != PK_OK) return s;
+  s = ox_import(&im, path, info);
+  onnx__model_proto__free_unpacked(im.model, NULL);
+  if (s == PK_OK) *out = im.g;
+  return s;
+}
+
+pk_status pk_frontend_onnx_mem(pk_ctx *ctx, const void *buf, size_t len, const char *name,
+                               const pk_frontend_opts *opts, pk_graph **out,
+                               pk_model_info *info) {
+  pk_model_info scratch;
+  if (!info) info = &scratch;
+  pk_ox im;
+  pk_status s = ox_begin(&im, ctx, name && name[0] ? name : "<onnx>", opts, out, info);
+  if (s != PK_OK) return s;
+  if ((s = pk_ox_unpack_model(&im, buf, len, &im.model)) != PK_OK) return s;
+  s = ox_import(&im, NULL, info);
   onnx__model_proto__free_unpacked(im.model, NULL);
   if (s == PK_OK) *out = im.g;
   return s;

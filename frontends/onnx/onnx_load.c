@@ -200,6 +200,8 @@ static pk_status ox_external(pk_ox *im, const char *where, const Onnx__TensorPro
     }
   }
   if (!loc || !loc[0]) return pk_ox_fail_at(im, where, "external data without a location");
+  if (!im->dir)
+    return pk_ox_fail_at(im, where, "external data needs the model's file (read from memory)");
   if (loc[0] == '/' || strstr(loc, ".."))
     return pk_ox_fail_at(im, where, "external data location %s leaves the model's directory",
                          pk_ox_quote(im, loc));
