@@ -77,6 +77,11 @@ static pk_status nn_float_input(pk_ox *im, const pk_ox_node *nd, int i, const ch
   if (v->ndim < lo || v->ndim > hi)
     return pk_ox_fail(im, nd, "input %s has shape %s (rank %d); Pock imports %s", what,
                       pk_ox_shape_str(im, v->ndim, v->shape), v->ndim, shape_doc);
+  /* bounded extents keep the window and group arithmetic below far from overflow */
+  for (int d = 0; d < v->ndim; d++)
+    if (v->shape[d] < 1 || v->shape[d] > PK_OP_MAX_EXTENT)
+      return pk_ox_fail(im, nd, "input %s has shape %s: every dim must be 1..%d", what,
+                        pk_ox_shape_str(im, v->ndim, v->shape), PK_OP_MAX_EXTENT);
   *out = v;
   return PK_OK;
 }
@@ -227,7 +232,7 @@ pk_status pk_ox_conv(pk_ox *im, pk_ox_node *nd) {
     return s;
   int64_t group, c = x->shape[1], m = w->shape[0];
   if ((s = pk_ox_attr_int(im, nd, "group", 1, 1, NN_MAX_ATTR, &group)) != PK_OK) return s;
-  if (c % group || m % group || w->shape[1] * group != c)
+  if (c % group || m % group || w->shape[1] != c / group)
     return pk_ox_fail(im, nd, "attribute group = %lld does not fit X %s and W %s (W must be "
                       "(M, C / group, kH, kW) with group dividing C and M)", (long long)group,
                       pk_ox_shape_str(im, x->ndim, x->shape),
