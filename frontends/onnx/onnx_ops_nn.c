@@ -50,6 +50,15 @@ static pk_status nn_unread_outputs(pk_ox *im, const pk_ox_node *nd, int from,
   return PK_OK;
 }
 
+/* pk_ox_arity, and output 0 named: it is required in every op here, and the converters
+ * bind their result to it. */
+static pk_status nn_arity(pk_ox *im, const pk_ox_node *nd, int lo, int hi, int max_out) {
+  pk_status s = pk_ox_arity(im, nd, lo, hi, max_out);
+  if (s == PK_OK && nd->out[0] < 0)
+    return pk_ox_fail(im, nd, "output 0 has no name (it is required)");
+  return s;
+}
+
 /* ONNX stores float attributes as f32: 0.9 arrives as 0.899999976. The value the exporter
  * meant is the shortest decimal that rounds to the same f32 (torch's momentum 0.1 becomes
  * ONNX's 1 - 0.1 = 0.9f, and 1 - 0.899999976 would train with 0.100000024). Values that
@@ -223,7 +232,7 @@ pk_status pk_ox_conv(pk_ox *im, pk_ox_node *nd) {
   pk_status s;
   pk_ox_value *x, *w;
   if ((s = pk_ox_attrs_known(im, nd, known)) != PK_OK ||
-      (s = pk_ox_arity(im, nd, 2, 3, 1)) != PK_OK ||
+      (s = nn_arity(im, nd, 2, 3, 1)) != PK_OK ||
       (s = nn_float_input(im, nd, 0, "X", 4, 4,
                           "2-D convolutions only: X is (N, C, H, W); 1-D and 3-D Conv are "
                           "not supported", &x)) != PK_OK ||
@@ -296,7 +305,7 @@ static pk_status nn_pool(pk_ox *im, pk_ox_node *nd, pk_op_kind op) {
   pk_status s;
   pk_ox_value *x;
   if ((s = pk_ox_attrs_known(im, nd, is_max ? max_known : avg_known)) != PK_OK ||
-      (s = pk_ox_arity(im, nd, 1, 1, is_max ? 2 : 1)) != PK_OK ||
+      (s = nn_arity(im, nd, 1, 1, is_max ? 2 : 1)) != PK_OK ||
       (is_max && (s = nn_unread_outputs(im, nd, 1, indices,
                                              "Pock's max_pool2d has no indices output")) !=
                      PK_OK) ||
@@ -355,7 +364,7 @@ pk_status pk_ox_global_average_pool(pk_ox *im, pk_ox_node *nd) {
   pk_status s;
   pk_ox_value *x;
   if ((s = pk_ox_attrs_known(im, nd, known)) != PK_OK ||
-      (s = pk_ox_arity(im, nd, 1, 1, 1)) != PK_OK ||
+      (s = nn_arity(im, nd, 1, 1, 1)) != PK_OK ||
       (s = nn_float_input(im, nd, 0, "X", 4, 4, "2-D pools only: X is (N, C, H, W)", &x)) !=
           PK_OK)
     return s;
@@ -378,7 +387,7 @@ pk_status pk_ox_batch_norm(pk_ox *im, pk_ox_node *nd) {
   pk_status s;
   pk_ox_value *x;
   if ((s = pk_ox_attrs_known(im, nd, known)) != PK_OK ||
-      (s = pk_ox_arity(im, nd, 5, 5, v9 ? 5 : 3)) != PK_OK ||
+      (s = nn_arity(im, nd, 5, 5, v9 ? 5 : 3)) != PK_OK ||
       (s = nn_float_input(im, nd, 0, "X", 2, PK_TE_MAX_DIMS, "(N, C, ...)", &x)) != PK_OK)
     return s;
   int64_t c = x->shape[1];
@@ -511,7 +520,7 @@ pk_status pk_ox_layer_norm(pk_ox *im, pk_ox_node *nd) {
   pk_status s;
   pk_ox_value *x;
   if ((s = nn_since(im, nd, 17)) != PK_OK || (s = pk_ox_attrs_known(im, nd, known)) != PK_OK ||
-      (s = pk_ox_arity(im, nd, 2, 3, 3)) != PK_OK ||
+      (s = nn_arity(im, nd, 2, 3, 3)) != PK_OK ||
       (s = nn_float_input(im, nd, 0, "X", 1, PK_TE_MAX_DIMS, "rank 1 or more", &x)) != PK_OK ||
       (s = nn_stash_type(im, nd)) != PK_OK)
     return s;
@@ -581,7 +590,7 @@ pk_status pk_ox_group_norm(pk_ox *im, pk_ox_node *nd) {
   pk_status s;
   pk_ox_value *x;
   if ((s = nn_since(im, nd, 18)) != PK_OK || (s = pk_ox_attrs_known(im, nd, known)) != PK_OK ||
-      (s = pk_ox_arity(im, nd, 3, 3, 1)) != PK_OK ||
+      (s = nn_arity(im, nd, 3, 3, 1)) != PK_OK ||
       (s = nn_float_input(im, nd, 0, "X", 2, PK_TE_MAX_DIMS, "(N, C, ...)", &x)) != PK_OK ||
       (s = nn_stash_type(im, nd)) != PK_OK)
     return s;
@@ -621,7 +630,7 @@ pk_status pk_ox_instance_norm(pk_ox *im, pk_ox_node *nd) {
   pk_status s;
   pk_ox_value *x;
   if ((s = pk_ox_attrs_known(im, nd, known)) != PK_OK ||
-      (s = pk_ox_arity(im, nd, 3, 3, 1)) != PK_OK ||
+      (s = nn_arity(im, nd, 3, 3, 1)) != PK_OK ||
       (s = nn_float_input(im, nd, 0, "input", 3, PK_TE_MAX_DIMS, "(N, C, D1, ...)", &x)) !=
           PK_OK)
     return s;
@@ -651,7 +660,7 @@ pk_status pk_ox_dropout(pk_ox *im, pk_ox_node *nd) {
   pk_status s;
   pk_ox_value *x;
   if ((s = pk_ox_attrs_known(im, nd, known)) != PK_OK ||
-      (s = pk_ox_arity(im, nd, 1, 3, 2)) != PK_OK ||
+      (s = nn_arity(im, nd, 1, 3, 2)) != PK_OK ||
       (s = nn_float_input(im, nd, 0, "data", 1, PK_TE_MAX_DIMS, "rank 1 or more", &x)) !=
           PK_OK ||
       (s = nn_unread_outputs(im, nd, 1, mask,
