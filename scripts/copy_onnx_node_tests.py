@@ -74,7 +74,8 @@ def verdict(name, m):
                 return "out storage_order"
             if len([o for o in n.output if o]) > 1:
                 return "out MaxPool Indices output"
-        if n.op_type == "Dropout" and ("seed" in a or len([o for o in n.output if o]) > 1):
+        if n.op_type == "Dropout" and (len(n.input) > 2 and n.input[2] or
+                                       len([o for o in n.output if o]) > 1):
             return "out random dropout mask"
         if n.op_type == "BatchNormalization" and len([o for o in n.output if o]) > 1:
             return "out running-stat outputs (training_mode)"
@@ -82,6 +83,20 @@ def verdict(name, m):
             return "out Mean/InvStdDev outputs"
         if n.op_type == "Pad" and "mode" in a and a["mode"].s != b"constant":
             return "out pad mode %s" % a["mode"].s.decode()
+    # the importer makes a graph only of what is computed from the inputs: a model folded
+    # to a constant, or passing an input through, is refused by design
+    if not g.input:
+        return "out no graph input (all constant)"
+    dep, alias = {v.name for v in g.input}, {v.name for v in g.input}
+    for n in g.node:
+        if n.op_type != "Shape" and any(i in dep for i in n.input):
+            dep.update(n.output)
+        if n.op_type in ("Identity", "Dropout") and n.input[0] in alias:
+            alias.add(n.output[0])
+    if g.output[0].name in alias:
+        return "out output is an input passed through"
+    if g.output[0].name not in dep:
+        return "out output folded to a constant at import"
     for v in list(g.input) + list(g.output):
         if any(d.HasField("dim_value") and d.dim_value == 0
                for d in v.type.tensor_type.shape.dim):
