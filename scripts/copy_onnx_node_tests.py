@@ -44,7 +44,9 @@ Identity Dropout Shape Range Trilu""".split())
 FREEZE = {"Reshape": (1,), "Expand": (1,), "Slice": (1, 2, 3, 4), "Unsqueeze": (1,),
           "Squeeze": (1,), "Split": (1,), "Pad": (1, 2, 3), "ReduceMean": (1,),
           "ReduceSum": (1,), "ReduceMax": (1,), "Clip": (1, 2), "ConstantOfShape": (0,),
-          "Range": (0, 1, 2), "Trilu": (1,), "Dropout": (1, 2)}
+          "Range": (0, 1, 2), "Trilu": (1,), "Dropout": (1, 2),
+          # running statistics: buffers of the model, not data
+          "BatchNormalization": (3, 4)}
 
 # the element types Pock computes with (TensorProto.DataType)
 T = onnx.TensorProto
