@@ -28,10 +28,11 @@ The models are made with gen_model_fixtures.py's seed, so the initializers equal
 tests/fixtures/train/models/MODEL/MODEL_f32.pkw (checked here). onnxruntime runs each
 export on batch 1 and must agree with PyTorch (checked here).
 
-Why one scheme per model: LLaMA's RMSNorm and opset 13's LayerNorm are exported as
-arithmetic, so `"norms": true` finds no norm in them: the transformers train
-partial25_head (last block's linears a quarter of their input channels, reached through a
-Transpose, + the head); MobileNetV2 trains bias_norms_last, ResNet-18 partial25_head.
+One scheme per model, to keep the test short: MobileNetV2 trains bias_norms_last (its batch
+norms train, so every one uses batch statistics under either bn_mode), the others
+partial25_head (ResNet-18: a quarter of the last block's conv input channels, its frozen
+batch norms in training mode; BERT and LLaMA: the last block's linears, reached through a
+Transpose, a quarter of their input channels, + the head).
 """
 # onnx first: importing torch first makes `import onnx` fail in this venv (torch 1.13
 # loads an older onnx protobuf module of its own)
