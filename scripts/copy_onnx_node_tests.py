@@ -64,6 +64,8 @@ def verdict(name, m):
         if et not in DTYPES:
             return "out %s" % T.DataType.Name(et).lower()
     ranks = {v.name: len(v.type.tensor_type.shape.dim) for v in g.input}
+    types = {v.name: v.type.tensor_type.elem_type for v in g.input}
+    inits = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     for n in g.node:
         a = {x.name: x for x in n.attribute}
         if n.op_type in ("Conv", "MaxPool", "AveragePool"):
@@ -85,6 +87,9 @@ def verdict(name, m):
             return "out Mean/InvStdDev outputs"
         if n.op_type == "Pad" and "mode" in a and a["mode"].s != b"constant":
             return "out pad mode %s" % a["mode"].s.decode()
+    why = runtime_limit(g, types, inits)
+    if why:
+        return "out " + why
     # the importer makes a graph only of what is computed from the inputs: a model folded
     # to a constant, or passing an input through, is refused by design
     if not g.input:
@@ -93,7 +98,7 @@ def verdict(name, m):
     for n in g.node:
         if n.op_type != "Shape" and any(i in dep for i in n.input):
             dep.update(n.output)
-        if n.op_type in ("Identity", "Dropout") and n.input[0] in alias:
+        if n.input and n.input[0] in alias and is_identity(n, inits):
             alias.add(n.output[0])
     if g.output[0].name in alias:
         return "out output is an input passed through"
@@ -104,6 +109,55 @@ def verdict(name, m):
                for d in v.type.tensor_type.shape.dim):
             return "out zero-size tensor"
     return "in"
+
+
+def is_identity(n, inits):
+    """n passes its input 0 through unchanged: Identity, Dropout in inference, Clip without
+    bounds, the identity Transpose, a Reduce* of no axes with noop_with_empty_axes."""
+    a = {x.name: x for x in n.attribute}
+    if n.op_type in ("Identity", "Dropout"):
+        return True
+    if n.op_type == "Clip":
+        return not any(n.input[1:])
+    if n.op_type == "Transpose":
+        return "perm" in a and list(a["perm"].ints) == sorted(a["perm"].ints)
+    if n.op_type.startswith("Reduce") and "noop_with_empty_axes" in a and \
+            a["noop_with_empty_axes"].i:
+        return len(n.input) < 2 or not n.input[1] or inits[n.input[1]].size == 0
+    return False
+
+
+FLOATS = {T.FLOAT, T.DOUBLE}
+# Pock computes on float tensors: integer and bool data is evaluated at import only
+FLOAT_ONLY = SUPPORTED - {"Cast", "Constant", "ConstantOfShape", "Identity", "Shape", "Range",
+                          "Reshape", "Transpose", "Concat", "Split", "Slice", "Gather",
+                          "Unsqueeze", "Squeeze", "Expand", "Flatten", "Dropout", "Where",
+                          "Equal", "Trilu"}
+
+
+def runtime_limit(g, types, inits):
+    """Why a node on the graph's inputs (data known only at run time) cannot be imported:
+    Pock has no cast and no comparison op, computes on float data, moves only float data
+    through where, and has no reverse; or None."""
+    for n in g.node:
+        a = {x.name: x for x in n.attribute}
+        rt = [types[i] for i in n.input if i in types]  # the run-time inputs' types
+        if not rt:
+            continue
+        if n.op_type == "Cast" and a["to"].i != types.get(n.input[0], a["to"].i):
+            return "Cast of a computed tensor (no cast op)"
+        if n.op_type == "Equal":
+            return "Equal of computed tensors (no comparison op)"
+        if n.op_type in FLOAT_ONLY and any(t not in FLOATS for t in rt):
+            return "integer or bool arithmetic at run time"
+        if n.op_type in ("Where", "Trilu") and any(
+                types.get(i) not in FLOATS for i in n.input[:3] if i in types and
+                not (n.op_type == "Where" and i == n.input[0])):
+            return "integer data through %s at run time" % n.op_type
+        if n.op_type == "Slice" and len(n.input) > 4 and n.input[4] in inits and \
+                (inits[n.input[4]] < 0).any():
+            return "negative slice step (no reverse)"
+    return None
 
 
 def freeze(m, read_input):

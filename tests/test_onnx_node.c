@@ -1,7 +1,8 @@
 /* test_onnx_node.c — ONNX conformance: every case `in` tests/fixtures/onnx-node/scope.txt
  * (onnx 1.16.2's backend node tests, scripts/copy_onnx_node_tests.py) and every case
  * directory under tests/fixtures/onnx-ops/ is imported (batch = dim 0 of input_0), fed its
- * test_data_set_N/input_N.pb, run node by node through the TE reference interpreter
+ * test_data_set_N/input_N.pb, run node by node (the inference graph, or the forward graph
+ * when batch norms train with batch statistics) through the TE reference interpreter
  * (tests/test_graph_exec.h: no C compiler) and compared with output_N.pb (floats within
  * rtol 1e-4 + atol 1e-5, integers and bools exactly). An in-scope case that fails to
  * import or differs is a failure; out-of-scope ones are counted with their reason. Prints
@@ -149,9 +150,16 @@ static const char *run_set(pk_ctx *ctx, const char *model, const char *set, cons
   }
   pk_frontend_opts opts = {.batch = io->nin && ndim[0] > 0 ? shape[0][0] : 1};
   if (opts.batch < 1) return "input_0 has a zero batch dim";
-  pk_graph *g;
-  if (pk_frontend_load_opts(ctx, model, &opts, &g, NULL) != PK_OK)
+  pk_graph *fwd, *g;
+  pk_model_info info;
+  if (pk_frontend_load_opts(ctx, model, &opts, &fwd, &info) != PK_OK)
     return pk_sprintf(ctx, "import: %s", pk_ctx_error(ctx));
+  /* what an ONNX runtime computes: batch norms in training mode (the model says so) on
+   * batch statistics, as the forward graph has them; else the inference graph, every
+   * batch norm on its running statistics */
+  g = fwd;
+  if (!info.train.bn_train_all && pk_eval_build(fwd, &info.train, false, &g) != PK_OK)
+    return pk_sprintf(ctx, "pk_eval_build: %s", pk_ctx_error(ctx));
   tg_store *s = tg_store_new(ctx, g);
   /* tg_store_new copies f32 initial values; constants of other dtypes (folded shapes,
    * integer initializers) need theirs too */
