@@ -24,6 +24,10 @@ static const char compile_help[] =
     "  --inference           forward only (no loss, no backward)\n"
     "  --optimizer sgd|adam|adamw, --lr X, --momentum X, --weight-decay X\n"
     "                        override the model file's training object\n"
+    "  --loss softmax_cross_entropy|mse\n"
+    "                        the loss (default: the model's training object; an ONNX\n"
+    "                        model's is in MODEL.training.json beside it)\n"
+    "  --classes K           check: the output has K classes (softmax_cross_entropy)\n"
     "  --warmup-steps N      linear lr warmup over N optimizer steps, then the schedule\n"
     "  --accum-steps K       gradient accumulation: one optimizer step per K steps (mean)\n"
     "  --clip-global X       clip the global L2 norm of all gradients to X (0: off)\n"
@@ -69,6 +73,13 @@ static int parse_options(int argc, char **argv, pk_compile_options *o) {
       if (strcmp(v, "sgd") && strcmp(v, "adam") && strcmp(v, "adamw"))
         return pk_cli_usage("compile: unknown optimizer '%s' (sgd, adam, adamw)", v);
       o->optimizer = v;
+    } else if (!strcmp(a, "--loss")) {
+      if (strcmp(v, "softmax_cross_entropy") && strcmp(v, "mse"))
+        return pk_cli_usage("compile: unknown loss '%s' (softmax_cross_entropy, mse)", v);
+      o->loss = v;
+    } else if (!strcmp(a, "--classes")) {
+      if (!pkrt_cli_parse_i64(v, &o->classes) || o->classes < 1 || o->classes > INT32_MAX)
+        return pk_cli_usage("compile: --classes needs an integer in 1..2147483647");
     } else if (!strcmp(a, "--batch")) {
       if (!pkrt_cli_parse_i64(v, &o->batch) || o->batch < 1 || o->batch > 1000000)
         return pk_cli_usage("compile: --batch needs an integer in 1..1000000");
