@@ -23,6 +23,8 @@ int pk_cmd_compile(int argc, char **argv); /* cmd_compile.c */
 int pk_cmd_keygen(int argc, char **argv);  /* cmd_sign.c: keygen, sign, verify */
 int pk_cmd_sign(int argc, char **argv);
 int pk_cmd_verify(int argc, char **argv);
+int pk_cmd_inspect(int argc, char **argv); /* cmd_inspect.c */
+int pk_cmd_export(int argc, char **argv);  /* cmd_export.c: fine-tuned weights into ONNX */
 
 /* Times k on its buffers and, for a matmul-shaped program, OpenBLAS sgemm on the same
  * data, printing GFLOP/s side by side (te_bench.c). */
