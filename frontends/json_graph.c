@@ -453,16 +453,25 @@ pk_status pk_frontend_json(pk_ctx *ctx, const char *text, size_t len, const char
   return s;
 }
 
-pk_status pk_frontend_load(pk_ctx *ctx, const char *path, int64_t batch, pk_graph **out,
-                           pk_model_info *info) {
+pk_status pk_frontend_load_opts(pk_ctx *ctx, const char *path, const pk_frontend_opts *opts,
+                                pk_graph **out, pk_model_info *info) {
   *out = NULL;
   if (info) memset(info, 0, sizeof *info);
   size_t n = strlen(path);
   if (n >= 5 && strcmp(path + n - 5, ".onnx") == 0)
-    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "%s: ONNX import is not built yet", path);
+    return pk_frontend_onnx(ctx, path, opts, out, info);
+  if (opts->nshapes)
+    return pk_ctx_fail(ctx, PK_ERR_CHECK, "%s: --input-shape applies to ONNX models (a JSON "
+                       "graph's shapes are static but the batch)", path);
   char *text;
   size_t len;
   pk_status s = pk_read_file(ctx, path, &text, &len);
   if (s != PK_OK) return s;
-  return pk_frontend_json(ctx, text, len, path, batch, out, info);
+  return pk_frontend_json(ctx, text, len, path, opts->batch, out, info);
+}
+
+pk_status pk_frontend_load(pk_ctx *ctx, const char *path, int64_t batch, pk_graph **out,
+                           pk_model_info *info) {
+  pk_frontend_opts o = {.batch = batch};
+  return pk_frontend_load_opts(ctx, path, &o, out, info);
 }

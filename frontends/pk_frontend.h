@@ -1,5 +1,6 @@
 /* pk_frontend.h — model files → forward graph IR: Pock's JSON graph (docs/graph-format.md)
- * now, ONNX later. Also the weights file format (.pkw) shared with the runtime's saver.
+ * and ONNX (docs/onnx.md). Also the weights file format (.pkw) shared with the runtime's
+ * saver.
  *
  * Usage:
  *   pk_graph *g;
@@ -21,8 +22,8 @@ typedef struct pk_model_info {
   int64_t classes;          /* classification: number of classes; 0 otherwise */
 } pk_model_info;
 
-/* Loads a JSON graph (by extension; ".onnx" → PK_ERR_UNSUPPORTED for now). The batch dim
- * of inputs is `batch` (the file's batch dim is symbolic or ignored). PK_ERR_CHECK or
+/* Loads a JSON graph or, by the extension ".onnx", an ONNX model (pk_frontend_onnx). The
+ * batch dim of inputs is `batch` (the file's batch dim is symbolic or ignored). PK_ERR_CHECK or
  * PK_ERR_SYNTAX with the file name and the node or key at fault; PK_ERR_IO when the file
  * or its weights_file cannot be read. The graph is validated and its output set. info may
  * be NULL; on failure *out is NULL and info is unspecified.
@@ -32,6 +33,48 @@ pk_status pk_frontend_load(pk_ctx *ctx, const char *path, int64_t batch, pk_grap
                            pk_model_info *info);
 pk_status pk_frontend_json(pk_ctx *ctx, const char *text, size_t len, const char *filename,
                            int64_t batch, pk_graph **out, pk_model_info *info);
+
+/* ---- options (ONNX models carry symbolic dims the JSON graph does not) ---- */
+/* --input-shape NAME=d0,d1,...: the whole shape of graph input NAME, dim 0 the batch. */
+typedef struct pk_input_shape {
+  const char *name;
+  int ndim;
+  int64_t shape[PK_TE_MAX_DIMS];
+} pk_input_shape;
+
+typedef struct pk_frontend_opts {
+  int64_t batch;                /* dim 0 of every batched input (1..PK_OP_MAX_EXTENT) */
+  const pk_input_shape *shapes; /* bindings of symbolic dims; NULL when nshapes is 0 */
+  int nshapes;
+} pk_frontend_opts;
+
+/* pk_frontend_load with options: the bindings apply to ONNX models (a JSON graph has no
+ * symbolic dims but the batch, and refuses bindings). */
+pk_status pk_frontend_load_opts(pk_ctx *ctx, const char *path, const pk_frontend_opts *opts,
+                                pk_graph **out, pk_model_info *info);
+
+/* ONNX (frontends/onnx, docs/onnx.md): opsets 13 and newer, default domain. Inputs: dim 0
+ * is the batch when symbolic; other symbolic dims must be bound in opts->shapes, else
+ * PK_ERR_CHECK naming the input and the dim. Float initializers become params named by the
+ * initializer (a Transpose-reached weight keeps its own name and layout), batch norm's
+ * running stats buffers, Constant nodes and integer initializers constants; shape
+ * arithmetic is folded at import. One PK_ERR_UNSUPPORTED lists every unsupported op type
+ * with its count and first node. A training JSON beside the model ("m.onnx" →
+ * "m.training.json": the graph JSON's "training" object) gives info->train. */
+pk_status pk_frontend_onnx(pk_ctx *ctx, const char *path, const pk_frontend_opts *opts,
+                           pk_graph **out, pk_model_info *info);
+
+/* The same from a serialized model in memory (`name` in messages): no external data and no
+ * training JSON (there is no directory to read them from). */
+pk_status pk_frontend_onnx_mem(pk_ctx *ctx, const void *buf, size_t len, const char *name,
+                               const pk_frontend_opts *opts, pk_graph **out,
+                               pk_model_info *info);
+
+/* One serialized ONNX TensorProto file (the backend tests' input_0.pb) as host data:
+ * floats as F32/F64, integers and bools as I64 (numel elements, arena memory).
+ * PK_ERR_IO / PK_ERR_CHECK naming the file. */
+pk_status pk_onnx_read_tensor(pk_ctx *ctx, const char *path, pkrt_dtype *dtype, int *ndim,
+                              int64_t *shape, const void **data);
 
 /* ---- weights files (.pkw) ----
  * Replaces the initial values of every param whose name is in the file, except those

@@ -3,7 +3,7 @@
 # missing (run as root on Debian 12; a no-op when everything is there).
 set -euo pipefail
 packages=(build-essential cmake pkg-config libsqlite3-dev libcjson-dev libffi-dev
-          libopenblas-dev libsodium-dev)
+          libopenblas-dev libsodium-dev libprotobuf-c-dev protobuf-c-compiler)
 # Tests: strace (test_isolation: no program executed), clang + its libFuzzer runtime
 # (scripts/fuzz.sh, test_fuzz_artifact_60s; both skip without them).
 packages+=(strace clang libclang-rt-14-dev)

@@ -103,7 +103,8 @@ typedef struct pk_ox_shape_binding {
 struct pk_ox {
   pk_ctx *ctx;
   const char *file;         /* for messages */
-  const char *dir;          /* the model's directory: external data must stay inside it */
+  const char *dir;          /* the model's directory: external data must stay inside it
+                               (NULL: read from memory, external data refused) */
   Onnx__ModelProto *model;
   int64_t opset;            /* the default domain's opset version (>= 13) */
   int64_t batch;
@@ -120,6 +121,14 @@ struct pk_ox {
   /* what the import learned for pk_model_info */
   bool bn_training;         /* a BatchNormalization node has training_mode = 1 */
 };
+
+/* ---- loading (onnx_load.c) ---- */
+/* Reads and unpacks a model file / buffer (nesting depth checked first: protobuf-c recurses
+ * without a limit). Free with onnx__model_proto__free_unpacked(m, NULL). */
+pk_status pk_ox_read_model(pk_ox *im, const char *path, Onnx__ModelProto **out);
+pk_status pk_ox_unpack_model(pk_ox *im, const uint8_t *buf, size_t len, Onnx__ModelProto **out);
+/* IR version 3..10, a default-domain opset 13..21 (sets im->opset). */
+pk_status pk_ox_check_model(pk_ox *im);
 
 /* ---- messages ---- */
 /* "FILE: WHERE: message" as PK_ERR_CHECK (where may be NULL); returns PK_ERR_CHECK. */
