@@ -22,17 +22,21 @@ static const char inspect_help[] =
     "  --batch B             batch size (default 32)\n"
     "  --sparse SPEC.json    a sparse-update spec (docs/sparse-update.md) to compare\n"
     "  --input-shape NAME=D0,D1,...\n"
-    "                        binds an ONNX input's symbolic dims (repeatable)\n"
+    "                        an ONNX input's whole shape, binding its symbolic dims (D0 is\n"
+    "                        the batch, as --batch); repeat for several inputs\n"
     "\n"
     "Exit status: 0 success, 1 error (bad model or spec, unsupported ops), 2 usage.\n";
 
 typedef struct inspect_options {
   const char *model, *sparse;
   int64_t batch;
+  pk_input_shape shapes[PK_CLI_MAX_SHAPES];
+  int nshapes;
 } inspect_options;
 
 static int parse_options(int argc, char **argv, inspect_options *o) {
-  *o = (inspect_options){.batch = 32};
+  memset(o, 0, sizeof *o);
+  o->batch = 32;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -45,9 +49,15 @@ static int parse_options(int argc, char **argv, inspect_options *o) {
       continue;
     }
     if (i + 1 >= argc) return pk_cli_usage("inspect: %s needs a value", a);
-    const char *v = argv[++i];
+    char *v = argv[++i];
     if (!strcmp(a, "--sparse")) {
       o->sparse = v;
+    } else if (!strcmp(a, "--input-shape")) {
+      if (o->nshapes == PK_CLI_MAX_SHAPES)
+        return pk_cli_usage("inspect: at most %d --input-shape options", PK_CLI_MAX_SHAPES);
+      int rc = pk_cli_input_shape("inspect", v, &o->shapes[o->nshapes]);
+      if (rc != PK_EXIT_OK) return rc;
+      o->nshapes++;
     } else if (!strcmp(a, "--batch")) {
       if (!pkrt_cli_parse_i64(v, &o->batch) || o->batch < 1 || o->batch > 1000000)
         return pk_cli_usage("inspect: --batch needs an integer in 1..1000000");
@@ -189,7 +199,8 @@ static pk_status inspect(pk_ctx *ctx, const inspect_options *o) {
   }
   pk_graph *g;
   pk_model_info info;
-  if ((s = pk_frontend_load(ctx, o->model, o->batch, &g, &info)) != PK_OK) return s;
+  pk_frontend_opts fo = {.batch = o->batch, .shapes = o->shapes, .nshapes = o->nshapes};
+  if ((s = pk_frontend_load_opts(ctx, o->model, &fo, &g, &info)) != PK_OK) return s;
   if (!onnx) printf("model: %s (graph JSON%s%s)\n", o->model, info.name ? ", " : "",
                     info.name ? info.name : "");
   printf("batch: %lld\n", (long long)g->batch);

@@ -49,8 +49,10 @@ pk_status drv_load(drv_state *S) {
   if (o->graph) {
     S->fwd = o->graph;
     if (o->info) S->info = *o->info;
-  } else if ((s = pk_frontend_load(S->ctx, o->model, o->batch, &S->fwd, &S->info)) != PK_OK) {
-    return s;
+  } else {
+    pk_frontend_opts fo = {.batch = o->batch, .shapes = o->input_shapes,
+                           .nshapes = o->ninput_shapes};
+    if ((s = pk_frontend_load_opts(S->ctx, o->model, &fo, &S->fwd, &S->info)) != PK_OK) return s;
   }
   if (o->weights && (s = pk_weights_apply(S->ctx, S->fwd, o->weights, o->reinit)) != PK_OK) return s;
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "onnx_impl.h"
+#include "pk_json_check.h"
 
 typedef struct exporter {
   pk_ctx *ctx;
@@ -14,22 +15,7 @@ typedef struct exporter {
 } exporter;
 
 /* A user string fit for a message: quoted, control bytes escaped, long ones cut. */
-static const char *q(exporter *E, const char *s) {
-  pk_strbuf b;
-  pk_strbuf_init(&b);
-  pk_strbuf_append(&b, "'");
-  size_t n = 0;
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++, n++) {
-    if (n == 80) {
-      pk_strbuf_append(&b, "...");
-      break;
-    }
-    if (*p < 0x20 || *p == 0x7f || *p == '\'' || *p == '\\') pk_strbuf_printf(&b, "\\x%02x", *p);
-    else pk_strbuf_appendn(&b, (const char *)p, 1);
-  }
-  pk_strbuf_append(&b, "'");
-  return pk_strbuf_finish(E->ctx, &b);
-}
+static const char *q(exporter *E, const char *s) { return pk_json_quote(E->ctx, s ? s : ""); }
 
 static const char *node_where(exporter *E, const Onnx__NodeProto *n, size_t index) {
   const char *name = n->name && n->name[0] ? q(E, n->name) : pk_sprintf(E->ctx, "#%zu", index);
