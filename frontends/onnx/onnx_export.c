@@ -141,11 +141,34 @@ static pk_status batchnorm_infer(exporter *E, Onnx__NodeProto *n, size_t index, 
   return PK_OK;
 }
 
-/* Dropout's third input is training_mode: omitted means false (the identity). */
-static bool dropout_infer(Onnx__NodeProto *n) {
-  if (n->n_input < 3 || !n->input[2] || !n->input[2][0]) return false;
+/* A Constant node or an initializer that fed only what export removed (Dropout's
+ * training_mode flag) goes too: onnxruntime warns about every unused one. */
+static void drop_if_unused(exporter *E, const char *name) {
+  const char *who;
+  if (is_read(E, name, &who)) return;
+  for (size_t i = 0; i < E->g->n_input; i++)
+    if (E->g->input[i]->name && !strcmp(E->g->input[i]->name, name)) return;
+  size_t keep = 0;
+  for (size_t i = 0; i < E->g->n_node; i++) {
+    Onnx__NodeProto *n = E->g->node[i];
+    bool constant = is_default_domain(n) && n->op_type && !strcmp(n->op_type, "Constant") &&
+                    n->n_output == 1 && n->output[0] && !strcmp(n->output[0], name);
+    if (!constant) E->g->node[keep++] = n;
+  }
+  E->g->n_node = keep;
+  keep = 0;
+  for (size_t i = 0; i < E->g->n_initializer; i++)
+    if (!E->g->initializer[i]->name || strcmp(E->g->initializer[i]->name, name))
+      E->g->initializer[keep++] = E->g->initializer[i];
+  E->g->n_initializer = keep;
+}
+
+/* Dropout's third input is training_mode: omitted means false (the identity). Returns the
+ * flag's name, or NULL when the node was in inference already. */
+static const char *dropout_infer(Onnx__NodeProto *n) {
+  if (n->n_input < 3 || !n->input[2] || !n->input[2][0]) return NULL;
   n->n_input = 2;
-  return true;
+  return n->input[2];
 }
 
 /* value_info of the outputs batch norms no longer produce would describe nothing. */
@@ -197,17 +220,23 @@ pk_status pk_onnx_export(pk_ctx *ctx, const char *path, const pk_onnx_export_opt
                          "%s: initializer %s is kept in an external data file; export of models "
                          "with external data is not supported", path, q(&E, t->name));
   }
+  /* batch norms, then dropouts, then what fed only the dropouts' flags (removing nodes
+   * last keeps the indices in messages the file's) */
   for (size_t i = 0; i < E.g->n_node; i++) {
     Onnx__NodeProto *n = E.g->node[i];
-    if (!is_default_domain(n) || !n->op_type) continue;
-    if (!strcmp(n->op_type, "BatchNormalization")) {
-      bool changed;
-      if ((s = batchnorm_infer(&E, n, i, &changed)) != PK_OK) return s;
-      out->nbatchnorm += changed;
-    } else if (!strcmp(n->op_type, "Dropout")) {
-      out->ndropout += dropout_infer(n);
-    }
+    if (!is_default_domain(n) || !n->op_type || strcmp(n->op_type, "BatchNormalization")) continue;
+    bool changed;
+    if ((s = batchnorm_infer(&E, n, i, &changed)) != PK_OK) return s;
+    out->nbatchnorm += changed;
   }
+  const char **flags = pk_alloc(ctx, sizeof *flags * (E.g->n_node + 1));
+  for (size_t i = 0; i < E.g->n_node; i++) {
+    Onnx__NodeProto *n = E.g->node[i];
+    if (is_default_domain(n) && n->op_type && !strcmp(n->op_type, "Dropout") &&
+        (flags[out->ndropout] = dropout_infer(n)) != NULL)
+      out->ndropout++;
+  }
+  for (int i = 0; i < out->ndropout; i++) drop_if_unused(&E, flags[i]);
   drop_stale_value_info(&E);
   return pk_ox_model_pack(ctx, path, m, &out->bytes, &out->len);
 }
