@@ -152,9 +152,12 @@ static pk_status export_model(pk_ctx *ctx, const export_options *o, pkrt_ctx *rt
   pk_status s = select_weights(ctx, o, mv, w, nw, sel, &nsel);
   if (s != PK_OK) return s;
   int nin = 0;
-  const char **inputs = pk_alloc(ctx, sizeof *inputs * (size_t)(cJSON_GetArraySize(mv->tensors) + 1));
+  size_t ntensors = (size_t)cJSON_GetArraySize(mv->tensors);
+  const char **inputs = pk_alloc(ctx, sizeof *inputs * (ntensors + 1));
   const cJSON *t;
-  cJSON_ArrayForEach(t, mv->tensors) if (!strcmp(jstr(t, "role"), "input")) inputs[nin++] = jstr(t, "name");
+  cJSON_ArrayForEach(t, mv->tensors) {
+    if (!strcmp(jstr(t, "role"), "input")) inputs[nin++] = jstr(t, "name");
+  }
   pk_onnx_export_options eo = {.tensors = sel, .ntensors = nsel, .inputs = inputs, .ninputs = nin};
   return pk_onnx_export(ctx, o->onnx, &eo, res);
 }

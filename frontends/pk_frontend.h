@@ -94,7 +94,7 @@ pk_status pk_weights_apply(pk_ctx *ctx, pk_graph *g, const char *path, const cha
  *   pk_onnx_export(ctx, "model.onnx", &eo, &er);    // er.bytes: the fine-tuned model
  */
 typedef struct pk_onnx_op_count {
-  const char *type;         /* op_type; "domain:Type" outside the default domain */
+  const char *type;         /* op_type; "domain::Type" outside the default domain */
   int count;                /* nodes of this type */
   bool supported;           /* the importer's op table has it (default domain only) */
   const char *first_node;   /* the first such node's name, "" when it has none */

@@ -27,7 +27,7 @@ fi
 cd "$tmp" || exit 1
 
 # ---- inspect ----
-expect inspect_unsupported 1 "com\.example:Foo +1 +UNSUPPORTED \(first: node 'foo'\)" \
+expect inspect_unsupported 1 "com\.example::Foo +1 +UNSUPPORTED \(first: node 'foo'\)" \
   "$pock" inspect unsup.onnx
 if grep -Eq '^  Gemm +2 +(supported|UNSUPPORTED)' out && grep -q 'does not support' out; then
   pass inspect_histogram_then_error
@@ -39,6 +39,22 @@ if grep -Eq 'fc1\.weight +\(16, 8\) +128 +trains channels 0\.\.3 of 8' out &&
    grep -q '^memory, sparse update (spec.json)' out && grep -Eq '^  matmul +2$' out; then
   pass inspect_json_details
 else fail inspect_json_details "$(head -c 600 out)"; fi
+"$pock" inspect mlp.json --batch 4 --sparse spec.json --json >inspect.json 2>&1
+if "$py" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert (d["param_values"], d["trained_values"]) == (212, 132), d
+assert [p["trained_values"] for p in d["params"]] == [64, 0, 64, 4], d["params"]
+assert d["memory"]["sparse"]["planned_bytes"] > 0 and d["training"]["classes"] == 4
+assert d["inputs"][0]["shape"] == [4, 8] and d["ops"][0] == {"op": "matmul", "count": 2}
+' inspect.json; then pass inspect_json_output
+else fail inspect_json_output "$(head -c 300 inspect.json)"; fi
+"$pock" inspect unsup.onnx --json >unsup.json 2>/dev/null
+if "$py" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert {"type": "com.example::Foo", "count": 1, "supported": False, "first_node": "foo"} in d["onnx_ops"]
+assert "does not support" in d["error"] and "params" not in d
+' unsup.json; then pass inspect_json_unsupported
+else fail inspect_json_unsupported "$(head -c 300 unsup.json)"; fi
 expect inspect_no_model 2 'expected MODEL' "$pock" inspect
 expect inspect_bad_shape 2 'dim 1 must be an integer' "$pock" inspect mlp.onnx --input-shape x=4,0
 

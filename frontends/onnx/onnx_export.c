@@ -82,8 +82,9 @@ static pk_status replace(exporter *E, const pkrt_wtensor *w) {
                        "%s: initializer %s is %s, the trained tensor is %s", E->file,
                        q(E, w->name), onnx_type_name(have), pkrt_dtype_name(w->dtype));
   if (!same_shape(t, w))
-    return pk_ctx_fail(E->ctx, PK_ERR_CHECK, "%s: initializer %s has shape %s, the trained tensor %s",
-                       E->file, q(E, w->name), dims_str(E, (int)t->n_dims, t->dims),
+    return pk_ctx_fail(E->ctx, PK_ERR_CHECK,
+                       "%s: initializer %s has shape %s, the trained tensor %s", E->file,
+                       q(E, w->name), dims_str(E, (int)t->n_dims, t->dims),
                        dims_str(E, w->ndim, w->shape));
   size_t bytes = pkrt_dtype_size(w->dtype);
   for (int d = 0; d < w->ndim; d++) bytes *= (size_t)w->shape[d];

@@ -7,7 +7,9 @@
 
 /* protobuf-c allocates through these: the message lives in the arena like every compiler
  * object, so a caller may point its fields at arena data and never frees anything. */
-static void *arena_alloc(void *data, size_t size) { return pk_alloc((pk_ctx *)data, size ? size : 1); }
+static void *arena_alloc(void *data, size_t size) {
+  return pk_alloc((pk_ctx *)data, size ? size : 1);
+}
 static void arena_free(void *data, void *p) {
   (void)data;
   (void)p;

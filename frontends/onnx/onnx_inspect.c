@@ -11,7 +11,8 @@ static const char *or_empty(const char *s) { return s ? s : ""; }
 static const char *type_key(pk_ctx *ctx, const Onnx__NodeProto *n, bool *default_domain) {
   const char *dom = or_empty(n->domain);
   *default_domain = !dom[0] || !strcmp(dom, "ai.onnx");
-  return *default_domain ? or_empty(n->op_type) : pk_sprintf(ctx, "%s:%s", dom, or_empty(n->op_type));
+  if (*default_domain) return or_empty(n->op_type);
+  return pk_sprintf(ctx, "%s::%s", dom, or_empty(n->op_type)); /* as the importer names it */
 }
 
 pk_status pk_onnx_summarize(pk_ctx *ctx, const char *path, pk_onnx_summary *out) {
