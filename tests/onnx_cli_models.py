@@ -16,6 +16,8 @@
     data.csv       20 rows of 8 features and a label in 0..3
     spec.json      fc2.* + half of fc1.weight's input channels
     alien.pkw      a weights file naming a tensor no model has
+  onnx_cli_models.py pkwclose A.pkw B.pkw
+    the four mlp params of two weights files agree within 1e-5 (relative)
   onnx_cli_models.py check FT.onnx ORIG.onnx DATA.csv SCORES.txt [BN_FT.onnx]
     FT.onnx passes onnx.checker; onnxruntime's output equals `pock-rt run --scores` (the
     class then the scores per row) within 1e-4 and differs from ORIG.onnx's (the weights
@@ -185,10 +187,40 @@ def check(ft, orig, data, scores, bn_ft=None):
     return 0 if ok else 1
 
 
+def read_pkw(path):
+    """{name: array} of a .pkw file (docs/graph-format.md)."""
+    b = open(path, "rb").read()
+    assert b[:4] == b"PKW1", path
+    (n,), at, out = struct.unpack_from("<I", b, 4), 8, {}
+    for _ in range(n):
+        (ln,) = struct.unpack_from("<H", b, at)
+        name = b[at + 2:at + 2 + ln].decode()
+        at += 2 + ln
+        dt, rank = b[at], b[at + 1]
+        shape = struct.unpack_from("<%dq" % rank, b, at + 2)
+        at += 2 + 8 * rank
+        dtype = {1: np.float32, 2: np.float64, 3: np.int32, 4: np.int64}[dt]
+        count = int(np.prod(shape)) if rank else 1
+        out[name] = np.frombuffer(b, dtype, count, at).reshape(shape)
+        at += count * np.dtype(dtype).itemsize
+    return out
+
+
+def pkw_close(a, b):
+    """The params both files hold agree within 1e-5 (relative to 1 + |value|)."""
+    wa, wb = read_pkw(a), read_pkw(b)
+    common = sorted(set(wa) & set(wb) & set(weights()))
+    worst = max(float(np.max(np.abs(wa[n] - wb[n]) / (1 + np.abs(wb[n])))) for n in common)
+    print(f"{a} vs {b}: {len(common)} params, max relative difference {worst:.3g}")
+    return 0 if len(common) == 4 and worst <= 1e-5 else 1
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "make":
         make(sys.argv[2])
     elif len(sys.argv) in (6, 7) and sys.argv[1] == "check":
         sys.exit(check(*sys.argv[2:]))
+    elif len(sys.argv) == 4 and sys.argv[1] == "pkwclose":
+        sys.exit(pkw_close(*sys.argv[2:]))
     else:
         sys.exit(__doc__)
