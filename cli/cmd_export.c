@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "pk_frontend.h"
+#include "pk_json_check.h"
 
 static const char export_help[] =
     "usage: pock export FT.pock --weights FT.pkw --onnx MODEL.onnx -o FT.onnx\n"
@@ -121,11 +122,11 @@ static pk_status select_weights(pk_ctx *ctx, const export_options *o, const mani
     bool weight = !strcmp(role, "param") || !strcmp(role, "buffer");
     if (!t || (!weight && strcmp(role, "constant")))
       return pk_ctx_fail(ctx, PK_ERR_CHECK,
-                         "%s: tensor '%s' is not a weight of %s (weights of another model?)",
-                         o->weights, w[i].name, o->artifact);
+                         "%s: tensor %s is not a weight of %s (weights of another model?)",
+                         o->weights, pk_json_quote(ctx, w[i].name), o->artifact);
     if (!same_layout(t, &w[i]))
-      return pk_ctx_fail(ctx, PK_ERR_CHECK, "%s: tensor '%s' differs from %s's in dtype or shape",
-                         o->weights, w[i].name, o->artifact);
+      return pk_ctx_fail(ctx, PK_ERR_CHECK, "%s: tensor %s differs from %s's in dtype or shape",
+                         o->weights, pk_json_quote(ctx, w[i].name), o->artifact);
     if (weight) sel[(*nsel)++] = w[i];
   }
   const cJSON *t;
@@ -134,8 +135,8 @@ static pk_status select_weights(pk_ctx *ctx, const export_options *o, const mani
     bool found = false;
     for (int i = 0; i < nw && !found; i++) found = !strcmp(w[i].name, jstr(t, "name"));
     if (!found)
-      return pk_ctx_fail(ctx, PK_ERR_CHECK, "%s: the trained param '%s' of %s is missing",
-                         o->weights, jstr(t, "name"), o->artifact);
+      return pk_ctx_fail(ctx, PK_ERR_CHECK, "%s: the trained param %s of %s is missing",
+                         o->weights, pk_json_quote(ctx, jstr(t, "name")), o->artifact);
   }
   return PK_OK;
 }

@@ -16,6 +16,7 @@
     data.csv       20 rows of 8 features and a label in 0..3
     spec.json      fc2.* + half of fc1.weight's input channels
     alien.pkw      a weights file naming a tensor no model has
+    partial.pkw    fc1.weight alone; double.pkw: fc1.weight as float64
   onnx_cli_models.py pkwclose A.pkw B.pkw
     the four mlp params of two weights files agree within 1e-5 (relative)
   onnx_cli_models.py check FT.onnx ORIG.onnx DATA.csv SCORES.txt [BN_FT.onnx]
@@ -128,10 +129,15 @@ def make(d):
                                            {"params": "fc1.weight", "channels": 0.5}]}, f)
     # .pkw (docs/graph-format.md): "PKW1", u32 count, then u16 name length, name, u8 dtype
     # (1: f32), u8 rank, i64 dims, data
-    with open(f"{d}/alien.pkw", "wb") as f:
-        name = b"alien.weight"
-        f.write(b"PKW1" + struct.pack("<I", 1) + struct.pack("<H", len(name)) + name +
-                struct.pack("<BBq", 1, 1, 2) + np.ones(2, np.float32).tobytes())
+    def pkw(path, name, a):
+        code = {np.float32: 1, np.float64: 2}[a.dtype.type]
+        with open(path, "wb") as f:
+            f.write(b"PKW1" + struct.pack("<IH", 1, len(name)) + name.encode() +
+                    struct.pack("<BB", code, a.ndim) + struct.pack("<%dq" % a.ndim, *a.shape) +
+                    a.tobytes())
+    pkw(f"{d}/alien.pkw", "alien.weight", np.ones(2, np.float32))
+    pkw(f"{d}/partial.pkw", "fc1.weight", w["fc1.weight"])
+    pkw(f"{d}/double.pkw", "fc1.weight", w["fc1.weight"].astype(np.float64))
 
 
 def run(path, x):

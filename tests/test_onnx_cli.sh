@@ -100,6 +100,10 @@ expect export_input 1 "the artifact's input 'x' is not an input of the model" \
   "$pock" export mlp.pock --weights ns1.pkw --onnx otherin.onnx -o x.onnx
 expect export_alien_weights 1 "tensor 'alien.weight' is not a weight of mlp.pock" \
   "$pock" export mlp.pock --weights alien.pkw --onnx mlp.onnx -o x.onnx
+expect export_missing_param 1 "the trained param 'fc1.bias' of mlp.pock is missing" \
+  "$pock" export mlp.pock --weights partial.pkw --onnx mlp.onnx -o x.onnx
+expect export_weights_dtype 1 "tensor 'fc1.weight' differs from mlp.pock's in dtype or shape" \
+  "$pock" export mlp.pock --weights double.pkw --onnx mlp.onnx -o x.onnx
 expect export_over_input 1 'mlp.onnx' \
   "$pock" export mlp.pock --weights ns1.pkw --onnx mlp.onnx -o mlp.onnx
 expect export_not_onnx 1 'data.csv' \
