@@ -17,6 +17,8 @@
     spec.json      fc2.* + half of fc1.weight's input channels
     alien.pkw      a weights file naming a tensor no model has
     partial.pkw    fc1.weight alone; double.pkw: fc1.weight as float64
+  onnx_cli_models.py statsmoved BN.pkw
+    the batch norm's running mean in BN.pkw differs from mlp_bn.onnx's
   onnx_cli_models.py pkwclose A.pkw B.pkw
     the four mlp params of two weights files agree within 1e-5 (relative)
   onnx_cli_models.py check FT.onnx ORIG.onnx DATA.csv SCORES.txt [BN_FT.onnx]
@@ -221,11 +223,21 @@ def pkw_close(a, b):
     return 0 if len(common) == 4 and worst <= 1e-5 else 1
 
 
+def stats_moved(path):
+    """Training updated the batch norm's running mean (so export has new statistics to write)."""
+    w = read_pkw(path)
+    moved = float(np.abs(w["bn.running_mean"] - np.linspace(-0.1, 0.1, 16)).max())
+    print(f"{path}: bn.running_mean moved by {moved:.3g} in training")
+    return 0 if moved > 1e-4 else 1
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "make":
         make(sys.argv[2])
     elif len(sys.argv) in (6, 7) and sys.argv[1] == "check":
         sys.exit(check(*sys.argv[2:]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "statsmoved":
+        sys.exit(stats_moved(sys.argv[2]))
     elif len(sys.argv) == 4 and sys.argv[1] == "pkwclose":
         sys.exit(pkw_close(*sys.argv[2:]))
     else:

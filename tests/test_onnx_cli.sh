@@ -138,7 +138,9 @@ fi
 if "$pock" compile mlp_bn.onnx --batch 4 --dump-after load >/dev/null 2>&1; then
   if onnx_part bn mlp_bn.onnx &&
      "$py" "$src/tests/onnx_cli_models.py" check bn_ft.onnx mlp_bn.onnx data.csv bn_scores.txt \
-       >check3.txt 2>&1 && grep -q '^PASS' check3.txt; then pass onnx_bn_compile_train_export
+       >check3.txt 2>&1 && grep -q '^PASS' check3.txt &&
+     "$py" "$src/tests/onnx_cli_models.py" statsmoved bn.pkw >>check3.txt 2>&1
+  then pass onnx_bn_compile_train_export
   else fail onnx_bn_compile_train_export "$(tail -c 600 bn.log check3.txt 2>/dev/null)"; fi
 else
   echo "NOTE: mlp_bn.onnx does not import in this build (BatchNormalization, Dropout): its part is not run"
