@@ -118,9 +118,34 @@ struct pk_ox {
   /* --input-shape bindings */
   const pk_ox_shape_binding *bindings;
   int nbindings;
+  /* recognized chains (onnx_patterns.c): chain_of[node] = chain index or -1 */
+  int *chain_of;
+  struct pk_ox_chain *chains;
+  int nchains;
   /* what the import learned for pk_model_info */
   bool bn_training;         /* a BatchNormalization node has training_mode = 1 */
 };
+
+/* ---- patterns (onnx_patterns.c) ----
+ * Chains of nodes an exporter writes for one module (LayerNorm before opset 17, RMSNorm,
+ * exact GELU), imported as one Pock op. Found before conversion (structure only); the
+ * chain's nodes are skipped and pk_ox_chain_emit runs at its last node: it checks the
+ * constants and shapes and, when they hold, emits the op (*done = true); else nothing is
+ * changed and the importer converts the nodes one by one. */
+typedef enum pk_ox_chain_kind { PK_OX_CHAIN_LAYER_NORM, PK_OX_CHAIN_RMS_NORM, PK_OX_CHAIN_GELU }
+    pk_ox_chain_kind;
+typedef struct pk_ox_chain {
+  pk_ox_chain_kind kind;
+  int n;
+  int nodes[12];            /* node indices, in chain order */
+  int last;                 /* the one of them last in file order */
+  const char *x, *w, *b;    /* the normalized input, the affine weight and bias names */
+  const char *eps;          /* the name of the constant added to the variance */
+  const char *c1, *c2, *c3; /* other constants the chain needs: the exponent 2, 1, 0.5, ... */
+  int reduce, reduce2;      /* the ReduceMean nodes (their axes are checked at emit) */
+} pk_ox_chain;
+pk_status pk_ox_patterns_find(pk_ox *im);
+pk_status pk_ox_chain_emit(pk_ox *im, const pk_ox_chain *c, const char *name, bool *done);
 
 /* ---- loading (onnx_load.c) ---- */
 /* Reads and unpacks a model file / buffer (nesting depth checked first: protobuf-c recurses

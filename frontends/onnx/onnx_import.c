@@ -247,9 +247,14 @@ static pk_status ox_inputs(pk_ox *im) {
       return pk_ox_fail_at(im, NULL, "graph input #%zu has no name", i);
     /* IR < 4 lists initializers among the inputs too: they are not fed */
     if (pk_ox_find(im, vi->name) >= 0) continue;
-    if (strchr(vi->name, '(') || strchr(vi->name, ')'))
-      return pk_ox_fail_at(im, NULL, "input name %s holds a parenthesis (reserved for the "
-                           "names Pock makes)", pk_ox_quote(im, vi->name));
+    /* input names are fed by name and appear in messages as given: plain text only */
+    bool plain = strlen(vi->name) <= 255;
+    for (const char *c = vi->name; plain && *c; c++)
+      plain = (unsigned char)*c >= 0x20 && *c != 0x7f && *c != '(' && *c != ')';
+    if (!plain)
+      return pk_ox_fail_at(im, NULL, "input name %s is not plain text (control bytes and "
+                           "parentheses are refused; at most 255 bytes)",
+                           pk_ox_quote(im, vi->name));
     pk_status s = ox_input(im, vi, any_symbolic);
     if (s != PK_OK) return s;
     n++;
@@ -336,10 +341,22 @@ static pk_status ox_node(pk_ox *im, size_t i, const char *name) {
 static pk_status ox_nodes(pk_ox *im) {
   const Onnx__GraphProto *gp = im->model->graph;
   const char **seen = pk_alloc(im->ctx, sizeof *seen * (gp->n_node ? gp->n_node : 1));
+  pk_status s = pk_ox_patterns_find(im);
+  if (s != PK_OK) return s;
   for (size_t i = 0; i < gp->n_node; i++) {
     seen[i] = ox_node_name(im, gp->node[i], i, seen, i);
-    pk_status s = ox_node(im, i, seen[i]);
-    if (s != PK_OK) return s;
+    int ch = im->chain_of[i];
+    if (ch < 0) {
+      if ((s = ox_node(im, i, seen[i])) != PK_OK) return s;
+      continue;
+    }
+    const pk_ox_chain *c = &im->chains[ch];
+    if (c->last != (int)i) continue; /* deferred to the chain's last node */
+    bool done;
+    if ((s = pk_ox_chain_emit(im, c, seen[i], &done)) != PK_OK) return s;
+    /* not the module after all: its nodes one by one, in file order */
+    for (size_t j = 0; !done && j <= i; j++)
+      if (im->chain_of[j] == ch && (s = ox_node(im, j, seen[j])) != PK_OK) return s;
   }
   return PK_OK;
 }
