@@ -130,12 +130,6 @@ static const char *op_list(pk_ctx *ctx, const pk_graph *g) {
   return pk_strbuf_finish(ctx, &b);
 }
 
-static bool is_transpose_pending(const char *msg) {
-  return strstr(msg, "'Transpose'") && strstr(msg, "does not support");
-}
-
-static int pending; /* cases that need another family's converter, absent from this build */
-
 static void run_good(const good_case *c) {
   pk_ctx *ctx = pk_ctx_new();
   char what[128];
@@ -144,14 +138,6 @@ static void run_good(const good_case *c) {
   pk_graph *g = NULL;
   pk_frontend_opts opts = {.batch = 2};
   pk_status s = pk_frontend_load_opts(ctx, pk_sprintf(ctx, "%s/model.onnx", dir), &opts, &g, NULL);
-  if (s != PK_OK && is_transpose_pending(pk_ctx_error(ctx))) {
-    /* said loudly, never a silent pass: the shape family provides Transpose */
-    printf("PENDING %s: needs the Transpose converter (shape family): %s\n", what,
-           pk_ctx_error(ctx));
-    pending++;
-    pk_ctx_free(ctx);
-    return;
-  }
   if (s != PK_OK) {
     PK_TEST_FAIL(what, "import: %s", pk_ctx_error(ctx));
     pk_ctx_free(ctx);
@@ -272,6 +258,5 @@ static void run_bad(const bad_case *c) {
 int main(void) {
   for (size_t i = 0; i < sizeof GOOD / sizeof GOOD[0]; i++) run_good(&GOOD[i]);
   for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) run_bad(&BAD[i]);
-  if (pending) printf("NOTE %d case(s) pending another family's converter\n", pending);
   return pk_test_summary("test_onnx_math");
 }
