@@ -61,7 +61,8 @@ static pk_status float_const(pk_ox *im, pk_ox_node *nd, const char *what, int nd
   }
   /* the graph's rules for names the model gives (as the core's): no control bytes, no
    * parentheses (Pock's own names use them), bounded, unique */
-  char *base = pk_strndup(im->ctx, nd->name, 200);
+  size_t len = strlen(nd->name);
+  char *base = pk_strndup(im->ctx, nd->name, len < 200 ? len : 200); /* copies exactly n */
   for (char *c = base; *c; c++)
     if ((unsigned char)*c < 0x20 || *c == 0x7f || *c == '(' || *c == ')') *c = '_';
   const char *name = pk_sprintf(im->ctx, "%s.%s", base, what);
