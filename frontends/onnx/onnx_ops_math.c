@@ -31,10 +31,12 @@ static pk_status float_input(pk_ox *im, pk_ox_node *nd, int i, int *tensor) {
   return pk_ox_tensor(im, nd, i, tensor);
 }
 
+/* An unnamed output 0 ("") is read by nothing: the converters emit nothing for it. */
+static bool unnamed(const pk_ox_node *nd) { return nd->nout >= 1 && nd->out[0] < 0; }
+
 /* Output k's ONNX rank is 0 (a scalar) though its graph tensor is (1,). */
 static void set_scalar(pk_ox *im, pk_ox_node *nd, int k) {
-  pk_ox_value *v = pk_ox_val(im, nd->out[k]);
-  v->ndim = 0;
+  if (nd->out[k] >= 0) pk_ox_val(im, nd->out[k])->ndim = 0;
 }
 
 /* numpy broadcasting of two ONNX shapes; false when they do not broadcast. */
@@ -99,7 +101,7 @@ static pk_status binary(pk_ox *im, pk_ox_node *nd, pk_op_kind op) {
   pk_status s;
   int t[2];
   if ((s = pk_ox_attrs_known(im, nd, NO_ATTRS)) != PK_OK ||
-      (s = pk_ox_arity(im, nd, 2, 2, 1)) != PK_OK ||
+      (s = pk_ox_arity(im, nd, 2, 2, 1)) != PK_OK || unnamed(nd) ||
       (s = float_input(im, nd, 0, &t[0])) != PK_OK || (s = float_input(im, nd, 1, &t[1])) != PK_OK)
     return s;
   pk_ox_value *a = pk_ox_in(im, nd, 0), *b = pk_ox_in(im, nd, 1);
@@ -128,6 +130,7 @@ pk_status pk_ox_pow(pk_ox *im, pk_ox_node *nd) {
     return s;
   pk_ox_value *x = pk_ox_in(im, nd, 0), *y = pk_ox_in(im, nd, 1);
   if (!x || !y) return pk_ox_fail(im, nd, "input %d is missing", x ? 1 : 0);
+  if (unnamed(nd)) return PK_OK;
   if (y->kind == PK_OXV_CONST && pk_ox_numel(y->ndim, y->shape) == 1 && y->ndim <= x->ndim) {
     double e;
     int tx;
@@ -171,8 +174,8 @@ pk_status pk_ox_pow(pk_ox *im, pk_ox_node *nd) {
 /* Op `op` of input 0 (the caller checked the arity). */
 static pk_status emit_unary(pk_ox *im, pk_ox_node *nd, pk_op_kind op, const pk_op_attrs *attrs) {
   int t;
-  pk_status s;
-  if ((s = float_input(im, nd, 0, &t)) != PK_OK ||
+  pk_status s = PK_OK;
+  if (unnamed(nd) || (s = float_input(im, nd, 0, &t)) != PK_OK ||
       (s = pk_ox_op_result(im, nd, op, attrs, 1, &t, 0)) != PK_OK)
     return s;
   if (pk_ox_in(im, nd, 0)->ndim == 0) set_scalar(im, nd, 0);
@@ -288,7 +291,8 @@ pk_status pk_ox_hard_sigmoid(pk_ox *im, pk_ox_node *nd) {
   if (alpha == (double)(float)(1.0 / 6.0) && beta == 0.5)
     return unary(im, nd, PK_OP_HARDSIGMOID, &(pk_op_attrs){0});
   int t, ta, tb, u, v;
-  if ((s = pk_ox_arity(im, nd, 1, 1, 1)) != PK_OK || (s = float_input(im, nd, 0, &t)) != PK_OK ||
+  if ((s = pk_ox_arity(im, nd, 1, 1, 1)) != PK_OK || unnamed(nd) ||
+      (s = float_input(im, nd, 0, &t)) != PK_OK ||
       (s = scalar_const(im, nd, "alpha", alpha, &ta)) != PK_OK ||
       (s = scalar_const(im, nd, "beta", beta, &tb)) != PK_OK ||
       (s = pk_ox_op(im, nd, PK_OP_MUL, &(pk_op_attrs){0}, 2, (int[]){t, ta}, &u)) != PK_OK ||
@@ -333,6 +337,7 @@ pk_status pk_ox_matmul(pk_ox *im, pk_ox_node *nd) {
     return s;
   pk_ox_value *a = pk_ox_in(im, nd, 0), *b = pk_ox_in(im, nd, 1);
   if (!a || !b) return pk_ox_fail(im, nd, "input %d is missing", a ? 1 : 0);
+  if (unnamed(nd)) return PK_OK;
   bool tb = false;
   int ta_t, tb_t;
   if ((s = float_input(im, nd, 0, &ta_t)) != PK_OK || (s = matmul_b(im, nd, 1, &tb, &tb_t)) != PK_OK)
@@ -413,6 +418,7 @@ pk_status pk_ox_gemm(pk_ox *im, pk_ox_node *nd) {
       return pk_ox_fail(im, nd, "C %s does not broadcast to the result (%lld, %lld)",
                         pk_ox_shape_str(im, c->ndim, c->shape), (long long)m, (long long)n);
   }
+  if (unnamed(nd)) return PK_OK;
   bool tb = trans_b;
   int ta_t, tb_t, y, k;
   if ((s = float_input(im, nd, 0, &ta_t)) != PK_OK || (s = matmul_b(im, nd, 1, &tb, &tb_t)) != PK_OK)
@@ -505,7 +511,7 @@ static pk_status reduce(pk_ox *im, pk_ox_node *nd, pk_op_kind op, bool axes_inpu
   if (r == 0) a.naxes = 0;
   int left = n == 0 ? 0 : r - n; /* the result's ONNX rank without keepdims */
   int t;
-  if ((s = float_input(im, nd, 0, &t)) != PK_OK ||
+  if (unnamed(nd) || (s = float_input(im, nd, 0, &t)) != PK_OK ||
       (s = pk_ox_op_result(im, nd, op, &a, 1, &t, 0)) != PK_OK)
     return s;
   if (r == 0 || (!keepdims && left == 0)) set_scalar(im, nd, 0);
