@@ -129,6 +129,18 @@ if "$pock" compile mlp.onnx --batch 4 --dump-after load >/dev/null 2>&1; then
      "$py" "$src/tests/onnx_cli_models.py" check onnx_ft.onnx mlp.onnx data.csv onnx_scores.txt \
        >check2.txt 2>&1 && grep -q '^PASS' check2.txt; then pass onnx_compile_train_export
   else fail onnx_compile_train_export "$(tail -c 600 onnx.log check2.txt 2>/dev/null)"; fi
+  expect onnx_input_shape 0 'cross_entropy' \
+    "$pock" compile mlp.onnx --batch 4 --input-shape x=4,8 --dump-after train
+  expect onnx_input_shape_wrong 1 "input 'x': --input-shape gives dim 1 = 9, the model says 8" \
+    "$pock" compile mlp.onnx --batch 4 --input-shape x=4,9 --dump-after load
+  # a training JSON beside the model gives the defaults; the options override it
+  cp mlp.onnx tj.onnx
+  echo '{"loss": "mse", "optimizer": {"kind": "adam", "lr": 0.5}}' >tj.training.json
+  expect onnx_training_json 0 'training: mse, adam lr 0.5 \(the model.s training object\)' \
+    "$pock" inspect tj.onnx --batch 4
+  expect onnx_training_json_loss 0 'mse_loss\(' "$pock" compile tj.onnx --batch 4 --dump-after train
+  expect onnx_loss_option 0 '= cross_entropy\(' \
+    "$pock" compile tj.onnx --batch 4 --loss softmax_cross_entropy --dump-after train
   # the same model from ONNX and from JSON: the same training, step for step
   if "$py" "$src/tests/onnx_cli_models.py" pkwclose onnx.pkw ns1.pkw; then pass onnx_trains_as_json_twin
   else fail onnx_trains_as_json_twin "the ONNX model trained differently from its JSON twin"; fi
