@@ -260,6 +260,19 @@ static void print_text(pk_ctx *ctx, const report *r) {
   if (!r->onnx) print_pock_ops(r->g);
   for (int k = 0; k < 2; k++)
     if (r->t[k]) print_memory(ctx, r, k);
+  if (!r->t[1]) return;
+  /* the two plans side by side: what the spec saves */
+  int64_t total[2] = {0, 0}, bp[2];
+  for (int k = 0; k < 2; k++) {
+    for (int i = 0; i < PK_REGION_COUNT_; i++) total[k] += r->mp[k]->region_bytes[i];
+    pk_train_stats st;
+    pk_train_stats_of(r->t[k], &st);
+    bp[k] = st.saved_activation_bytes + st.gradient_bytes + st.opt_state_bytes;
+  }
+  printf("\nsparse vs full: planned %lld vs %lld bytes (%.1f%%), bp memory %lld vs %lld bytes "
+         "(%.1f%%)\n", (long long)total[1], (long long)total[0],
+         total[0] ? 100.0 * (double)total[1] / (double)total[0] : 0.0, (long long)bp[1],
+         (long long)bp[0], bp[0] ? 100.0 * (double)bp[1] / (double)bp[0] : 0.0);
 }
 
 /* ---- --json: the same facts for tools (docs/onnx-cli.md lists the keys) ---- */

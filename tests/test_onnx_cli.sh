@@ -36,7 +36,8 @@ expect inspect_json 0 'parameters: 4 tensors, 212 values; trainable under the sp
   "$pock" inspect mlp.json --batch 4 --sparse spec.json
 if grep -Eq 'fc1\.weight +\(16, 8\) +128 +trains channels 0\.\.3 of 8' out &&
    grep -Eq 'fc1\.bias .* frozen' out && grep -q '^memory, full update' out &&
-   grep -q '^memory, sparse update (spec.json)' out && grep -Eq '^  matmul +2$' out; then
+   grep -q '^memory, sparse update (spec.json)' out && grep -Eq '^  matmul +2$' out &&
+   grep -Eq '^sparse vs full: planned [0-9]+ vs [0-9]+ bytes' out; then
   pass inspect_json_details
 else fail inspect_json_details "$(head -c 600 out)"; fi
 "$pock" inspect mlp.json --batch 4 --sparse spec.json --json >inspect.json 2>&1
