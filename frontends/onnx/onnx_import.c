@@ -141,7 +141,10 @@ static bool ox_dim0_symbolic(const Onnx__ValueInfoProto *vi) {
   return d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
 }
 
-static pk_status ox_input(pk_ox *im, const Onnx__ValueInfoProto *vi, bool any_symbolic) {
+/* first: the model's first fed input, whose static dim 0 is the batch when no input has a
+ * symbolic one (the batch must then agree); later inputs with another dim 0 are unbatched. */
+static pk_status ox_input(pk_ox *im, const Onnx__ValueInfoProto *vi, bool any_symbolic,
+                          bool first) {
   const char *where = pk_sprintf(im->ctx, "input %s", pk_ox_quote(im, vi->name));
   const Onnx__TypeProto *tp = vi->type;
   if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
@@ -182,7 +185,7 @@ static pk_status ox_input(pk_ox *im, const Onnx__ValueInfoProto *vi, bool any_sy
       /* dim 0 is the batch when symbolic; a static dim 0 is the batch when it equals it
        * (a model exported without dynamic axes), else the input has no batch dim */
       if (known && dim->dim_value != im->batch) {
-        if (!any_symbolic)
+        if (!any_symbolic && first)
           return pk_ox_fail_at(im, where, "the model's batch is fixed at %lld (dim 0 is not "
                                "symbolic): compile with --batch %lld, or export with "
                                "dynamic_axes={'%s': {0: 'N'}}", (long long)dim->dim_value,
@@ -236,6 +239,16 @@ static pk_status ox_input(pk_ox *im, const Onnx__ValueInfoProto *vi, bool any_sy
 
 static pk_status ox_inputs(pk_ox *im) {
   const Onnx__GraphProto *gp = im->model->graph;
+  /* every binding names a fed input (checked first: a typo explains any symbolic dim) */
+  for (int i = 0; i < im->nbindings; i++) {
+    bool found = false;
+    for (size_t k = 0; k < gp->n_input && !found; k++)
+      found = gp->input[k]->name && strcmp(gp->input[k]->name, im->bindings[i].name) == 0 &&
+              pk_ox_find(im, im->bindings[i].name) < 0;
+    if (!found)
+      return pk_ox_fail_at(im, NULL, "--input-shape names %s, which is not a graph input",
+                           pk_ox_quote(im, im->bindings[i].name));
+  }
   bool any_symbolic = false;
   for (size_t i = 0; i < gp->n_input; i++)
     if (gp->input[i]->name && pk_ox_find(im, gp->input[i]->name) < 0)
@@ -255,17 +268,11 @@ static pk_status ox_inputs(pk_ox *im) {
       return pk_ox_fail_at(im, NULL, "input name %s is not plain text (control bytes and "
                            "parentheses are refused; at most 255 bytes)",
                            pk_ox_quote(im, vi->name));
-    pk_status s = ox_input(im, vi, any_symbolic);
+    pk_status s = ox_input(im, vi, any_symbolic, n == 0);
     if (s != PK_OK) return s;
     n++;
   }
   if (!n) return pk_ox_fail_at(im, NULL, "the graph has no inputs to feed");
-  for (int i = 0; i < im->nbindings; i++) {
-    int id = pk_ox_find(im, im->bindings[i].name);
-    if (id < 0 || pk_ox_val(im, id)->kind != PK_OXV_INPUT)
-      return pk_ox_fail_at(im, NULL, "--input-shape names %s, which is not a graph input",
-                           pk_ox_quote(im, im->bindings[i].name));
-  }
   return PK_OK;
 }
 
