@@ -129,15 +129,13 @@ def is_identity(n, inits):
 FLOATS = {T.FLOAT, T.DOUBLE}
 # Pock computes on float tensors: integer and bool data is evaluated at import only
 FLOAT_ONLY = SUPPORTED - {"Cast", "Constant", "ConstantOfShape", "Identity", "Shape", "Range",
-                          "Reshape", "Transpose", "Concat", "Split", "Slice", "Gather",
-                          "Unsqueeze", "Squeeze", "Expand", "Flatten", "Dropout", "Where",
-                          "Equal", "Trilu"}
+                          "Gather", "Where", "Equal", "Trilu"}
 
 
 def runtime_limit(g, types, inits):
     """Why a node on the graph's inputs (data known only at run time) cannot be imported:
-    Pock has no cast and no comparison op, computes on float data, moves only float data
-    through where, and has no reverse; or None."""
+    Pock has no cast and no comparison op, computes on and moves float data only (integer
+    indices and conditions aside), and has no reverse; or None."""
     for n in g.node:
         a = {x.name: x for x in n.attribute}
         rt = [types[i] for i in n.input if i in types]  # the run-time inputs' types
@@ -149,6 +147,8 @@ def runtime_limit(g, types, inits):
             return "Equal of computed tensors (no comparison op)"
         if n.op_type in FLOAT_ONLY and any(t not in FLOATS for t in rt):
             return "integer or bool arithmetic at run time"
+        if n.op_type == "Gather" and types.get(n.input[0], T.FLOAT) not in FLOATS:
+            return "integer data through Gather at run time"
         if n.op_type in ("Where", "Trilu") and any(
                 types.get(i) not in FLOATS for i in n.input[:3] if i in types and
                 not (n.op_type == "Where" and i == n.input[0])):
