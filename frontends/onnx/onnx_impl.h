@@ -262,4 +262,13 @@ pk_status pk_ox_nofold(pk_ox *im, pk_ox_node *nd);
 #include "onnx_ops.def"
 #undef PK_OX_OP
 
+/* ---- issue 17, cli helper: the ModelProto as a whole (onnx_file.c), for the tools that
+ * read or rewrite the protobuf itself (`pock inspect`, `pock export`) ---- */
+/* Reads and unpacks path into ctx's arena (nothing to free): PK_ERR_IO for an unreadable
+ * file, PK_ERR_CHECK when it is not a ModelProto with a graph. */
+pk_status pk_ox_model_read(pk_ctx *ctx, const char *path, Onnx__ModelProto **out);
+/* Packs m into ctx's arena; PK_ERR_CHECK (naming `what`) when it reaches 2 GiB. */
+pk_status pk_ox_model_pack(pk_ctx *ctx, const char *what, const Onnx__ModelProto *m,
+                           void **bytes, size_t *len);
+
 #endif
