@@ -72,7 +72,8 @@ def verdict(name, m, data):
         if n.op_type == "BatchNormalization" and len([o for o in n.output if o]) > 1:
             return "out running-stat outputs (updated in place, not outputs)"
         if n.op_type == "Gather" and n.input[1] in ranks and (data(n.input[1]) < 0).any():
-            return "out negative indices at run time"
+            return ("out negative indices fed at run time (gather reads 0 outside the extent; "
+                    "constant indices are wrapped at import)")
         if n.op_type in ("Conv", "MaxPool", "AveragePool"):
             r = ranks.get(n.input[0], 4)
             if r != 4:
