@@ -763,7 +763,7 @@ pk_status pk_ox_split(pk_ox *im, pk_ox_node *nd) {
   return PK_OK;
 }
 
-/* Slice: one Pock slice per sliced axis; negative steps are refused (Pock has no reverse). */
+/* Slice: one Pock slice per sliced axis; a negative step is a gather of constant indices. */
 pk_status pk_ox_slice(pk_ox *im, pk_ox_node *nd) {
   int64_t start[PK_TE_MAX_DIMS], step[PK_TE_MAX_DIMS], count[PK_TE_MAX_DIMS];
   pk_status s = pk_oxs_slice_plan(im, nd, start, step, count);
@@ -776,10 +776,10 @@ pk_status pk_ox_slice(pk_ox *im, pk_ox_node *nd) {
     if (count[d] == 0)
       return pk_ox_fail(im, nd, "the result would be empty on axis %d (Pock has no empty "
                         "tensors)", d);
-    if (step[d] < 0 && count[d] > 1)
-      return pk_ox_fail(im, nd, "a negative step (%lld on axis %d) is not supported on a "
-                        "computed tensor (Pock has no reverse)", (long long)step[d], d);
-    if (step[d] < 0) step[d] = 1; /* one element: a plain range */
+    if (step[d] < 0 && count[d] > PK_OX_MAX_FOLD)
+      return pk_ox_fail(im, nd, "a negative step over %lld elements of axis %d is over the "
+                        "import limit (%d)", (long long)count[d], d, PK_OX_MAX_FOLD);
+    if (step[d] < 0 && count[d] == 1) step[d] = 1; /* one element: a plain range */
     nsliced++;
   }
   if (nsliced == 0) return pk_ox_alias(im, nd, 0, 0);
@@ -789,9 +789,24 @@ pk_status pk_ox_slice(pk_ox *im, pk_ox_node *nd) {
     return s;
   for (int d = 0; d < r; d++) {
     if (count[d] == x->shape[d] && step[d] == 1) continue;
-    pk_op_attrs a = {.slice_axis = d, .slice_start = start[d],
-                     .slice_len = (count[d] - 1) * step[d] + 1, .slice_step = step[d]};
-    if ((s = chain_op(im, nd, PK_OP_SLICE, &a, &t, --nsliced == 0)) != PK_OK) return s;
+    bool last = --nsliced == 0;
+    if (step[d] > 0) {
+      pk_op_attrs a = {.slice_axis = d, .slice_start = start[d],
+                       .slice_len = (count[d] - 1) * step[d] + 1, .slice_step = step[d]};
+      if ((s = chain_op(im, nd, PK_OP_SLICE, &a, &t, last)) != PK_OK) return s;
+      continue;
+    }
+    /* a negative step (x[::-1]) has no Pock slice: a gather of the constant indices
+     * start, start + step, ... along the axis (its gradient scatters back) */
+    int64_t *idx = pk_oxs_alloc(im, PKRT_DTYPE_I64, count[d]);
+    for (int64_t i = 0; i < count[d]; i++) idx[i] = start[d] + i * step[d];
+    int ins[2] = {t, -1};
+    pk_op_attrs a = {.axis = d};
+    if ((s = own_constant(im, nd, "indices", PKRT_DTYPE_I64, 1, &count[d], idx, &ins[1])) !=
+            PK_OK ||
+        (s = last ? pk_ox_op_result(im, nd, PK_OP_GATHER, &a, 2, ins, 0)
+                  : pk_ox_op(im, nd, PK_OP_GATHER, &a, 2, ins, &t)) != PK_OK)
+      return s;
   }
   pk_oxs_onnx_shape(im, nd, 0, r, count, false);
   return PK_OK;
