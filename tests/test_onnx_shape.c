@@ -54,6 +54,9 @@ static const shape_case CASES[] = {
     {"pad_constant_value", "pad", "y", NULL, NULL},
     {"pad_negative_crops", "slice slice pad", "y", NULL, NULL},
     {"pad_axes", "pad", "y", NULL, NULL},
+    {"pad_edge", "gather gather", "y", NULL, NULL},
+    {"pad_reflect", "gather gather", "y", NULL, NULL},
+    {"pad_wrap", "gather gather", "y", NULL, NULL},
     {"where_mask_input", "where", "y", NULL, NULL},
     {"trilu_computed", "where", "y", NULL, NULL},
     {"cast_same_type", "transpose", "y", NULL, NULL},
@@ -221,7 +224,7 @@ static void check_error(const char *name) {
 int main(void) {
   static const char *const errors[] = {
       "slice_empty", "equal_computed", "reshape_bad_count", "cast_float_to_int",
-      "gather_out_of_range", "pad_reflect", "transpose_bad_perm", "concat_mismatch",
+      "gather_out_of_range", "pad_mode_unknown", "transpose_bad_perm", "concat_mismatch",
       "unsqueeze_rank_9", "split_sum_mismatch", "range_zero_delta", "where_int_values"};
   for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) check_case(&CASES[i]);
   for (size_t i = 0; i < sizeof errors / sizeof *errors; i++) check_error(errors[i]);
