@@ -8,3 +8,11 @@ add_test(NAME test_onnx_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_onnx_cli.sh
   $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> ${PROJECT_SOURCE_DIR})
 set_tests_properties(test_onnx_cli PROPERTIES LABELS "cli;onnx" TIMEOUT 120 SKIP_RETURN_CODE 77
   ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCK_ONNX_PYTHON=${POCK_ONNX_PYTHON}")
+
+# The example models (tests/fixtures/onnx-models, opset 17): compile with the fixture's
+# sparse scheme, train, export, and onnxruntime on the export equals pock-rt run --scores.
+add_test(NAME test_onnx_export_models COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_onnx_export_models.sh
+  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_onnx_export_models PROPERTIES LABELS "cli;onnx" TIMEOUT 180
+  SKIP_RETURN_CODE 77
+  ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCK_ONNX_PYTHON=${POCK_ONNX_PYTHON}")

@@ -59,14 +59,7 @@ static pk_status float_const(pk_ox *im, pk_ox_node *nd, const char *what, int nd
     if (f64) ((double *)data)[i] = vals[i];
     else ((float *)data)[i] = (float)vals[i];
   }
-  /* the graph's rules for names the model gives (as the core's): no control bytes, no
-   * parentheses (Pock's own names use them), bounded, unique */
-  char *base = pk_strndup(im->ctx, nd->name, 200);
-  for (char *c = base; *c; c++)
-    if ((unsigned char)*c < 0x20 || *c == 0x7f || *c == '(' || *c == ')') *c = '_';
-  const char *name = pk_sprintf(im->ctx, "%s.%s", base, what);
-  for (int k = 2; pk_graph_find(im->g, name) >= 0; k++)
-    name = pk_sprintf(im->ctx, "%s.%s#%d", base, what, k);
+  const char *name = pk_ox_graph_name(im, pk_sprintf(im->ctx, "%s.%s", nd->name, what));
   *t = pk_graph_add_buffer(im->g, name, PK_ROLE_CONSTANT, im->fdtype, ndim ? ndim : 1,
                            ndim ? shape : (int64_t[]){1}, data);
   if (*t < 0) {
