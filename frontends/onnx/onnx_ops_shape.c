@@ -52,9 +52,7 @@ static int graph_shape(int ndim, const int64_t *shape, int64_t *out) {
 static pk_status own_constant(pk_ox *im, const pk_ox_node *nd, const char *what,
                               pkrt_dtype dt, int ndim, const int64_t *shape, const void *data,
                               int *t) {
-  const char *name = pk_sprintf(im->ctx, "%s.%s", nd->name, what);
-  for (int k = 2; pk_graph_find(im->g, name) >= 0; k++)
-    name = pk_sprintf(im->ctx, "%s.%s#%d", nd->name, what, k);
+  const char *name = pk_ox_graph_name(im, pk_sprintf(im->ctx, "%s.%s", nd->name, what));
   *t = pk_graph_add_buffer(im->g, name, PK_ROLE_CONSTANT, dt, ndim, shape, data);
   if (*t >= 0) return PK_OK;
   const char *msg = pk_strdup(im->ctx, pk_ctx_error(im->ctx)); /* re-framed by the node */
