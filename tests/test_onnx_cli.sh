@@ -99,6 +99,8 @@ expect export_shape 1 "initializer 'fc2.bias' has shape \(5\), the trained tenso
   "$pock" export mlp.pock --weights ns1.pkw --onnx badshape.onnx -o x.onnx
 expect export_input 1 "the artifact's input 'x' is not an input of the model" \
   "$pock" export mlp.pock --weights ns1.pkw --onnx otherin.onnx -o x.onnx
+expect export_bn_output_read 1 "node 'bn' \(BatchNormalization\): its training output 'bn.mean_out' is read by node 'peek' \(Identity\)" \
+  "$pock" export mlp.pock --weights ns1.pkw --onnx bnread.onnx -o x.onnx
 expect export_alien_weights 1 "tensor 'alien.weight' is not a weight of mlp.pock" \
   "$pock" export mlp.pock --weights alien.pkw --onnx mlp.onnx -o x.onnx
 expect export_missing_param 1 "the trained param 'fc1.bias' of mlp.pock is missing" \
