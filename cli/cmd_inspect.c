@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "pk_frontend.h"
+#include "pk_json_check.h"
 
 static const char inspect_help[] =
     "usage: pock inspect MODEL [options]\n"
@@ -92,6 +93,14 @@ static const char *shape_str(pk_ctx *ctx, int ndim, const int64_t *shape) {
   return pk_strbuf_finish(ctx, &b);
 }
 
+/* A name from the model as the text prints it: as it is when every byte is printable,
+ * else quoted with control bytes escaped (a newline in a name must not forge a line). */
+static const char *plain(pk_ctx *ctx, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    if (*p < 0x20 || *p == 0x7f) return pk_json_quote(ctx, s);
+  return s;
+}
+
 static int64_t numel(const pk_gtensor *t) {
   int64_t n = 1;
   for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
@@ -106,14 +115,16 @@ static int64_t trained_values(const pk_gtensor *t) {
   return numel(t);
 }
 
-static void print_onnx_ops(const pk_onnx_summary *sum) {
+static void print_onnx_ops(pk_ctx *ctx, const pk_onnx_summary *sum) {
   int unsupported = 0;
   for (int i = 0; i < sum->nops; i++) unsupported += !sum->ops[i].supported;
   printf("ONNX ops: %d nodes, %d types, %d unsupported\n", sum->nnodes, sum->nops, unsupported);
   for (int i = 0; i < sum->nops; i++) {
     const pk_onnx_op_count *c = &sum->ops[i];
-    printf("  %-28s %6d  %s", c->type, c->count, c->supported ? "supported" : "UNSUPPORTED");
-    if (!c->supported && c->first_node[0]) printf(" (first: node '%s')", c->first_node);
+    printf("  %-28s %6d  %s", plain(ctx, c->type), c->count,
+           c->supported ? "supported" : "UNSUPPORTED");
+    if (!c->supported && c->first_node[0])
+      printf(" (first: node %s)", pk_json_quote(ctx, c->first_node));
     putchar('\n');
   }
 }
@@ -138,11 +149,11 @@ static void print_io(pk_ctx *ctx, const pk_graph *g) {
   for (int i = 0; i < g->ntensors; i++) {
     const pk_gtensor *t = g->tensors[i];
     if (t->role != PK_ROLE_INPUT) continue;
-    printf("  %-28s %-20s %s%s\n", t->name, shape_str(ctx, t->ndim, t->shape),
+    printf("  %-28s %-20s %s%s\n", plain(ctx, t->name), shape_str(ctx, t->ndim, t->shape),
            pkrt_dtype_name(t->dtype), t->no_batch ? "  (no batch dim)" : "");
   }
   const pk_gtensor *y = g->tensors[g->output];
-  printf("output:\n  %-28s %-20s %s\n", y->name, shape_str(ctx, y->ndim, y->shape),
+  printf("output:\n  %-28s %-20s %s\n", plain(ctx, y->name), shape_str(ctx, y->ndim, y->shape),
          pkrt_dtype_name(y->dtype));
 }
 
@@ -167,7 +178,7 @@ static void print_weights(pk_ctx *ctx, const pk_graph *g, const char *spec) {
                                                    (long long)t->train_channels - 1,
                                                    (long long)t->shape[1])
                                       : "trains";
-    printf("  %-28s %-20s %10lld  %s\n", t->name, shape_str(ctx, t->ndim, t->shape),
+    printf("  %-28s %-20s %10lld  %s\n", plain(ctx, t->name), shape_str(ctx, t->ndim, t->shape),
            (long long)numel(t), how);
   }
   if (!nb) return;
@@ -175,7 +186,7 @@ static void print_weights(pk_ctx *ctx, const pk_graph *g, const char *spec) {
   for (int i = 0; i < g->ntensors; i++) {
     const pk_gtensor *t = g->tensors[i];
     if ((t->role != PK_ROLE_BUFFER && t->role != PK_ROLE_CONSTANT) || t->base >= 0) continue;
-    printf("  %-28s %-20s %10lld  %s\n", t->name, shape_str(ctx, t->ndim, t->shape),
+    printf("  %-28s %-20s %10lld  %s\n", plain(ctx, t->name), shape_str(ctx, t->ndim, t->shape),
            (long long)numel(t), pk_role_name(t->role));
   }
 }
@@ -238,7 +249,7 @@ static void print_text(pk_ctx *ctx, const report *r) {
   const pk_model_info *in = &r->info;
   if (!r->onnx)
     printf("model: %s (graph JSON%s%s)\n", r->o->model, in->name ? ", " : "",
-           in->name ? in->name : "");
+           in->name ? plain(ctx, in->name) : "");
   printf("batch: %lld\n", (long long)r->g->batch);
   printf("training: %s", loss_name(in->train.loss));
   if (in->train.loss == PK_LOSS_SOFTMAX_XENT) printf(" over %lld classes", (long long)in->classes);
@@ -249,6 +260,19 @@ static void print_text(pk_ctx *ctx, const report *r) {
   if (!r->onnx) print_pock_ops(r->g);
   for (int k = 0; k < 2; k++)
     if (r->t[k]) print_memory(ctx, r, k);
+  if (!r->t[1]) return;
+  /* the two plans side by side: what the spec saves */
+  int64_t total[2] = {0, 0}, bp[2];
+  for (int k = 0; k < 2; k++) {
+    for (int i = 0; i < PK_REGION_COUNT_; i++) total[k] += r->mp[k]->region_bytes[i];
+    pk_train_stats st;
+    pk_train_stats_of(r->t[k], &st);
+    bp[k] = st.saved_activation_bytes + st.gradient_bytes + st.opt_state_bytes;
+  }
+  printf("\nsparse vs full: planned %lld vs %lld bytes (%.1f%%), bp memory %lld vs %lld bytes "
+         "(%.1f%%)\n", (long long)total[1], (long long)total[0],
+         total[0] ? 100.0 * (double)total[1] / (double)total[0] : 0.0, (long long)bp[1],
+         (long long)bp[0], bp[0] ? 100.0 * (double)bp[1] / (double)bp[0] : 0.0);
 }
 
 /* ---- --json: the same facts for tools (docs/onnx-cli.md lists the keys) ---- */
@@ -383,8 +407,8 @@ static pk_status inspect(pk_ctx *ctx, const inspect_options *o) {
     if (!o->json) {
       printf("model: %s (ONNX IR %lld, opset %lld%s%s)\n", o->model,
              (long long)r.sum.ir_version, (long long)r.sum.opset,
-             r.sum.producer[0] ? ", from " : "", r.sum.producer);
-      print_onnx_ops(&r.sum);
+             r.sum.producer[0] ? ", from " : "", plain(ctx, r.sum.producer));
+      print_onnx_ops(ctx, &r.sum);
     }
   }
   s = gather(ctx, &r);

@@ -19,7 +19,7 @@
 #define PK_DRIVER_STAGES "load, sparse, train, memplan, tasks, schedule, codegen, artifact"
 
 typedef struct pk_compile_options {
-  const char *model;        /* graph JSON (or ONNX later); with `graph`: a label, may be NULL */
+  const char *model;        /* graph JSON or ONNX (.onnx); with `graph`: a label, may be NULL */
   /* Instead of loading `model`: a validated forward graph built with the graph API (in
    * the same ctx), and what the model file would say about training. The sparse stage
    * marks its params; nothing else changes it. */

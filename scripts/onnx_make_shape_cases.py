@@ -115,6 +115,10 @@ def single_op_cases():
                [vi("x", F, [2, 5, 6])], [vi("y", F, [2, 2, 3])], {"x": rnd(11, 2, 5, 6)},
                [const("b", [1, -4]), const("e", [I64_MAX, -1]), const("a", [1, 2]),
                 const("s", [2, 1])])
+    yield Case("slice_negative_steps", [node("Slice", ["x", "b", "e", "a", "s"], ["y"])],
+               [vi("x", F, [2, 5, 6])], [vi("y", F, [2, 3, 6])], {"x": rnd(29, 2, 5, 6)},
+               [const("b", [-1, I64_MAX]), const("e", [-I64_MAX, -I64_MAX]),
+                const("a", [2, 1]), const("s", [-1, -2])])
     yield Case("slice_default_axes", [node("Slice", ["x", "b", "e"], ["y"])],
                [vi("x", F, [2, 5])], [vi("y", F, [1, 3])], {"x": rnd(12, 2, 5)},
                [const("b", [1, 0]), const("e", [2, 3])])
@@ -143,6 +147,10 @@ def single_op_cases():
     yield Case("pad_axes", [node("Pad", ["x", "p", "", "a"], ["y"])],
                [vi("x", F, [2, 3, 4])], [vi("y", F, [2, 3, 7])], {"x": x234},
                [const("p", [1, 2]), const("a", [-1])], opset=18)
+    for mode, opset in (("edge", 18), ("reflect", 18), ("wrap", 19)):
+        yield Case("pad_" + mode, [node("Pad", ["x", "p"], ["y"], mode=mode)],
+                   [vi("x", F, [2, 3, 4])], [vi("y", F, [2, 6, 7])], {"x": x234},
+                   [const("p", [0, 1, 2, 0, 2, 1])], opset=opset)
     yield Case("where_mask_input", [constant("c", -1e9),
                                     node("Where", ["m", "x", "c"], ["y"])],
                [vi("m", B, [2, 3]), vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
@@ -231,10 +239,9 @@ def error_cases():
     x = [vi("x", F, [2, 3, 4])]
     y = [vi("y", F, None)]
     feeds = {}
-    yield Case("slice_negative_step", [node("Slice", ["x", "b", "e", "a", "s"], ["y"])],
-               x, y, feeds, [const("b", [-1]), const("e", [-I64_MAX]), const("a", [2]),
-                             const("s", [-1])],
-               expect="a negative step (-1 on axis 2) is not supported")
+    yield Case("slice_empty", [node("Slice", ["x", "b", "e", "a"], ["y"])],
+               x, y, feeds, [const("b", [2]), const("e", [1]), const("a", [1])],
+               expect="the result would be empty on axis 1 (Pock has no empty tensors)")
     yield Case("equal_computed", [node("Equal", ["x", "x"], ["y"])], x, [vi("y", B, None)],
                feeds, expect="Equal of a tensor computed at run time is not supported")
     yield Case("reshape_bad_count", [node("Reshape", ["x", "s"], ["y"])], x, y, feeds,
@@ -243,9 +250,9 @@ def error_cases():
                [vi("y", I, None)], feeds, expect="cannot cast float to int64 at run time")
     yield Case("gather_out_of_range", [node("Gather", ["x", "i"], ["y"], axis=1)], x, y,
                feeds, [const("i", [0, 7])], expect="index 7 is outside axis 1 of extent 3")
-    yield Case("pad_reflect", [node("Pad", ["x", "p"], ["y"], mode="reflect")], x, y, feeds,
-               [const("p", [0, 0, 1, 0, 0, 1])],
-               expect="is not supported (Pock pads with a constant only)")
+    yield Case("pad_mode_unknown", [node("Pad", ["x", "p"], ["y"], mode="symmetric")], x, y,
+               feeds, [const("p", [0, 0, 1, 0, 0, 1])],
+               expect="is not supported (constant, edge, reflect and wrap are)")
     yield Case("transpose_bad_perm", [node("Transpose", ["x"], ["y"], perm=[0, 0, 1])], x, y,
                feeds, expect="is not a permutation of 0..2")
     yield Case("concat_mismatch", [node("Concat", ["x", "z"], ["y"], axis=1)],

@@ -12,6 +12,7 @@
     renamed.onnx   mlp whose fc2.weight is called head.weight
     badshape.onnx  mlp whose fc2.bias has 5 values
     otherin.onnx   mlp whose input is called y
+    bnread.onnx    mlp_bn whose batch norm's running-mean output is read by a node
     unsup.onnx     Gemm + a com.example:Foo node
     data.csv       20 rows of 8 features and a label in 0..3
     spec.json      fc2.* + half of fc1.weight's input channels
@@ -79,8 +80,8 @@ def mlp(w, bn=False, rename=None, input_name="x", extra=None):
                           [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 4])],
                           inits)
     opsets = [helper.make_opsetid("", 17)]
-    if extra:
-        opsets.append(helper.make_opsetid("com.example", 1))
+    if extra and extra.domain:
+        opsets.append(helper.make_opsetid(extra.domain, 1))
     m = helper.make_model(g, opset_imports=opsets, producer_name="pock-test")
     m.ir_version = 8  # onnxruntime 1.19 reads IR <= 9
     return m
@@ -114,6 +115,8 @@ def make(d):
     bad["fc2.bias"] = np.zeros(5, np.float32)
     onnx.save(mlp(bad), f"{d}/badshape.onnx")
     onnx.save(mlp(w, input_name="y"), f"{d}/otherin.onnx")
+    onnx.save(mlp(w, bn=True, extra=helper.make_node("Identity", ["bn.mean_out"], ["stat"],
+                                                     name="peek")), f"{d}/bnread.onnx")
     onnx.save(mlp(w, extra=helper.make_node("Foo", ["logits"], ["z"], name="foo",
                                             domain="com.example")), f"{d}/unsup.onnx")
     for name in ("mlp.onnx", "mlp_bn.onnx"):

@@ -36,7 +36,8 @@ expect inspect_json 0 'parameters: 4 tensors, 212 values; trainable under the sp
   "$pock" inspect mlp.json --batch 4 --sparse spec.json
 if grep -Eq 'fc1\.weight +\(16, 8\) +128 +trains channels 0\.\.3 of 8' out &&
    grep -Eq 'fc1\.bias .* frozen' out && grep -q '^memory, full update' out &&
-   grep -q '^memory, sparse update (spec.json)' out && grep -Eq '^  matmul +2$' out; then
+   grep -q '^memory, sparse update (spec.json)' out && grep -Eq '^  matmul +2$' out &&
+   grep -Eq '^sparse vs full: planned [0-9]+ vs [0-9]+ bytes' out; then
   pass inspect_json_details
 else fail inspect_json_details "$(head -c 600 out)"; fi
 "$pock" inspect mlp.json --batch 4 --sparse spec.json --json >inspect.json 2>&1
@@ -98,6 +99,8 @@ expect export_shape 1 "initializer 'fc2.bias' has shape \(5\), the trained tenso
   "$pock" export mlp.pock --weights ns1.pkw --onnx badshape.onnx -o x.onnx
 expect export_input 1 "the artifact's input 'x' is not an input of the model" \
   "$pock" export mlp.pock --weights ns1.pkw --onnx otherin.onnx -o x.onnx
+expect export_bn_output_read 1 "node 'bn' \(BatchNormalization\): its training output 'bn.mean_out' is read by node 'peek' \(Identity\)" \
+  "$pock" export mlp.pock --weights ns1.pkw --onnx bnread.onnx -o x.onnx
 expect export_alien_weights 1 "tensor 'alien.weight' is not a weight of mlp.pock" \
   "$pock" export mlp.pock --weights alien.pkw --onnx mlp.onnx -o x.onnx
 expect export_missing_param 1 "the trained param 'fc1.bias' of mlp.pock is missing" \
@@ -129,6 +132,18 @@ if "$pock" compile mlp.onnx --batch 4 --dump-after load >/dev/null 2>&1; then
      "$py" "$src/tests/onnx_cli_models.py" check onnx_ft.onnx mlp.onnx data.csv onnx_scores.txt \
        >check2.txt 2>&1 && grep -q '^PASS' check2.txt; then pass onnx_compile_train_export
   else fail onnx_compile_train_export "$(tail -c 600 onnx.log check2.txt 2>/dev/null)"; fi
+  expect onnx_input_shape 0 'cross_entropy' \
+    "$pock" compile mlp.onnx --batch 4 --input-shape x=4,8 --dump-after train
+  expect onnx_input_shape_wrong 1 "input 'x': --input-shape gives dim 1 = 9, the model says 8" \
+    "$pock" compile mlp.onnx --batch 4 --input-shape x=4,9 --dump-after load
+  # a training JSON beside the model gives the defaults; the options override it
+  cp mlp.onnx tj.onnx
+  echo '{"loss": "mse", "optimizer": {"kind": "adam", "lr": 0.5}}' >tj.training.json
+  expect onnx_training_json 0 'training: mse, adam lr 0.5 \(the model.s training object\)' \
+    "$pock" inspect tj.onnx --batch 4
+  expect onnx_training_json_loss 0 'mse_loss\(' "$pock" compile tj.onnx --batch 4 --dump-after train
+  expect onnx_loss_option 0 '= cross_entropy\(' \
+    "$pock" compile tj.onnx --batch 4 --loss softmax_cross_entropy --dump-after train
   # the same model from ONNX and from JSON: the same training, step for step
   if "$py" "$src/tests/onnx_cli_models.py" pkwclose onnx.pkw ns1.pkw; then pass onnx_trains_as_json_twin
   else fail onnx_trains_as_json_twin "the ONNX model trained differently from its JSON twin"; fi

@@ -389,7 +389,8 @@ pk_status pk_ox_fold_pad(pk_ox *im, pk_ox_node *nd) {
   int64_t before[PK_TE_MAX_DIMS], after[PK_TE_MAX_DIMS], shape[PK_TE_MAX_DIMS], n;
   double value;
   bool fold;
-  pk_status s = pk_oxs_pad_plan(im, nd, before, after, &value);
+  pk_oxs_pad_mode mode;
+  pk_status s = pk_oxs_pad_plan(im, nd, before, after, &mode, &value);
   if (s != PK_OK) return s;
   const pk_ox_value *x = pk_ox_in(im, nd, 0);
   int r = x->ndim;
@@ -410,6 +411,8 @@ pk_status pk_ox_fold_pad(pk_ox *im, pk_ox_node *nd) {
     bool inside = true;
     for (int d = 0; d < r && inside; d++) {
       int64_t c = w.coord[d] - before[d];
+      if (mode != PK_OXS_PAD_CONSTANT && x->shape[d] > 0)
+        c = pk_oxs_pad_source(mode, c, x->shape[d]);
       inside = c >= 0 && c < x->shape[d];
       off += c * xs[d];
     }

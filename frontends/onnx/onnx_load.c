@@ -220,6 +220,13 @@ static pk_status ox_external(pk_ox *im, const char *where, const Onnx__TensorPro
                          (long long)length, want);
   FILE *f = fopen(path, "rb");
   if (!f) return pk_ctx_fail(im->ctx, PK_ERR_IO, "%s: %s: %s", im->file, path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) ||
+      (uint64_t)st.st_size < (uint64_t)off + want) {
+    fclose(f);
+    return pk_ox_fail_at(im, where, "external data file %s holds fewer than %lld + %zu bytes",
+                         pk_ox_quote(im, loc), (long long)off, want);
+  }
   uint8_t *buf = pk_alloc(im->ctx, want ? want : 1);
   bool ok = fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(buf, 1, want, f) == want;
   fclose(f);
@@ -257,7 +264,7 @@ pk_status pk_ox_tensor_data(pk_ox *im, const char *where, const Onnx__TensorProt
            : dt == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ? PKRT_DTYPE_F64
                                                          : PKRT_DTYPE_I64;
   size_t osz = pkrt_dtype_size(*dtype);
-  uint8_t *outp = pk_alloc(im->ctx, (size_t)numel * osz + 1);
+  uint8_t *outp = NULL; /* allocated once the data is known to hold numel elements */
   const uint8_t *raw = NULL;
   size_t rawlen = 0;
   bool external = t->has_data_location &&
@@ -276,6 +283,7 @@ pk_status pk_ox_tensor_data(pk_ox *im, const char *where, const Onnx__TensorProt
       return pk_ox_fail_at(im, where, "raw_data holds %zu bytes, %s %s needs %lld", rawlen,
                            ox_dt_name(dt), pk_ox_shape_str(im, *ndim, shape),
                            (long long)((size_t)numel * esz));
+    outp = pk_alloc(im->ctx, (size_t)numel * osz + 1);
     for (int64_t i = 0; i < numel; i++) {
       const uint8_t *p = raw + (size_t)i * esz;
       if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) memcpy(outp + i * 4, p, 4);
@@ -297,6 +305,7 @@ pk_status pk_ox_tensor_data(pk_ox *im, const char *where, const Onnx__TensorProt
   if (have != (size_t)numel)
     return pk_ox_fail_at(im, where, "holds %zu values, %s %s needs %lld", have, ox_dt_name(dt),
                          pk_ox_shape_str(im, *ndim, shape), (long long)numel);
+  outp = pk_alloc(im->ctx, (size_t)numel * osz + 1);
   for (int64_t i = 0; i < numel; i++) {
     if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) ((float *)outp)[i] = t->float_data[i];
     else if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE) ((double *)outp)[i] = t->double_data[i];

@@ -52,9 +52,7 @@ static int graph_shape(int ndim, const int64_t *shape, int64_t *out) {
 static pk_status own_constant(pk_ox *im, const pk_ox_node *nd, const char *what,
                               pkrt_dtype dt, int ndim, const int64_t *shape, const void *data,
                               int *t) {
-  const char *name = pk_sprintf(im->ctx, "%s.%s", nd->name, what);
-  for (int k = 2; pk_graph_find(im->g, name) >= 0; k++)
-    name = pk_sprintf(im->ctx, "%s.%s#%d", nd->name, what, k);
+  const char *name = pk_ox_graph_name(im, pk_sprintf(im->ctx, "%s.%s", nd->name, what));
   *t = pk_graph_add_buffer(im->g, name, PK_ROLE_CONSTANT, dt, ndim, shape, data);
   if (*t >= 0) return PK_OK;
   const char *msg = pk_strdup(im->ctx, pk_ctx_error(im->ctx)); /* re-framed by the node */
@@ -443,10 +441,10 @@ pk_status pk_oxs_expand_shape(pk_ox *im, pk_ox_node *nd, int *ndim, int64_t *sha
   return pk_oxs_broadcast(im, nd, x->ndim, x->shape, n, want, ndim, shape);
 }
 
-/* Pad(data, pads, constant_value?, axes?) with mode "constant": pads lists the begins of
- * every padded axis, then the ends (ONNX's order). */
+/* Pad(data, pads, constant_value?, axes?), mode constant, edge, reflect or wrap (opset
+ * 19): pads lists the begins of every padded axis, then the ends (ONNX's order). */
 pk_status pk_oxs_pad_plan(pk_ox *im, pk_ox_node *nd, int64_t *before, int64_t *after,
-                          double *value) {
+                          pk_oxs_pad_mode *pmode, double *value) {
   static const char *const known[] = {"mode", NULL};
   const pk_ox_value *x;
   const char *mode;
@@ -459,9 +457,13 @@ pk_status pk_oxs_pad_plan(pk_ox *im, pk_ox_node *nd, int64_t *before, int64_t *a
       (s = pk_oxs_input(im, nd, 0, "data", &x)) != PK_OK ||
       (s = pk_ox_const_ints(im, nd, 1, "pads", 2 * PK_TE_MAX_DIMS, &np, pads)) != PK_OK)
     return s;
-  if (strcmp(mode, "constant") != 0)
-    return pk_ox_fail(im, nd, "mode %s is not supported (Pock pads with a constant only)",
-                      pk_ox_quote(im, mode));
+  static const char *const modes[] = {"constant", "edge", "reflect", "wrap"};
+  int m = 0;
+  while (m < 4 && strcmp(mode, modes[m]) != 0) m++;
+  if (m == 4)
+    return pk_ox_fail(im, nd, "mode %s is not supported (constant, edge, reflect and wrap "
+                      "are)", pk_ox_quote(im, mode));
+  *pmode = (pk_oxs_pad_mode)m;
   *value = 0;
   if (pk_ox_in(im, nd, 2) &&
       (s = pk_ox_const_f64(im, nd, 2, "constant_value", value)) != PK_OK)
@@ -763,7 +765,7 @@ pk_status pk_ox_split(pk_ox *im, pk_ox_node *nd) {
   return PK_OK;
 }
 
-/* Slice: one Pock slice per sliced axis; negative steps are refused (Pock has no reverse). */
+/* Slice: one Pock slice per sliced axis; a negative step is a gather of constant indices. */
 pk_status pk_ox_slice(pk_ox *im, pk_ox_node *nd) {
   int64_t start[PK_TE_MAX_DIMS], step[PK_TE_MAX_DIMS], count[PK_TE_MAX_DIMS];
   pk_status s = pk_oxs_slice_plan(im, nd, start, step, count);
@@ -776,10 +778,10 @@ pk_status pk_ox_slice(pk_ox *im, pk_ox_node *nd) {
     if (count[d] == 0)
       return pk_ox_fail(im, nd, "the result would be empty on axis %d (Pock has no empty "
                         "tensors)", d);
-    if (step[d] < 0 && count[d] > 1)
-      return pk_ox_fail(im, nd, "a negative step (%lld on axis %d) is not supported on a "
-                        "computed tensor (Pock has no reverse)", (long long)step[d], d);
-    if (step[d] < 0) step[d] = 1; /* one element: a plain range */
+    if (step[d] < 0 && count[d] > PK_OX_MAX_FOLD)
+      return pk_ox_fail(im, nd, "a negative step over %lld elements of axis %d is over the "
+                        "import limit (%d)", (long long)count[d], d, PK_OX_MAX_FOLD);
+    if (step[d] < 0 && count[d] == 1) step[d] = 1; /* one element: a plain range */
     nsliced++;
   }
   if (nsliced == 0) return pk_ox_alias(im, nd, 0, 0);
@@ -789,9 +791,24 @@ pk_status pk_ox_slice(pk_ox *im, pk_ox_node *nd) {
     return s;
   for (int d = 0; d < r; d++) {
     if (count[d] == x->shape[d] && step[d] == 1) continue;
-    pk_op_attrs a = {.slice_axis = d, .slice_start = start[d],
-                     .slice_len = (count[d] - 1) * step[d] + 1, .slice_step = step[d]};
-    if ((s = chain_op(im, nd, PK_OP_SLICE, &a, &t, --nsliced == 0)) != PK_OK) return s;
+    bool last = --nsliced == 0;
+    if (step[d] > 0) {
+      pk_op_attrs a = {.slice_axis = d, .slice_start = start[d],
+                       .slice_len = (count[d] - 1) * step[d] + 1, .slice_step = step[d]};
+      if ((s = chain_op(im, nd, PK_OP_SLICE, &a, &t, last)) != PK_OK) return s;
+      continue;
+    }
+    /* a negative step (x[::-1]) has no Pock slice: a gather of the constant indices
+     * start, start + step, ... along the axis (its gradient scatters back) */
+    int64_t *idx = pk_oxs_alloc(im, PKRT_DTYPE_I64, count[d]);
+    for (int64_t i = 0; i < count[d]; i++) idx[i] = start[d] + i * step[d];
+    int ins[2] = {t, -1};
+    pk_op_attrs a = {.axis = d};
+    if ((s = own_constant(im, nd, "indices", PKRT_DTYPE_I64, 1, &count[d], idx, &ins[1])) !=
+            PK_OK ||
+        (s = last ? pk_ox_op_result(im, nd, PK_OP_GATHER, &a, 2, ins, 0)
+                  : pk_ox_op(im, nd, PK_OP_GATHER, &a, 2, ins, &t)) != PK_OK)
+      return s;
   }
   pk_oxs_onnx_shape(im, nd, 0, r, count, false);
   return PK_OK;
@@ -870,12 +887,61 @@ pk_status pk_ox_expand(pk_ox *im, pk_ox_node *nd) {
   return PK_OK;
 }
 
-/* Pad: negative pads crop (Pock slices), positive ones pad (Pock pad with the value). */
+int64_t pk_oxs_pad_source(pk_oxs_pad_mode mode, int64_t i, int64_t dim) {
+  if (mode == PK_OXS_PAD_EDGE) return i < 0 ? 0 : i >= dim ? dim - 1 : i;
+  if (mode == PK_OXS_PAD_WRAP) return (i % dim + dim) % dim;
+  if (dim == 1) return 0;
+  int64_t period = 2 * (dim - 1), m = (i % period + period) % period;
+  return m < dim ? m : period - m;
+}
+
+/* Pad in mode edge, reflect or wrap: per padded axis, a Pock gather of the constant
+ * source indices (repeated indices: the gradient scatters back and sums). */
+static pk_status pad_by_gather(pk_ox *im, pk_ox_node *nd, pk_oxs_pad_mode mode,
+                               const int64_t *before, const int64_t *after) {
+  const pk_ox_value *x = pk_ox_in(im, nd, 0);
+  int r = x->ndim, n = 0, t;
+  int64_t shape[PK_TE_MAX_DIMS];
+  pk_status s;
+  for (int d = 0; d < r; d++) {
+    shape[d] = x->shape[d] + before[d] + after[d];
+    if (shape[d] == 0)
+      return pk_ox_fail(im, nd, "axis %d would be empty (Pock has no empty tensors)", d);
+    if (shape[d] > PK_OX_MAX_FOLD)
+      return pk_ox_fail(im, nd, "axis %d of %lld elements is over the import limit (%d)", d,
+                        (long long)shape[d], PK_OX_MAX_FOLD);
+    n += before[d] != 0 || after[d] != 0;
+  }
+  if (n == 0) return pk_ox_alias(im, nd, 0, 0);
+  if ((s = pk_oxs_need_float(im, nd, 0, "gather")) != PK_OK ||
+      (s = pk_ox_tensor(im, nd, 0, &t)) != PK_OK)
+    return s;
+  for (int d = 0; d < r; d++) {
+    if (before[d] == 0 && after[d] == 0) continue;
+    int64_t *idx = pk_oxs_alloc(im, PKRT_DTYPE_I64, shape[d]);
+    for (int64_t o = 0; o < shape[d]; o++)
+      idx[o] = pk_oxs_pad_source(mode, o - before[d], x->shape[d]);
+    int ins[2] = {t, -1};
+    pk_op_attrs a = {.axis = d};
+    if ((s = own_constant(im, nd, "indices", PKRT_DTYPE_I64, 1, &shape[d], idx, &ins[1])) !=
+            PK_OK ||
+        (s = --n == 0 ? pk_ox_op_result(im, nd, PK_OP_GATHER, &a, 2, ins, 0)
+                      : pk_ox_op(im, nd, PK_OP_GATHER, &a, 2, ins, &t)) != PK_OK)
+      return s;
+  }
+  pk_oxs_onnx_shape(im, nd, 0, r, shape, false);
+  return PK_OK;
+}
+
+/* Pad: negative pads crop (Pock slices), positive ones pad (Pock pad with the value); the
+ * other modes gather. */
 pk_status pk_ox_pad(pk_ox *im, pk_ox_node *nd) {
   int64_t before[PK_TE_MAX_DIMS], after[PK_TE_MAX_DIMS], shape[PK_TE_MAX_DIMS];
   double value;
-  pk_status s = pk_oxs_pad_plan(im, nd, before, after, &value);
+  pk_oxs_pad_mode mode;
+  pk_status s = pk_oxs_pad_plan(im, nd, before, after, &mode, &value);
   if (s != PK_OK) return s;
+  if (mode != PK_OXS_PAD_CONSTANT) return pad_by_gather(im, nd, mode, before, after);
   if (nd->out[0] < 0) return PK_OK; /* unnamed: nothing reads it */
   const pk_ox_value *x = pk_ox_in(im, nd, 0);
   int r = x->ndim, nops = 0;

@@ -80,10 +80,16 @@ pk_status pk_oxs_gather_shape(pk_ox *im, pk_ox_node *nd, int *axis, int *ndim,
                               int64_t *shape);
 /* Expand: the output shape (input 0 broadcast with the constant shape input). */
 pk_status pk_oxs_expand_shape(pk_ox *im, pk_ox_node *nd, int *ndim, int64_t *shape);
-/* Pad: elements added before / after each dim of input 0 (negative: removed), and the
- * fill value. */
+/* Pad: elements added before / after each dim of input 0 (negative: removed), the mode
+ * and the fill value (mode constant). */
+typedef enum pk_oxs_pad_mode {
+  PK_OXS_PAD_CONSTANT, PK_OXS_PAD_EDGE, PK_OXS_PAD_REFLECT, PK_OXS_PAD_WRAP
+} pk_oxs_pad_mode;
 pk_status pk_oxs_pad_plan(pk_ox *im, pk_ox_node *nd, int64_t *before, int64_t *after,
-                          double *value);
+                          pk_oxs_pad_mode *mode, double *value);
+/* The input index that position i (output index - before, any integer) of an axis of
+ * extent dim reads in mode edge, reflect (numpy's: the edge is not repeated) or wrap. */
+int64_t pk_oxs_pad_source(pk_oxs_pad_mode mode, int64_t i, int64_t dim);
 /* Where: the output shape (the three inputs broadcast). */
 pk_status pk_oxs_where_shape(pk_ox *im, pk_ox_node *nd, int *ndim, int64_t *shape);
 

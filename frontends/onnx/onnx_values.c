@@ -339,7 +339,9 @@ pk_status pk_ox_op_result(pk_ox *im, pk_ox_node *nd, pk_op_kind op, const pk_op_
                           int nins, const int *ins, int k) {
   PK_ASSERT(k >= 0 && k < nd->nout);
   int t;
-  pk_status s = ox_emit(im, nd, op, attrs, nins, ins, pk_ox_val(im, nd->out[k])->name, &t);
+  /* an output the model leaves unnamed is computed under a made-up name and bound to none */
+  const char *name = nd->out[k] >= 0 ? pk_ox_val(im, nd->out[k])->name : NULL;
+  pk_status s = ox_emit(im, nd, op, attrs, nins, ins, name, &t);
   if (s != PK_OK) return s;
   return pk_ox_bind(im, nd, k, t);
 }
