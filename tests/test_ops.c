@@ -617,7 +617,7 @@ static void naive(pk_op_kind op, const pk_op_params *prm, double *const *x, dens
     naive_norm(op, prm, x, y);
     return;
   }
-  if (op >= PK_OP_SOFTMAX_CROSS_ENTROPY && op != PK_OP_ERF) { /* erf: appended, elementwise */
+  if (op >= PK_OP_SOFTMAX_CROSS_ENTROPY) {
     naive_training(op, prm, x, y);
     return;
   }
