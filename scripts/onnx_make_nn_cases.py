@@ -5,7 +5,9 @@ normalizations, Dropout) for the importer's tests, with onnxruntime's outputs.
 
 writes, under REPO/tests/fixtures (REPO: this script's repository by default):
   onnx-ops/nn_<case>/model.onnx + test_data_set_0/input_0.pb, output_K.pb
-      ONNX's backend node-test layout: one input X, outputs by onnxruntime
+      ONNX's backend node-test layout: one input X, outputs by onnxruntime (graph
+      optimizations off); nn_torch_cnn_13/17 are a small CNN exported by torch 1.13 in
+      training mode, onnxruntime's output checked against torch's
   onnx-nn-graph/<case>/model.onnx
       models whose output is random (Dropout in training mode): checked for their graph
   onnx-nn-refused/<case>/model.onnx
