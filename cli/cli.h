@@ -7,6 +7,7 @@
 
 #include "cli_common.h" /* option parsing, shared with pock-rt */
 #include "pk_codegen.h"
+#include "pk_frontend.h" /* pk_input_shape */
 
 enum { PK_EXIT_OK = 0, PK_EXIT_ERROR = 1, PK_EXIT_USAGE = 2 };
 
@@ -23,6 +24,14 @@ int pk_cmd_compile(int argc, char **argv); /* cmd_compile.c */
 int pk_cmd_keygen(int argc, char **argv);  /* cmd_sign.c: keygen, sign, verify */
 int pk_cmd_sign(int argc, char **argv);
 int pk_cmd_verify(int argc, char **argv);
+int pk_cmd_inspect(int argc, char **argv); /* cmd_inspect.c */
+int pk_cmd_export(int argc, char **argv);  /* cmd_export.c: fine-tuned weights into ONNX */
+/* Parses one `--input-shape NAME=D0,D1,...` (cli_input_shape.c): PK_EXIT_OK, or
+ * PK_EXIT_USAGE after the message. On success arg is cut at its '=' and out->name points
+ * into it. */
+int pk_cli_input_shape(const char *cmd, char *arg, pk_input_shape *out);
+/* The most --input-shape options one command takes (one per model input). */
+#define PK_CLI_MAX_SHAPES 16
 
 /* Times k on its buffers and, for a matmul-shaped program, OpenBLAS sgemm on the same
  * data, printing GFLOP/s side by side (te_bench.c). */

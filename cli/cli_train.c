@@ -43,6 +43,8 @@ static const char train_help[] =
     "  --warmup-steps N        linear lr warmup over N optimizer steps, then the schedule\n"
     "                          (default: the compiled one; transformers' rule)\n"
     "  --seed S                shuffling and dropout seed (default 1)\n"
+    "  --no-shuffle            read the rows in file order every epoch (a run to compare\n"
+    "                          step by step with another framework's)\n"
     "  --threads T             kernel threads (default 1)\n"
     "  --save W.pkw            write the trained weights (also on Ctrl-C)\n"
     "  --checkpoint C.ckpt     write a checkpoint after every epoch, when stopped early\n"
@@ -103,6 +105,7 @@ typedef struct run_options {
   int64_t epochs, seed, threads, label_column, every, max_steps, warmup_steps;
   double lr, scale;
   bool scores;
+  bool no_shuffle;          /* train: rows in file order every epoch */
 } run_options;
 
 /* Prints "PROG: <message>" and the pointer to --help; returns the usage exit code. */
@@ -217,6 +220,10 @@ static int parse_options(const char *prog, int argc, char **argv, mode md, run_o
       o->scores = true;
       continue;
     }
+    if (md == MODE_TRAIN && !strcmp(a, "--no-shuffle")) {
+      o->no_shuffle = true;
+      continue;
+    }
     int rc = parse_valued(o, cmd, argc, argv, &i);
     if (rc < 0) return usage(o, "%s: unknown option '%s'", cmd, a);
     if (rc != EXIT_OK) return rc;
@@ -248,6 +255,7 @@ static int train(const run_options *o, pkrt_model *m, const pkrt_dataset *data,
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   pkrt_train_options t = {.epochs = (int)o->epochs, .seed = (uint64_t)o->seed, .lr = o->lr,
+                          .no_shuffle = o->no_shuffle,
                           .val = val, .save_path = o->save, .metrics_path = o->metrics,
                           .stop = &stop_requested, .checkpoint_path = o->checkpoint,
                           .checkpoint_every = o->every, .resume_path = o->resume,

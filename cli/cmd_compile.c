@@ -9,10 +9,11 @@
 #include "pk_driver.h"
 
 static const char compile_help[] =
-    "usage: pock compile MODEL.json [options] -o OUT.pock\n"
+    "usage: pock compile MODEL [options] -o OUT.pock\n"
     "\n"
     "Compiles a model's training step (forward, loss, backward pruned to what the sparse\n"
     "spec trains, optimizer updates) into an artifact for `pock train` / libpockrt.\n"
+    "MODEL is a graph JSON (docs/graph-format.md) or an ONNX file (docs/onnx.md).\n"
     "\n"
     "options:\n"
     "  -o OUT.pock           the artifact to write\n"
@@ -24,6 +25,13 @@ static const char compile_help[] =
     "  --inference           forward only (no loss, no backward)\n"
     "  --optimizer sgd|adam|adamw, --lr X, --momentum X, --weight-decay X\n"
     "                        override the model file's training object\n"
+    "  --loss softmax_cross_entropy|mse\n"
+    "                        the loss (default: the model's training object; an ONNX\n"
+    "                        model's is in MODEL.training.json beside it)\n"
+    "  --classes K           check: the output has K classes (softmax_cross_entropy)\n"
+    "  --input-shape NAME=D0,D1,...\n"
+    "                        an ONNX input's whole shape, binding its symbolic dims (D0 is\n"
+    "                        the batch, as --batch); repeat for several inputs\n"
     "  --warmup-steps N      linear lr warmup over N optimizer steps, then the schedule\n"
     "  --accum-steps K       gradient accumulation: one optimizer step per K steps (mean)\n"
     "  --clip-global X       clip the global L2 norm of all gradients to X (0: off)\n"
@@ -38,7 +46,8 @@ static const char compile_help[] =
     "\n"
     "Exit status: 0 success, 1 error (bad model, spec, weights or build), 2 usage.\n";
 
-static int parse_options(int argc, char **argv, pk_compile_options *o) {
+static int parse_options(int argc, char **argv, pk_compile_options *o,
+                         pk_input_shape shapes[PK_CLI_MAX_SHAPES]) {
   *o = pk_compile_defaults();
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
@@ -55,7 +64,7 @@ static int parse_options(int argc, char **argv, pk_compile_options *o) {
       continue;
     }
     if (!val) return pk_cli_usage("compile: %s needs a value", a);
-    const char *v = argv[++i];
+    char *v = argv[++i];
     double d;
     if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
     else if (!strcmp(a, "--sparse")) o->sparse = v;
@@ -69,6 +78,20 @@ static int parse_options(int argc, char **argv, pk_compile_options *o) {
       if (strcmp(v, "sgd") && strcmp(v, "adam") && strcmp(v, "adamw"))
         return pk_cli_usage("compile: unknown optimizer '%s' (sgd, adam, adamw)", v);
       o->optimizer = v;
+    } else if (!strcmp(a, "--input-shape")) {
+      if (o->ninput_shapes == PK_CLI_MAX_SHAPES)
+        return pk_cli_usage("compile: at most %d --input-shape options", PK_CLI_MAX_SHAPES);
+      int rc = pk_cli_input_shape("compile", v, &shapes[o->ninput_shapes]);
+      if (rc != PK_EXIT_OK) return rc;
+      o->input_shapes = shapes;
+      o->ninput_shapes++;
+    } else if (!strcmp(a, "--loss")) {
+      if (strcmp(v, "softmax_cross_entropy") && strcmp(v, "mse"))
+        return pk_cli_usage("compile: unknown loss '%s' (softmax_cross_entropy, mse)", v);
+      o->loss = v;
+    } else if (!strcmp(a, "--classes")) {
+      if (!pkrt_cli_parse_i64(v, &o->classes) || o->classes < 1 || o->classes > INT32_MAX)
+        return pk_cli_usage("compile: --classes needs an integer in 1..2147483647");
     } else if (!strcmp(a, "--batch")) {
       if (!pkrt_cli_parse_i64(v, &o->batch) || o->batch < 1 || o->batch > 1000000)
         return pk_cli_usage("compile: --batch needs an integer in 1..1000000");
@@ -95,7 +118,7 @@ static int parse_options(int argc, char **argv, pk_compile_options *o) {
       return pk_cli_usage("compile: unknown option '%s'", a);
     }
   }
-  if (!o->model) return pk_cli_usage("compile: expected MODEL (a graph JSON file)");
+  if (!o->model) return pk_cli_usage("compile: expected MODEL (a graph JSON or an ONNX file)");
   if (!o->out && !o->dump_after) return pk_cli_usage("compile: expected -o OUT.pock");
   if (o->reinit && !o->weights) return pk_cli_usage("compile: --reinit goes with --weights");
   if (o->inference && o->sparse) return pk_cli_usage("compile: --sparse has no meaning with --inference");
@@ -104,7 +127,8 @@ static int parse_options(int argc, char **argv, pk_compile_options *o) {
 
 int pk_cmd_compile(int argc, char **argv) {
   pk_compile_options o;
-  int rc = parse_options(argc, argv, &o);
+  pk_input_shape shapes[PK_CLI_MAX_SHAPES];
+  int rc = parse_options(argc, argv, &o, shapes);
   if (rc < 0) return PK_EXIT_OK; /* --help */
   if (rc != PK_EXIT_OK) return rc;
   /* Progress and tables go to stdout, except while a dump owns it. */

@@ -16,7 +16,7 @@ static const char usage[] =
     "                           [--seed N] [--bench] [--threads N] [--cc CC] [--cflags FLAGS]\n"
     "  (te c and te run take --schedule S.json: a schedule trace, docs/schedule.md, and\n"
     "   --target T: what to build for, docs/targets.md; default c, this machine)\n"
-    "  compile MODEL.json -o OUT.pock   compile a model's training step into an artifact\n"
+    "  compile MODEL -o OUT.pock   compile a model's training step into an artifact\n"
     "                           [--sparse SPEC] [--weights W.pkw] [--reinit GLOB] [--batch B]\n"
     "                           [--db DB] [--inference] [--optimizer sgd|adam|adamw] [--lr X]\n"
     "                           [--momentum X] [--weight-decay X] [--print-memory]\n"
@@ -27,9 +27,15 @@ static const char usage[] =
     "                           [--scale X] [--label-column K] [--weights W.pkw]\n"
     "                           [--checkpoint C.ckpt [--checkpoint-every N]] [--resume C.ckpt]\n"
     "                           [--max-steps N] [--warmup-steps N] [--trusted-key KEY]\n"
+    "                           [--no-shuffle]\n"
     "                           (as `pock-rt train`)\n"
     "  eval OUT.pock --data FILE   loss and accuracy [--weights W.pkw] [--scale X]\n"
     "                           [--label-column K] [--threads T] [--trusted-key KEY]\n"
+    "  inspect MODEL            inputs, outputs, parameters, op histogram and memory plan of\n"
+    "                           an ONNX or graph JSON model [--batch B] [--sparse SPEC]\n"
+    "                           [--input-shape NAME=D0,D1,...]\n"
+    "  export FT.pock --weights FT.pkw --onnx MODEL.onnx -o FT.onnx   the ONNX model with\n"
+    "                           the fine-tuned weights, in inference mode\n"
     "  tune INPUT --db DB       autotune on this device into a SQLite database; INPUT is a TE\n"
     "                           file or a model (every kernel of its training graph)\n"
     "                           [--tuner evo|random|grid] [--trials N] [--total-trials N]\n"
@@ -88,6 +94,8 @@ static int dispatch(int argc, char **argv) {
   /* The same train and eval as pock-rt's (cli_train.c). */
   if (!strcmp(cmd, "train")) return pkrt_cli_train("pock", PKRT_CLI_TRAIN, argc - 2, argv + 2);
   if (!strcmp(cmd, "eval")) return pkrt_cli_train("pock", PKRT_CLI_EVAL, argc - 2, argv + 2);
+  if (!strcmp(cmd, "inspect")) return pk_cmd_inspect(argc - 2, argv + 2);
+  if (!strcmp(cmd, "export")) return pk_cmd_export(argc - 2, argv + 2);
   if (!strcmp(cmd, "report")) return pk_cmd_report(argc - 2, argv + 2);
   if (!strcmp(cmd, "keygen")) return pk_cmd_keygen(argc - 2, argv + 2);
   if (!strcmp(cmd, "sign")) return pk_cmd_sign(argc - 2, argv + 2);

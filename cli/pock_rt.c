@@ -17,7 +17,7 @@ static const char usage[] =
     "  train MODEL.pock --data FILE --epochs N   train [--val FILE] [--lr X] [--seed S]\n"
     "                    [--threads T] [--save W.pkw] [--checkpoint C.ckpt\n"
     "                    [--checkpoint-every N]] [--resume C.ckpt] [--max-steps N]\n"
-    "                    [--warmup-steps N]\n"
+    "                    [--warmup-steps N] [--no-shuffle]\n"
     "                    [--metrics M.jsonl] [--scale X] [--label-column K] [--weights W.pkw]\n"
     "  eval MODEL.pock --data FILE    loss and accuracy [--weights W.pkw] [--scale X]\n"
     "                    [--label-column K] [--threads T]\n"

@@ -46,6 +46,15 @@ typedef struct pk_compile_options {
   int64_t accum_steps;      /* gradient accumulation, >= 1 (0: keep) */
   double clip_global;       /* > 0: global-norm clipping to this norm; 0: off (NAN: keep) */
   FILE *log;                /* progress and tables; NULL: stderr */
+  /* ---- issue 17 (cli helper): options for ONNX models, which have no training object ----
+   * loss overrides the model's (an ONNX model's training JSON beside it, or the graph
+   * JSON's "training"); classes checks the class count of softmax_cross_entropy against
+   * the model's output (the loss trains on integer labels over the output's last dim). */
+  const char *loss;         /* "softmax_cross_entropy", "mse" or NULL: keep */
+  int64_t classes;          /* > 0: the output must have this many classes; 0: no check */
+  /* --input-shape: bindings of an ONNX model's symbolic input dims (pk_frontend_opts) */
+  const pk_input_shape *input_shapes;
+  int ninput_shapes;
 } pk_compile_options;
 
 pk_compile_options pk_compile_defaults(void);  /* batch 32, target "c", no overrides */

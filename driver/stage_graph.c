@@ -6,14 +6,53 @@
 
 #include "driver_impl.h"
 
+/* --loss and --classes (issue 17): the loss decides the labels (integer classes over the
+ * output's last dim, or float targets), so classes follow it, as the graph JSON's training
+ * object has them (frontends/json_training.c). */
+static pk_status drv_loss_override(drv_state *S) {
+  const pk_compile_options *o = S->o;
+  const pk_gtensor *y = S->fwd->tensors[S->fwd->output];
+  int64_t out_classes = y->ndim == 2 || y->ndim == 3 ? y->shape[y->ndim - 1] : 0;
+  if (o->loss && !strcmp(o->loss, "mse")) {
+    S->spec.loss = PK_LOSS_MSE;
+    S->spec.has_ignore_index = false;
+    S->spec.label_smoothing = 0;
+    S->info.classes = 0;
+  } else if (o->loss && !strcmp(o->loss, "softmax_cross_entropy")) {
+    if (y->ndim != 2 && y->ndim != 3)
+      return pk_ctx_fail(S->ctx, PK_ERR_CHECK,
+                         "%s: --loss softmax_cross_entropy needs a (batch, classes) or (batch, "
+                         "tokens, classes) output; the output has rank %d",
+                         o->model, y->ndim);
+    if (S->spec.loss != PK_LOSS_SOFTMAX_XENT) S->spec.has_ignore_index = false;
+    S->spec.loss = PK_LOSS_SOFTMAX_XENT;
+    S->info.classes = out_classes;
+  } else if (o->loss) {
+    return pk_ctx_fail(S->ctx, PK_ERR_USAGE,
+                       "compile: unknown loss '%s' (softmax_cross_entropy, mse)", o->loss);
+  }
+  if (o->classes > 0 && !o->inference) {
+    if (S->spec.loss != PK_LOSS_SOFTMAX_XENT)
+      return pk_ctx_fail(S->ctx, PK_ERR_CHECK,
+                         "%s: --classes applies to loss softmax_cross_entropy only (the loss "
+                         "is mse)", o->model);
+    if (o->classes != out_classes)
+      return pk_ctx_fail(S->ctx, PK_ERR_CHECK, "%s: --classes is %lld, the output has %lld",
+                         o->model, (long long)o->classes, (long long)out_classes);
+  }
+  return PK_OK;
+}
+
 pk_status drv_load(drv_state *S) {
   const pk_compile_options *o = S->o;
   pk_status s = PK_OK;
   if (o->graph) {
     S->fwd = o->graph;
     if (o->info) S->info = *o->info;
-  } else if ((s = pk_frontend_load(S->ctx, o->model, o->batch, &S->fwd, &S->info)) != PK_OK) {
-    return s;
+  } else {
+    pk_frontend_opts fo = {.batch = o->batch, .shapes = o->input_shapes,
+                           .nshapes = o->ninput_shapes};
+    if ((s = pk_frontend_load_opts(S->ctx, o->model, &fo, &S->fwd, &S->info)) != PK_OK) return s;
   }
   if (o->weights && (s = pk_weights_apply(S->ctx, S->fwd, o->weights, o->reinit)) != PK_OK) return s;
 
@@ -36,6 +75,7 @@ pk_status drv_load(drv_state *S) {
     S->spec.clip_global = o->clip_global > 0;
     if (o->clip_global > 0) S->spec.clip_norm = o->clip_global;
   }
+  if ((s = drv_loss_override(S)) != PK_OK) return s;
   if (!o->inference && !(S->spec.lr > 0))
     return pk_ctx_fail(S->ctx, PK_ERR_CHECK, "%s: the learning rate must be > 0 (give --lr)", o->model);
   return PK_OK;

@@ -12,7 +12,7 @@ autograd so Pock's compile-time backward is checked against it. Library only:
 
 Ops: matmul, batch_matmul, add, sub, mul, div, relu, sigmoid, tanh, gelu (erf form),
 silu, hardsigmoid, hardswish, relu6, leaky_relu, elu, clip, exp, log, sqrt, rsqrt, abs,
-neg, reciprocal, softmax, sum, mean, max, conv2d, max_pool2d, avg_pool2d, reshape, slice
+neg, reciprocal, erf, softmax, sum, mean, max, conv2d, max_pool2d, avg_pool2d, reshape, slice
 (with slice_step), transpose, concat, pad, expand, where, masked_fill; broadcasting as
 numpy. Attention family: log_softmax, sdpa, sdpa_masked (written with explicit matmuls:
 torch 1.13 has no F.scaled_dot_product_attention), rope, global_avg_pool2d,
@@ -261,7 +261,7 @@ class PockGraph(nn.Module):
                  "gelu": F.gelu, "silu": F.silu, "hardsigmoid": F.hardsigmoid,
                  "hardswish": F.hardswish, "relu6": F.relu6, "exp": torch.exp,
                  "log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "abs": torch.abs,
-                 "neg": torch.neg, "reciprocal": torch.reciprocal}
+                 "neg": torch.neg, "reciprocal": torch.reciprocal, "erf": torch.erf}
         if op in unary:
             return unary[op](ins[0])
         if op == "leaky_relu":  # omitted alpha: PyTorch's default, as in Pock

@@ -7,6 +7,8 @@ packages=(build-essential cmake pkg-config libsqlite3-dev libcjson-dev libffi-de
 # Tests: strace (test_isolation: no program executed), clang + its libFuzzer runtime
 # (scripts/fuzz.sh, test_fuzz_artifact_60s; both skip without them).
 packages+=(strace clang libclang-rt-14-dev)
+# Tests: the venv of the ONNX reference tools (scripts/onnx_venv.sh: onnx, onnxruntime).
+packages+=(python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

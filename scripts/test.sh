@@ -13,5 +13,12 @@ BUILD_DIR=build-asan scripts/build.sh -DPOCK_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -L sanitize --output-on-failure -j"$jobs"
 
+# The ONNX checks' reference (onnx, onnxruntime from PyPI, in a venv of their own): the
+# tests that need it skip, saying why, where PyPI cannot be reached.
+if scripts/onnx_venv.sh "$PWD/build-venv-onnx"; then
+  export POCK_ONNX_PYTHON="$PWD/build-venv-onnx/bin/python"
+else
+  echo "test.sh: no ONNX reference venv (PyPI unreachable?): onnxruntime checks will skip"
+fi
 BUILD_DIR=build scripts/build.sh
 ctest --test-dir build --output-on-failure -j"$jobs"

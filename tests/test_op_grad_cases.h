@@ -66,6 +66,8 @@ static const grad_case grad_cases[] = {
     {"abs", PK_OP_ABS, {1, {{2, {5, 7}, F32}}, NONE}, {"I0 DY"}},
     {"neg", PK_OP_NEG, {1, {{3, {2, 3, 4}, F32}}, NONE}, {"DY"}},
     {"reciprocal_f64", PK_OP_RECIPROCAL, {1, {{2, {4, 5}, F64}}, NONE}, {"O DY"}},
+    {"erf", PK_OP_ERF, {1, {{2, {5, 7}, F32}}, NONE}, {"I0 DY"}},
+    {"erf_f64", PK_OP_ERF, {1, {{1, {9}, F64}}, NONE}, {"I0 DY"}},
     {"softmax_rows", PK_OP_SOFTMAX, {1, {{2, {4, 7}, F32}}, {.axis = 1}}, {"O DY"}},
     {"softmax_mid_f64", PK_OP_SOFTMAX, {1, {{3, {2, 5, 3}, F64}}, {.axis = -2}}, {"O DY"}},
     {"sum_keepdims", PK_OP_SUM, {1, {{3, {3, 4, 5}, F32}}, {.naxes = 1, .axes = {1}, .keepdims = true}},

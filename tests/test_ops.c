@@ -128,6 +128,7 @@ static void naive_unary(pk_op_kind op, const pk_op_params *prm, double *const *x
               : op == PK_OP_ABS        ? fabs(v)
               : op == PK_OP_NEG        ? -v
               : op == PK_OP_RECIPROCAL ? 1 / v
+              : op == PK_OP_ERF        ? erf(v)
                                        : v * 0.5 * (1 + erf(v / sqrt(2.0)));
   }
 }
@@ -616,7 +617,7 @@ static void naive(pk_op_kind op, const pk_op_params *prm, double *const *x, dens
     naive_norm(op, prm, x, y);
     return;
   }
-  if (op >= PK_OP_SOFTMAX_CROSS_ENTROPY) {
+  if (op >= PK_OP_SOFTMAX_CROSS_ENTROPY && op != PK_OP_ERF) { /* erf: appended, elementwise */
     naive_training(op, prm, x, y);
     return;
   }

@@ -257,6 +257,66 @@ static int feed(pkrt_model *m, const batches *b, int64_t t, int64_t batch) {
                                batch);
 }
 
+/* ---- ONNX models (tests/fixtures/onnx-models, scripts/export_onnx_fixtures.py) ----
+ * A case whose model is an .onnx file also checks the forward: pkrt_model_infer on batch 1
+ * (a fresh instance of the artifact) equals PyTorch's (tol relative to its largest
+ * magnitude): model.eval()'s, out_eval.npy, where the model has batch norms (inference
+ * normalizes with the running stats), else out_train.npy. As the import makes constants
+ * and buffers PyTorch's
+ * state_dict does not name, the initial weights frozen params are compared with are
+ * Pock's own, saved before training ("SAVED.init"): the forward check and the losses show
+ * they are PyTorch's. */
+static bool is_onnx(const char *model) {
+  size_t n = strlen(model);
+  return n > 5 && strcmp(model + n - 5, ".onnx") == 0;
+}
+
+static int onnx_forward(const char *dir, const tcase *c, const batches *b, const char *art,
+                        const char *init) {
+  char path[1024], msg[512], err[512];
+  npy want;
+  pathf(path, sizeof path, "%s/out_eval.npy", dir);
+  if (access(path, F_OK) != 0) pathf(path, sizeof path, "%s/out_train.npy", dir);
+  if (npy_read(path, &want, msg, sizeof msg) != 0)
+    return printf("FAIL %s: %s\n", c->name, msg), 1;
+  pkrt_model *m;
+  int rc = 1;
+  if (pkrt_model_open(art, NULL, &m, err, sizeof err) != PKRT_OK) {
+    printf("FAIL %s: pkrt_model_open: %s\n", c->name, err);
+    free(want.data);
+    return 1;
+  }
+  int64_t oshape[8], on = 1, batch = b->x[0].shape[1];
+  for (int d = 0, nd = pkrt_model_output_shape(m, oshape); d < nd; d++) on *= oshape[d];
+  if (strcmp(want.descr, "<f8") != 0 || want.numel != on) {
+    printf("FAIL %s: the output has %lld elements, %s %lld\n", c->name, (long long)on,
+           strrchr(path, '/') + 1, (long long)want.numel);
+  } else if (pkrt_model_save_weights(m, init) != PKRT_OK || feed(m, b, 0, batch) != PKRT_OK ||
+             pkrt_model_infer(m) != PKRT_OK) {
+    printf("FAIL %s: forward: %s\n", c->name, pkrt_model_error(m));
+  } else {
+    const void *out = pkrt_model_output(m);
+    bool f32 = pkrt_model_dtype(m) == PKRT_DTYPE_F32;
+    double err_max = 0, scale = 1.0;
+    for (int64_t i = 0; i < on; i++) scale = fmax(scale, fabs(((const double *)want.data)[i]));
+    for (int64_t i = 0; i < on; i++) {
+      double g = f32 ? ((const float *)out)[i] : ((const double *)out)[i];
+      double e = fabs(g - ((const double *)want.data)[i]);
+      if (!(e <= err_max)) err_max = e; /* NaN sticks */
+    }
+    if (!(err_max <= c->tol * scale))
+      printf("FAIL %s: forward differs from PyTorch's (%s) by %.3g > %.3g\n", c->name,
+             strrchr(path, '/') + 1, err_max, c->tol * scale);
+    else
+      rc = 0, printf("PASS %s: forward on batch 1 equals PyTorch's (%s) within %.2e\n",
+                     c->name, strrchr(path, '/') + 1, err_max);
+  }
+  pkrt_model_close(m);
+  free(want.data);
+  return rc;
+}
+/* ---- end of the ONNX block ---- */
+
 /* Compiles the case's model into tmp, runs the batches, saves the weights to `saved`
  * and the losses to loss[] (then loss[steps]: an eval step on batch 1). Returns 0 or
  * prints FAIL. */
@@ -303,6 +363,9 @@ static int run_pock(const char *dir, const tcase *c, const batches *b, const cha
            pkrt_model_ninputs(m), (long long)batch, (long long)feats, b->nx);
     goto out;
   }
+  char init[1100]; /* ONNX: Pock's initial weights, saved by onnx_forward */
+  pathf(init, sizeof init, "%s.init", saved);
+  if (is_onnx(c->model) && onnx_forward(dir, c, b, art, init) != 0) goto out;
   for (int64_t t = 0; t < steps; t++) {
     if (feed(m, b, t, batch) != PKRT_OK ||
         pkrt_model_train_step(m, &loss[t]) != PKRT_OK) {
@@ -441,7 +504,8 @@ static int run_fixtures(const char *dir, const char *tmp, const char *label, con
     pkrt_wtensor *got, *init, *after;
     int ngot, ninit, nafter;
     char ip[1024], ap[1024];
-    pathf(ip, sizeof ip, "%s/%.*s.pkw", dir, (int)(strlen(c->model) - 5), c->model);
+    if (is_onnx(c->model)) pathf(ip, sizeof ip, "%s.init", pr->saved);
+    else pathf(ip, sizeof ip, "%s/%.*s.pkw", dir, (int)(strlen(c->model) - 5), c->model);
     pathf(ap, sizeof ap, "%s/%s", dir, c->after);
     if (pkrt_weights_read(rt, a, pr->saved, &got, &ngot) != PKRT_OK ||
         pkrt_weights_read(rt, a, ip, &init, &ninit) != PKRT_OK ||

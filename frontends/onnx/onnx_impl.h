@@ -171,6 +171,9 @@ int pk_ox_find(pk_ox *im, const char *name);          /* value id or -1 */
 /* A new undefined value named `name` (names are unique: PK_ERR_CHECK when taken). */
 pk_status pk_ox_new_value(pk_ox *im, const char *name, int *id);
 int64_t pk_ox_numel(int ndim, const int64_t *shape);  /* 1 for rank 0 */
+/* A graph tensor name made from `want` (an ONNX name): control bytes and parentheses (kept
+ * for the names Pock makes) become '_', at most 247 bytes, "#k" added until unique. */
+const char *pk_ox_graph_name(pk_ox *im, const char *want);
 const char *pk_ox_shape_str(pk_ox *im, int ndim, const int64_t *shape); /* "(2, 3)", "()" */
 const char *pk_ox_dtype_name(const pk_ox_value *v);   /* "float", "int64", "bool", ... */
 
@@ -261,5 +264,14 @@ pk_status pk_ox_nofold(pk_ox *im, pk_ox_node *nd);
   pk_status fold(pk_ox *im, pk_ox_node *nd);
 #include "onnx_ops.def"
 #undef PK_OX_OP
+
+/* ---- issue 17, cli helper: the ModelProto as a whole (onnx_file.c), for the tools that
+ * read or rewrite the protobuf itself (`pock inspect`, `pock export`) ---- */
+/* Reads and unpacks path into ctx's arena (nothing to free): PK_ERR_IO for an unreadable
+ * file, PK_ERR_CHECK when it is not a ModelProto with a graph. */
+pk_status pk_ox_model_read(pk_ctx *ctx, const char *path, Onnx__ModelProto **out);
+/* Packs m into ctx's arena; PK_ERR_CHECK (naming `what`) when it reaches 2 GiB. */
+pk_status pk_ox_model_pack(pk_ctx *ctx, const char *what, const Onnx__ModelProto *m,
+                           void **bytes, size_t *len);
 
 #endif

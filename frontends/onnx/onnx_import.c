@@ -141,7 +141,10 @@ static bool ox_dim0_symbolic(const Onnx__ValueInfoProto *vi) {
   return d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
 }
 
-static pk_status ox_input(pk_ox *im, const Onnx__ValueInfoProto *vi, bool any_symbolic) {
+/* first: the model's first fed input, whose static dim 0 is the batch when no input has a
+ * symbolic one (the batch must then agree); later inputs with another dim 0 are unbatched. */
+static pk_status ox_input(pk_ox *im, const Onnx__ValueInfoProto *vi, bool any_symbolic,
+                          bool first) {
   const char *where = pk_sprintf(im->ctx, "input %s", pk_ox_quote(im, vi->name));
   const Onnx__TypeProto *tp = vi->type;
   if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
@@ -182,7 +185,7 @@ static pk_status ox_input(pk_ox *im, const Onnx__ValueInfoProto *vi, bool any_sy
       /* dim 0 is the batch when symbolic; a static dim 0 is the batch when it equals it
        * (a model exported without dynamic axes), else the input has no batch dim */
       if (known && dim->dim_value != im->batch) {
-        if (!any_symbolic)
+        if (!any_symbolic && first)
           return pk_ox_fail_at(im, where, "the model's batch is fixed at %lld (dim 0 is not "
                                "symbolic): compile with --batch %lld, or export with "
                                "dynamic_axes={'%s': {0: 'N'}}", (long long)dim->dim_value,
@@ -255,7 +258,7 @@ static pk_status ox_inputs(pk_ox *im) {
       return pk_ox_fail_at(im, NULL, "input name %s is not plain text (control bytes and "
                            "parentheses are refused; at most 255 bytes)",
                            pk_ox_quote(im, vi->name));
-    pk_status s = ox_input(im, vi, any_symbolic);
+    pk_status s = ox_input(im, vi, any_symbolic, n == 0);
     if (s != PK_OK) return s;
     n++;
   }

@@ -118,7 +118,7 @@ pk_status pk_ox_new_value(pk_ox *im, const char *name, int *id) {
  * the names Pock makes) and at most PK_FE_MAX_NAME bytes, and are unique. */
 #define OX_MAX_NAME 255
 
-static const char *ox_graph_name(pk_ox *im, const char *want) {
+const char *pk_ox_graph_name(pk_ox *im, const char *want) {
   size_t n = strlen(want);
   if (n > OX_MAX_NAME - 8) n = OX_MAX_NAME - 8;
   char *s = pk_strndup(im->ctx, want, n);
@@ -175,7 +175,7 @@ static pk_status ox_persistent(pk_ox *im, const pk_ox_node *nd, int id, pk_tenso
   int ndim = v->ndim ? v->ndim : 1;
   int64_t one = 1;
   const int64_t *shape = v->ndim ? v->shape : &one;
-  const char *name = ox_graph_name(im, v->name);
+  const char *name = pk_ox_graph_name(im, v->name);
   const void *data = ox_convert(im, v, dt);
   int t = role == PK_ROLE_PARAM ? pk_graph_add_param(im->g, name, dt, ndim, shape, data)
                                 : pk_graph_add_buffer(im->g, name, role, dt, ndim, shape, data);
@@ -324,7 +324,7 @@ static pk_status ox_emit(pk_ox *im, pk_ox_node *nd, pk_op_kind op, const pk_op_a
   pk_op_attrs zero;
   memset(&zero, 0, sizeof zero);
   if (pk_graph_add_op(im->g, node, op, attrs ? attrs : &zero, nins, ins,
-                      ox_graph_name(im, out_name ? out_name : pk_sprintf(im->ctx, "%s.out", node)),
+                      pk_ox_graph_name(im, out_name ? out_name : pk_sprintf(im->ctx, "%s.out", node)),
                       out_tensor) != PK_OK)
     return ox_wrap(im, nd);
   return PK_OK;

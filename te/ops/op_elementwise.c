@@ -1,7 +1,7 @@
 /* op_elementwise.c — injective ops: add/sub/mul/div with numpy broadcasting, and the
  * activations relu, sigmoid, tanh, gelu (erf or tanh form), leaky_relu, elu, silu,
  * hardsigmoid, hardswish, relu6 and clip (PyTorch's definitions), the math functions exp,
- * log, sqrt, rsqrt, abs, neg, reciprocal, and pow (tensor exponent, broadcast) and
+ * log, sqrt, rsqrt, abs, neg, reciprocal, erf, and pow (tensor exponent, broadcast) and
  * pow_scalar (constant exponent); each followed by its gradients. */
 #include <math.h>
 
@@ -144,6 +144,7 @@ pk_status pk_op_text_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   case PK_OP_ABS: pk_strbuf_printf(out, "abs(%s)", xr.data); break;
   case PK_OP_NEG: pk_strbuf_printf(out, "-%s", xr.data); break;
   case PK_OP_RECIPROCAL: pk_strbuf_printf(out, "1.0 / %s", xr.data); break;
+  case PK_OP_ERF: pk_strbuf_printf(out, "erf(%s)", xr.data); break;
   default:
     if (a->approximate == PK_GELU_TANH) { /* 0.5 x (1 + tanh(sqrt(2/pi) (x + c x^3))) */
       pk_strbuf_printf(out, "0.5 * %s * (1.0 + ", xr.data);
@@ -249,6 +250,11 @@ pk_status pk_op_grad_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   case PK_OP_NEG: pk_strbuf_printf(out, "-%s", dy.data); break;
   case PK_OP_RECIPROCAL: /* -1/x^2 = -y^2 */
     pk_strbuf_printf(out, "-%s * %s * %s", dy.data, v.data, v.data);
+    break;
+  case PK_OP_ERF: /* 2/sqrt(pi) exp(-x^2) */
+    pk_strbuf_printf(out, "%s * ", dy.data);
+    pk_op_emit_float(out, 1.1283791670955126);
+    pk_strbuf_printf(out, " * exp(-%s * %s)", v.data, v.data);
     break;
   default:
     if (a->approximate == PK_GELU_TANH) {

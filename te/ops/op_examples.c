@@ -46,6 +46,8 @@ static const pk_op_example examples[] = {
     {"abs", PK_OP_ABS, {1, {{2, {7, 33}, F32}}, NO_ATTRS}},
     {"neg_f64", PK_OP_NEG, {1, {{1, {33}, F64}}, NO_ATTRS}},
     {"reciprocal", PK_OP_RECIPROCAL, {1, {{2, {33, 7}, F32}}, NO_ATTRS}},
+    {"erf", PK_OP_ERF, {1, {{2, {7, 33}, F32}}, NO_ATTRS}},
+    {"erf_f64", PK_OP_ERF, {1, {{1, {33}, F64}}, NO_ATTRS}},
     {"softmax_rows", PK_OP_SOFTMAX, {1, {{2, {7, 33}, F32}}, {.axis = 1}}},
     {"softmax_1d", PK_OP_SOFTMAX, {1, {{1, {33}, F32}}, {.axis = 0}}},
     {"softmax_mid_f64", PK_OP_SOFTMAX, {1, {{3, {2, 3, 7}, F64}}, {.axis = -2}}},

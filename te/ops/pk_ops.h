@@ -28,6 +28,8 @@
  *   - exp, log, sqrt, rsqrt (1 / sqrt x), abs, neg, reciprocal (1 / x) are C's functions:
  *     outside the domain (log, sqrt, rsqrt of x <= 0; 1 / 0) the result is IEEE's
  *     (-inf, NaN, inf), not an error;
+ *   - erf is C's erf (the Gauss error function; ONNX Erf, torch.erf); its gradient is
+ *     2/sqrt(pi) exp(-x^2) dY;
  *   - a reduction over every axis without keepdims has shape (1,) (a TE has rank >= 1);
  *   - mean is one stage: sum(x / n) over the reduced axes;
  *   - softmax is three stages: m = max over the axis, s = sum exp(x - m), y = exp(x - m) / s;

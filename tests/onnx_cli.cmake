@@ -1,0 +1,18 @@
+# onnx_cli.cmake — issue 17's commands (pock inspect, pock export, compile's ONNX training
+# options, train --no-shuffle) end to end; onnxruntime checks the exported model. Needs a
+# Python with onnx and onnxruntime: POCK_ONNX_PYTHON (configure-time cache variable or the
+# environment), else python3; skipped (77) without one.
+set(POCK_ONNX_PYTHON "$ENV{POCK_ONNX_PYTHON}" CACHE STRING
+  "a Python with onnx and onnxruntime for the ONNX tests (empty: python3)")
+add_test(NAME test_onnx_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_onnx_cli.sh
+  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_onnx_cli PROPERTIES LABELS "cli;onnx" TIMEOUT 120 SKIP_RETURN_CODE 77
+  ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCK_ONNX_PYTHON=${POCK_ONNX_PYTHON}")
+
+# The example models (tests/fixtures/onnx-models, opset 17): compile with the fixture's
+# sparse scheme, train, export, and onnxruntime on the export equals pock-rt run --scores.
+add_test(NAME test_onnx_export_models COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_onnx_export_models.sh
+  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_onnx_export_models PROPERTIES LABELS "cli;onnx" TIMEOUT 180
+  SKIP_RETURN_CODE 77
+  ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCK_ONNX_PYTHON=${POCK_ONNX_PYTHON}")
