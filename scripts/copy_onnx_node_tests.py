@@ -53,8 +53,9 @@ T = onnx.TensorProto
 DTYPES = {T.FLOAT, T.DOUBLE, T.INT64, T.INT32, T.BOOL}
 
 
-def verdict(name, m):
-    """'in' or 'out <reason>' for a copied case's model (frozen inputs are initializers)."""
+def verdict(name, m, data):
+    """'in' or 'out <reason>' for a copied case's model (frozen inputs are initializers);
+    data(input name): that input's value in test_data_set_0."""
     opset = max([o.version for o in m.opset_import if o.domain in ("", "ai.onnx")] or [0])
     if opset < 13:
         return "out opset %d" % opset
@@ -68,12 +69,15 @@ def verdict(name, m):
     inits = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     for n in g.node:
         a = {x.name: x for x in n.attribute}
+        if n.op_type == "BatchNormalization" and len([o for o in n.output if o]) > 1:
+            return "out running-stat outputs (updated in place, not outputs)"
+        if n.op_type == "Gather" and n.input[1] in ranks and (data(n.input[1]) < 0).any():
+            return ("out negative indices fed at run time (gather reads 0 outside the extent; "
+                    "constant indices are wrapped at import)")
         if n.op_type in ("Conv", "MaxPool", "AveragePool"):
             r = ranks.get(n.input[0], 4)
             if r != 4:
                 return "out %d-D %s" % (r - 2, "conv" if n.op_type == "Conv" else "pool")
-            if "ceil_mode" in a and a["ceil_mode"].i:
-                return "out ceil_mode"
             if "storage_order" in a and a["storage_order"].i:
                 return "out storage_order"
             if len([o for o in n.output if o]) > 1:
@@ -81,10 +85,6 @@ def verdict(name, m):
         if n.op_type == "Dropout" and (len(n.input) > 2 and n.input[2] or
                                        len([o for o in n.output if o]) > 1):
             return "out random dropout mask"
-        if n.op_type == "BatchNormalization" and len([o for o in n.output if o]) > 1:
-            return "out running-stat outputs (training_mode)"
-        if n.op_type == "LayerNormalization" and len([o for o in n.output if o]) > 1:
-            return "out Mean/InvStdDev outputs"
         if n.op_type == "Pad" and "mode" in a and a["mode"].s != b"constant":
             return "out pad mode %s" % a["mode"].s.decode()
     why = runtime_limit(g, types, inits)
@@ -130,15 +130,13 @@ def is_identity(n, inits):
 FLOATS = {T.FLOAT, T.DOUBLE}
 # Pock computes on float tensors: integer and bool data is evaluated at import only
 FLOAT_ONLY = SUPPORTED - {"Cast", "Constant", "ConstantOfShape", "Identity", "Shape", "Range",
-                          "Reshape", "Transpose", "Concat", "Split", "Slice", "Gather",
-                          "Unsqueeze", "Squeeze", "Expand", "Flatten", "Dropout", "Where",
-                          "Equal", "Trilu"}
+                          "Gather", "Where", "Equal", "Trilu"}
 
 
 def runtime_limit(g, types, inits):
     """Why a node on the graph's inputs (data known only at run time) cannot be imported:
-    Pock has no cast and no comparison op, computes on float data, moves only float data
-    through where, and has no reverse; or None."""
+    Pock has no cast and no comparison op, computes on and moves float data only (integer
+    indices and conditions aside), and has no reverse; or None."""
     for n in g.node:
         a = {x.name: x for x in n.attribute}
         rt = [types[i] for i in n.input if i in types]  # the run-time inputs' types
@@ -150,6 +148,8 @@ def runtime_limit(g, types, inits):
             return "Equal of computed tensors (no comparison op)"
         if n.op_type in FLOAT_ONLY and any(t not in FLOATS for t in rt):
             return "integer or bool arithmetic at run time"
+        if n.op_type == "Gather" and types.get(n.input[0], T.FLOAT) not in FLOATS:
+            return "integer data through Gather at run time"
         if n.op_type in ("Where", "Trilu") and any(
                 types.get(i) not in FLOATS for i in n.input[:3] if i in types and
                 not (n.op_type == "Where" and i == n.input[0])):
@@ -208,9 +208,11 @@ def copy_case(name, out):
     dst = os.path.join(out, name)
     shutil.copytree(src, dst)
     sets = sorted(x for x in os.listdir(dst) if x.startswith("test_data_set_"))
-    nin = len(m.graph.input)
+    names = [v.name for v in m.graph.input]  # before freezing: the files' numbering
+    nin = len(names)
     keep = freeze(m, lambda i: read_pb(os.path.join(dst, sets[0], "input_%d.pb" % i)))
-    v = verdict(name, m)
+    v = verdict(name, m, lambda n: read_pb(os.path.join(dst, sets[0], "input_%d.pb" %
+                                                        names.index(n))))
     note = ""
     if len(keep) != nin:
         note = " frozen"

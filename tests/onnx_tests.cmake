@@ -17,3 +17,9 @@ foreach(model mobilenet_v2 resnet18 bert llama)
   set_tests_properties(test_onnx_models_${model} PROPERTIES LABELS "onnx;train;driver"
     TIMEOUT 120 ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")
 endforeach()
+
+# The importer's core on models the test builds with the generated protobuf-c code: tensor
+# data (typed, raw, external files kept inside the model's directory), a Transpose-reached
+# weight's name, batch and --input-shape bindings, refusals, the training JSON beside it.
+pk_add_test(test_onnx_import LIBS pk_frontends LABELS frontend onnx sanitize TIMEOUT 60)
+target_include_directories(test_onnx_import PRIVATE ${PROJECT_BINARY_DIR}/frontends/onnx)

@@ -37,9 +37,9 @@
 
 static bool verbose;
 
-/* Per op type: cases run and passed, out of scope. */
+/* Per op type (or out-of-scope reason): cases run and passed, out of scope. */
 typedef struct op_count {
-  char type[48];
+  char type[160];
   int run, pass, out;
 } op_count;
 static op_count counts[MAX_TYPES];

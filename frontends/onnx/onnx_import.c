@@ -239,6 +239,16 @@ static pk_status ox_input(pk_ox *im, const Onnx__ValueInfoProto *vi, bool any_sy
 
 static pk_status ox_inputs(pk_ox *im) {
   const Onnx__GraphProto *gp = im->model->graph;
+  /* every binding names a fed input (checked first: a typo explains any symbolic dim) */
+  for (int i = 0; i < im->nbindings; i++) {
+    bool found = false;
+    for (size_t k = 0; k < gp->n_input && !found; k++)
+      found = gp->input[k]->name && strcmp(gp->input[k]->name, im->bindings[i].name) == 0 &&
+              pk_ox_find(im, im->bindings[i].name) < 0;
+    if (!found)
+      return pk_ox_fail_at(im, NULL, "--input-shape names %s, which is not a graph input",
+                           pk_ox_quote(im, im->bindings[i].name));
+  }
   bool any_symbolic = false;
   for (size_t i = 0; i < gp->n_input; i++)
     if (gp->input[i]->name && pk_ox_find(im, gp->input[i]->name) < 0)
@@ -263,12 +273,6 @@ static pk_status ox_inputs(pk_ox *im) {
     n++;
   }
   if (!n) return pk_ox_fail_at(im, NULL, "the graph has no inputs to feed");
-  for (int i = 0; i < im->nbindings; i++) {
-    int id = pk_ox_find(im, im->bindings[i].name);
-    if (id < 0 || pk_ox_val(im, id)->kind != PK_OXV_INPUT)
-      return pk_ox_fail_at(im, NULL, "--input-shape names %s, which is not a graph input",
-                           pk_ox_quote(im, im->bindings[i].name));
-  }
   return PK_OK;
 }
 
