@@ -5,7 +5,10 @@ normalizations, Dropout) for the importer's tests, with onnxruntime's outputs.
 
 writes, under REPO/tests/fixtures (REPO: this script's repository by default):
   onnx-ops/nn_<case>/model.onnx + test_data_set_0/input_0.pb, output_K.pb
-      ONNX's backend node-test layout: one input X, outputs by onnxruntime
+      ONNX's backend node-test layout: one input X, outputs by onnxruntime (graph
+      optimizations off); nn_torch_cnn_13/17 (a small CNN) and nn_torch_groupnorm_13/17
+      are exported by torch 1.13 in training mode, onnxruntime's output checked against
+      torch's
   onnx-nn-graph/<case>/model.onnx
       models whose output is random (Dropout in training mode): checked for their graph
   onnx-nn-refused/<case>/model.onnx
@@ -287,6 +290,25 @@ def torch_cases():
         name = "torch_cnn_%d" % opset
         conformance(name, m, x.numpy())
         net.train()
+        with torch.no_grad():
+            want = net(x).numpy()
+        got = numpy_helper.to_array(onnx.load_tensor(
+            os.path.join(OPS, "nn_" + name, "test_data_set_0", "output_0.pb")))
+        assert np.allclose(got, want, rtol=1e-5, atol=1e-5), "onnxruntime and torch differ"
+
+    # torch 1.13 exports nn.GroupNorm as Reshape (N, G, -1) -> InstanceNormalization with
+    # constant ones and zeros -> Reshape back -> Mul weight -> Add bias
+    for opset in (13, 17):
+        net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.GroupNorm(2, 4))
+        with torch.no_grad():
+            net[1].weight.uniform_(0.5, 2)
+            net[1].bias.uniform_(-1, 1)
+        x = torch.randn(2, 3, 6, 5)
+        f = io.BytesIO()
+        torch.onnx.export(net, x, f, opset_version=opset, training=TrainingMode.TRAINING,
+                          do_constant_folding=False, input_names=["X"], output_names=["Y"])
+        name = "torch_groupnorm_%d" % opset
+        conformance(name, onnx.load_from_string(f.getvalue()), x.numpy())
         with torch.no_grad():
             want = net(x).numpy()
         got = numpy_helper.to_array(onnx.load_tensor(

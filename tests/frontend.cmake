@@ -11,4 +11,4 @@ set_tests_properties(test_torch2pock PROPERTIES LABELS "frontend" TIMEOUT 120
 # scripts/onnx_make_shape_cases.py (tests/fixtures/onnx-ops, onnx-shape-errors).
 pk_add_test(test_onnx_shape LIBS pk_frontends LABELS frontend onnx sanitize TIMEOUT 60)
 # ONNX nn converters (onnx_ops_nn.c) on scripts/onnx_make_nn_cases.py's models
-pk_add_test(test_onnx_nn LIBS pk_frontends LABELS frontend onnx TIMEOUT 60)
+pk_add_test(test_onnx_nn LIBS pk_frontends LABELS frontend onnx sanitize TIMEOUT 60)

@@ -473,7 +473,6 @@ static pk_status nn_zeros(pk_ox *im, pk_ox_node *nd, pkrt_dtype dtype, int ndim,
  * temporaries. The node just emitted is the layer_norm. */
 static pk_status nn_ln_stages(pk_ox *im, pk_ox_node *nd) {
   static const int stage_of[3] = {-1, 0, 2}; /* output k -> compute: MEAN, VAR, RSTD, Y */
-  static const char *const suffix[3] = {NULL, ".Mean", ".InvStdDev"};
   int node = im->g->nnodes - 1;
   const pk_gnode *gn = im->g->nodes[node];
   PK_ASSERT(gn->op == PK_OP_LAYER_NORM && gn->noutputs == 4);
@@ -487,19 +486,7 @@ static pk_status nn_ln_stages(pk_ox *im, pk_ox_node *nd) {
       v->kind = PK_OXV_TENSOR, v->defined = true, v->tensor = -1;
       continue;
     }
-    /* the ONNX name where it is a fit graph name (as the core's: no control bytes or
-     * parentheses, short, free), else one made from the result's */
-    const char *onnx = pk_ox_val(im, nd->out[k])->name, *name = onnx;
-    bool fit = strlen(onnx) < 200 && pk_graph_find(im->g, onnx) < 0;
-    for (const char *c = onnx; fit && *c; c++)
-      fit = (unsigned char)*c >= 0x20 && *c != 0x7f && *c != '(' && *c != ')';
-    if (!fit) {
-      const char *base = pk_sprintf(im->ctx, "%s%s", names[3], suffix[k]);
-      name = base;
-      for (int n = 2; pk_graph_find(im->g, name) >= 0; n++)
-        name = pk_sprintf(im->ctx, "%s#%d", base, n);
-    }
-    names[stage_of[k]] = name;
+    names[stage_of[k]] = pk_ox_graph_name(im, pk_ox_val(im, nd->out[k])->name);
     rename = true;
   }
   if (!rename) return PK_OK;
