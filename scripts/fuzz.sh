@@ -76,7 +76,7 @@ for t in $targets; do
   [ -f "$root/fuzz/$t.dict" ] && opts+=(-dict="$root/fuzz/$t.dict")
   rc=0
   "$build/fuzz/fuzz_$t" "${opts[@]}" "$work" >"$build/fuzz-$t.log" 2>&1 || rc=$?
-  [ -n "${FUZZ_LOG_DIR:-}" ] && cp "$build/fuzz-$t.log" "$FUZZ_LOG_DIR/"
+  [ -n "${FUZZ_LOG_DIR:-}" ] && mkdir -p "$FUZZ_LOG_DIR" && cp "$build/fuzz-$t.log" "$FUZZ_LOG_DIR/"
   # The seed count, the first and last status lines (libFuzzer's final stats) and any report.
   echo "== fuzz_$t (${share}s)"
   grep -E '^INFO: seed corpus|^#[0-9]+[[:space:]]+(INITED|DONE)|^Done [0-9]+ runs|^stat::|ERROR|SUMMARY|^==' \
