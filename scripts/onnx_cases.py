@@ -52,10 +52,13 @@ def make_model(graph_name, nodes, inputs, outputs, inits, opset, producer, ir_ve
     return m
 
 
-def _fresh_dir(d):
+def write_model(d, m):
+    """Makes directory d anew (what was there goes) and writes m as d/model.onnx."""
     if os.path.isdir(d):
         shutil.rmtree(d)
     os.makedirs(d)
+    with open(os.path.join(d, "model.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
 
 
 def _write_tensor(path, arr, name):
@@ -82,9 +85,7 @@ def write_case(fixtures, case, m, feeds, optimize=True, retype_outputs=True):
             o.CopyFrom(vinfo(o.name, y))
     onnx.checker.check_model(m, full_check=True)
     d = os.path.join(fixtures, "onnx-ops", case)
-    _fresh_dir(d)
-    with open(os.path.join(d, "model.onnx"), "wb") as f:
-        f.write(m.SerializeToString())
+    write_model(d, m)
     data = os.path.join(d, "test_data_set_0")
     os.makedirs(data)
     for k, (n, a) in enumerate(feeds):
@@ -105,9 +106,7 @@ def write_refused(fixtures, family, case, m, expect, op_type=None):
     purpose) and expect.txt, whose lines the error message must each contain: `expect` (the
     problem) and, given op_type, "(<op_type>)" (the node the message names)."""
     d = os.path.join(fixtures, "onnx-refused", "%s_%s" % (family, case))
-    _fresh_dir(d)
-    with open(os.path.join(d, "model.onnx"), "wb") as f:
-        f.write(m.SerializeToString())
+    write_model(d, m)
     lines = [expect] + (["(%s)" % op_type] if op_type else [])
     with open(os.path.join(d, "expect.txt"), "w") as f:
         f.write("".join(line + "\n" for line in lines))
