@@ -1,5 +1,6 @@
-/* cmd_compile.c — `pock compile MODEL.json [...] -o OUT.pock`: the model, its sparse-update
- * spec and the tuning database into one artifact for the runtime (driver/pk_driver.h). */
+/* cmd_compile.c — `pock compile MODEL.json|MODEL.onnx [...] -o OUT.pock`: the model, its
+ * sparse-update spec and the tuning database into one artifact for the runtime
+ * (driver/pk_driver.h). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -139,8 +139,10 @@ pk_status pk_fe_training(pk_fe *f, const cJSON *tr, pk_model_info *info) {
   int64_t out_classes = y->ndim == 2 || y->ndim == 3 ? y->shape[y->ndim - 1] : 0;
   info->has_training = tr != NULL;
   if (!tr) {
-    /* No training object: classification when the output looks like (batch, classes). */
+    /* No training object: classification when the output looks like (batch, classes) or
+     * (batch, tokens, classes), else regression (a feature map, an embedding of rank 4) */
     info->classes = out_classes;
+    if (!out_classes) t->loss = PK_LOSS_MSE;
     return PK_OK;
   }
   const char *where = "training";

@@ -70,6 +70,27 @@ static void test_models(void) {
   pk_ctx_free(ctx);
 }
 
+/* A conv bias added through a reshape (ONNX's Conv: B (C,) reshaped to (C, 1, 1)) joins the
+ * conv's layer, so "last_layers" and friends select it with its weight. */
+static void test_layers_reshaped_bias(void) {
+  pk_ctx *ctx = pk_ctx_new();
+  pk_graph *g = pk_graph_new(ctx, 2);
+  int x = pk_graph_add_tensor(g, "x", PK_ROLE_INPUT, PKRT_DTYPE_F32, 4, (int64_t[]){2, 3, 8, 8});
+  int w = pk_graph_add_param(g, "conv.weight", PKRT_DTYPE_F32, 4, (int64_t[]){4, 3, 3, 3}, NULL);
+  int b = pk_graph_add_param(g, "conv.bias", PKRT_DTYPE_F32, 1, (int64_t[]){4}, NULL);
+  int y, br, z;
+  pk_op_attrs r = {.new_ndim = 3, .new_shape = {4, 1, 1}};
+  TG_CHECK(pk_graph_add_op(g, "conv", PK_OP_CONV2D, &(pk_op_attrs){0}, 2, (int[]){x, w},
+                           "conv.out", &y) == PK_OK &&
+               pk_graph_add_op(g, "conv#2", PK_OP_RESHAPE, &r, 1, &b, "conv#2.out", &br) == PK_OK &&
+               pk_graph_add_op(g, "conv#3", PK_OP_ADD, &(pk_op_attrs){0}, 2, (int[]){y, br},
+                               "y", &z) == PK_OK,
+           "reshaped bias graph: %s", pk_ctx_error(ctx));
+  TG_CHECK(pk_graph_layers(g) == 1 && g->tensors[b]->layer == 0 && g->tensors[w]->layer == 0,
+           "reshaped bias: layer %d", g->tensors[b]->layer);
+  pk_ctx_free(ctx);
+}
+
 static void test_add_errors(void) {
   pk_ctx *ctx = pk_ctx_new();
   pk_graph *g = pk_graph_new(ctx, 4);
@@ -219,6 +240,7 @@ static void test_name_outputs(void) {
 int main(void) {
   test_models();
   test_add_errors();
+  test_layers_reshaped_bias();
   test_validate_errors();
   test_name_outputs();
   return tg_report("test_graph");

@@ -128,12 +128,16 @@ struct pk_ox {
 
 /* ---- patterns (onnx_patterns.c) ----
  * Chains of nodes an exporter writes for one module (LayerNorm before opset 17, RMSNorm,
- * exact GELU), imported as one Pock op. Found before conversion (structure only); the
+ * exact GELU, torch's GroupNorm), imported as one Pock op. Found before conversion (structure only); the
  * chain's nodes are skipped and pk_ox_chain_emit runs at its last node: it checks the
  * constants and shapes and, when they hold, emits the op (*done = true); else nothing is
  * changed and the importer converts the nodes one by one. */
-typedef enum pk_ox_chain_kind { PK_OX_CHAIN_LAYER_NORM, PK_OX_CHAIN_RMS_NORM, PK_OX_CHAIN_GELU }
-    pk_ox_chain_kind;
+typedef enum pk_ox_chain_kind {
+  PK_OX_CHAIN_LAYER_NORM,
+  PK_OX_CHAIN_RMS_NORM,
+  PK_OX_CHAIN_GELU,
+  PK_OX_CHAIN_GROUP_NORM /* torch's nn.GroupNorm: Reshape/InstanceNormalization/Reshape/Mul/Add */
+} pk_ox_chain_kind;
 typedef struct pk_ox_chain {
   pk_ox_chain_kind kind;
   int n;
@@ -142,7 +146,9 @@ typedef struct pk_ox_chain {
   const char *x, *w, *b;    /* the normalized input, the affine weight and bias names */
   const char *eps;          /* the name of the constant added to the variance */
   const char *c1, *c2, *c3; /* other constants the chain needs: the exponent 2, 1, 0.5, ... */
-  int reduce, reduce2;      /* the ReduceMean nodes (their axes are checked at emit) */
+  const char *c4, *c5, *c6; /* group norm: the second Reshape's shape, the Unsqueezes' axes */
+  int reduce, reduce2;      /* the ReduceMean nodes (their axes are checked at emit); group
+                               norm: the InstanceNormalization node (its epsilon) */
 } pk_ox_chain;
 pk_status pk_ox_patterns_find(pk_ox *im);
 pk_status pk_ox_chain_emit(pk_ox *im, const pk_ox_chain *c, const char *name, bool *done);

@@ -1,8 +1,10 @@
-/* onnx_patterns.c — chains of elementwise ONNX nodes that exporters write for one PyTorch
- * module, recognized and imported as the one Pock op they are: LayerNorm (opsets before
- * 17: ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add), RMSNorm (Pow/ReduceMean/Add/
- * Sqrt/Div or Reciprocal/Mul/Mul: torch has no ONNX op for it) and exact GELU (Div by
- * sqrt 2/Erf/Add 1/Mul x/Mul 0.5). One op instead of nine is one kernel instead of nine,
+/* onnx_patterns.c — chains of ONNX nodes that exporters write for one PyTorch module,
+ * recognized and imported as the one Pock op they are: LayerNorm (opsets before 17:
+ * ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add), RMSNorm (Pow/ReduceMean/Add/Sqrt/
+ * Div or Reciprocal/Mul/Mul: torch has no ONNX op for it), exact GELU (Div by sqrt 2/Erf/
+ * Add 1/Mul x/Mul 0.5) and GroupNorm (torch 1.13: Reshape to (N, G, -1)/
+ * InstanceNormalization with ones and zeros/Reshape back/Mul by Unsqueeze(gamma)/Add
+ * Unsqueeze(beta)). One op instead of nine is one kernel instead of nine,
  * and a recognized norm is a normalization to sparse specs ("norms": true).
  *
  * A chain is found on the node list before conversion (structure only: op types, and that
@@ -10,6 +12,8 @@
  * its last node the constants and shapes are checked and the op is emitted. When that check
  * fails the chain's nodes are converted one by one, as if no pattern had matched. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "onnx_impl.h"
@@ -161,6 +165,48 @@ static bool ox_gelu(ox_match *m, int i, pk_ox_chain *c) {
   return true;
 }
 
+/* The node producing value `name`, or -1 (a graph input, an initializer). */
+static int ox_producer(ox_match *m, const char *name) {
+  for (size_t j = 0; j < m->gp->n_node; j++)
+    for (size_t k = 0; k < m->gp->node[j]->n_output; k++)
+      if (strcmp(m->gp->node[j]->output[k], name) == 0) return (int)j;
+  return -1;
+}
+
+/* `name` is Unsqueeze(param, axes) read only by the chain: the Unsqueeze node, else -1. */
+static int ox_unsqueezed(ox_match *m, const char *name, const char **param, const char **axes) {
+  int u = ox_producer(m, name);
+  if (u < 0 || !ox_is(m, u, "Unsqueeze", 2) || ox_only_consumer(m, name) < 0) return -1;
+  *param = ox_n(m, u)->input[0];
+  *axes = ox_n(m, u)->input[1];
+  return u;
+}
+
+static bool ox_group_norm(ox_match *m, int i, pk_ox_chain *c) {
+  if (!ox_is(m, i, "Reshape", 2)) return false;
+  const char *x = ox_n(m, i)->input[0], *gshape = ox_n(m, i)->input[1], *gs, *bs, *g, *b,
+             *ga, *ba;
+  int in = ox_only_consumer(m, ox_out(m, i));
+  if (in < 0 || !ox_is(m, in, "InstanceNormalization", 3) ||
+      strcmp(ox_n(m, in)->input[0], ox_out(m, i)) != 0)
+    return false;
+  const char *ones = ox_n(m, in)->input[1], *zeros = ox_n(m, in)->input[2];
+  int r2 = ox_only_consumer(m, ox_out(m, in));
+  if (r2 < 0 || !ox_is(m, r2, "Reshape", 2) || strcmp(ox_n(m, r2)->input[0], ox_out(m, in)))
+    return false;
+  const char *shape2 = ox_n(m, r2)->input[1];
+  int mul = ox_next(m, ox_out(m, r2), "Mul", &gs);
+  int add = mul < 0 ? -1 : ox_next(m, ox_out(m, mul), "Add", &bs);
+  int ug = add < 0 ? -1 : ox_unsqueezed(m, gs, &g, &ga);
+  int ub = ug < 0 ? -1 : ox_unsqueezed(m, bs, &b, &ba);
+  if (ub < 0) return false;
+  *c = (pk_ox_chain){.kind = PK_OX_CHAIN_GROUP_NORM, .n = 7,
+                     .nodes = {i, in, r2, ug, mul, ub, add}, .x = x, .w = g, .b = b,
+                     .c1 = gshape, .c2 = ones, .c3 = zeros, .c4 = shape2, .c5 = ga, .c6 = ba,
+                     .reduce = in};
+  return true;
+}
+
 pk_status pk_ox_patterns_find(pk_ox *im) {
   const Onnx__GraphProto *gp = im->model->graph;
   size_t nn = gp->n_node;
@@ -191,7 +237,8 @@ pk_status pk_ox_patterns_find(pk_ox *im) {
   for (size_t i = 0; i < nn; i++) {
     if (im->chain_of[i] >= 0) continue;
     pk_ox_chain c;
-    if (!ox_rms(&m, (int)i, &c) && !ox_layer_norm(&m, (int)i, &c) && !ox_gelu(&m, (int)i, &c))
+    if (!ox_rms(&m, (int)i, &c) && !ox_layer_norm(&m, (int)i, &c) && !ox_gelu(&m, (int)i, &c) &&
+        !ox_group_norm(&m, (int)i, &c))
       continue;
     bool free_nodes = true;
     for (int k = 0; k < c.n; k++) free_nodes &= im->chain_of[c.nodes[k]] < 0;
@@ -251,6 +298,72 @@ static bool ox_vector_param(pk_ox *im, const char *name, int64_t d, int *id) {
   return v->kind == PK_OXV_PARAM && v->ndim == 1 && v->shape[0] == d;
 }
 
+/* A CONST of n values all equal to v (InstanceNormalization's ones and zeros). */
+static bool ox_all(pk_ox *im, const char *name, int64_t n, double v) {
+  int id = pk_ox_find(im, name);
+  if (id < 0) return false;
+  const pk_ox_value *cv = pk_ox_val(im, id);
+  if (cv->kind != PK_OXV_CONST || cv->dtype == PKRT_DTYPE_I64 ||
+      pk_ox_numel(cv->ndim, cv->shape) != n)
+    return false;
+  for (int64_t k = 0; k < n; k++) {
+    double e = cv->dtype == PKRT_DTYPE_F32 ? ((const float *)cv->data)[k]
+                                           : ((const double *)cv->data)[k];
+    if (e != v) return false;
+  }
+  return true;
+}
+
+/* A 1-D int64 CONST of n values; false otherwise. */
+static bool ox_ints(pk_ox *im, const char *name, int n, int64_t *out) {
+  int id = pk_ox_find(im, name);
+  if (id < 0) return false;
+  const pk_ox_value *cv = pk_ox_val(im, id);
+  if (cv->kind != PK_OXV_CONST || cv->dtype != PKRT_DTYPE_I64 || cv->ndim != 1 ||
+      cv->shape[0] != n)
+    return false;
+  memcpy(out, cv->data, sizeof *out * (size_t)n);
+  return true;
+}
+
+/* torch's GroupNorm chain computes group_norm(x, gamma, beta) with G groups: x (N, C, ...)
+ * reshaped to (N, G, -1), normalized with unit scale and zero shift, reshaped back to x's
+ * shape, then gamma and beta (C,) unsqueezed over the spatial dims. */
+static bool ox_group_norm_ok(pk_ox *im, const pk_ox_chain *c, const pk_ox_value *x,
+                             int64_t *groups, double *eps, int *wid, int *bid) {
+  int r = x->ndim;
+  if (r < 3 || r > PK_TE_MAX_DIMS) return false;
+  int64_t s1[3], s2[PK_TE_MAX_DIMS], a[PK_TE_MAX_DIMS];
+  if (!ox_ints(im, c->c1, 3, s1) || (s1[0] != 0 && s1[0] != x->shape[0]) || s1[2] != -1 ||
+      s1[1] < 1 || x->shape[1] % s1[1] != 0)
+    return false;
+  *groups = s1[1];
+  if (!ox_all(im, c->c2, *groups, 1) || !ox_all(im, c->c3, *groups, 0) ||
+      !ox_ints(im, c->c4, r, s2))
+    return false;
+  for (int d = 0; d < r; d++)
+    if (s2[d] != x->shape[d]) return false;
+  /* unsqueezed to (C, 1, ...): axes 1 .. r-2 of the rank r-1 result, in any sign */
+  for (int k = 0; k < 2; k++) {
+    if (!ox_ints(im, k ? c->c6 : c->c5, r - 2, a)) return false;
+    for (int j = 0; j < r - 2; j++)
+      if ((a[j] < 0 ? a[j] + r - 1 : a[j]) != j + 1) return false;
+  }
+  if (!ox_vector_param(im, c->w, x->shape[1], wid) || !ox_vector_param(im, c->b, x->shape[1], bid))
+    return false;
+  *eps = 1e-5;
+  const Onnx__NodeProto *n = im->model->graph->node[c->reduce];
+  for (size_t k = 0; k < n->n_attribute; k++) {
+    if (strcmp(n->attribute[k]->name, "epsilon") == 0) *eps = n->attribute[k]->f;
+    else return false;
+  }
+  /* the float attribute's shortest decimal (1e-5, not 9.99999974e-06), as PyTorch has it */
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.7g", *eps);
+  *eps = strtod(buf, NULL);
+  return *eps > 0;
+}
+
 pk_status pk_ox_chain_emit(pk_ox *im, const pk_ox_chain *c, const char *name, bool *done) {
   *done = false;
   int xid = pk_ox_find(im, c->x);
@@ -279,6 +392,11 @@ pk_status pk_ox_chain_emit(pk_ox *im, const pk_ox_chain *c, const char *name, bo
         !ox_vector_param(im, c->w, d, &wid) || !ox_vector_param(im, c->b, d, &bid))
       return PK_OK;
     op = PK_OP_LAYER_NORM;
+    nins = 3;
+    break;
+  case PK_OX_CHAIN_GROUP_NORM:
+    if (!ox_group_norm_ok(im, c, x, &a.groups, &eps, &wid, &bid)) return PK_OK;
+    op = PK_OP_GROUP_NORM;
     nins = 3;
     break;
   default: /* GELU */
