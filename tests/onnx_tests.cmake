@@ -4,9 +4,10 @@
 # (tests/fixtures/onnx-refused); what each converter family imports to; the example models
 # exported by PyTorch (tests/fixtures/onnx-models, scripts/export_onnx_fixtures.py).
 
-# Conformance and refusals, the one runner of the fixtures: under a second; reads the
+# Conformance and refusals, the one runner of the fixtures (under a second; also under
+# ASan, as the family tests it replaced were: the refusal paths are bad input); reads the
 # models with the generated protobuf-c code too.
-pk_add_test(test_onnx_node LIBS pk_frontends LABELS frontend onnx TIMEOUT 60)
+pk_add_test(test_onnx_node LIBS pk_frontends LABELS frontend onnx sanitize TIMEOUT 60)
 target_include_directories(test_onnx_node PRIVATE ${PROJECT_BINARY_DIR}/frontends/onnx)
 # The math, nn and shape converters' op lists, roles and translations (test_onnx_convert.c's
 # table over tests/fixtures/onnx-ops).
