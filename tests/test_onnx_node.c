@@ -335,15 +335,16 @@ static int run_ops_dir(const char *dir, int depth, char **only, int nonly, int *
 
 /* One refused case: model.onnx must fail to import with PK_ERR_CHECK and no graph, and the
  * message must name the file and a node and contain every line of expect.txt. The batch is
- * dim 0 of the first input where the model fixes it (2 otherwise), so that the refusal is
- * the one the case is about, not a batch mismatch. Returns 0 (pass) or 1. */
+ * dim 0 of the first input where the model fixes it (2 otherwise, and for a model that is
+ * no protobuf), so that the refusal is the one the case is about, not a batch mismatch.
+ * Returns 0 (pass) or 1. */
 static int run_refused(const char *dir, const char *name) {
   char model[1100], expect[1100], msg[1400], want[1024];
   snprintf(model, sizeof model, "%s/model.onnx", dir);
   snprintf(expect, sizeof expect, "%s/expect.txt", dir);
   model_io io;
   if (read_model_io(model, &io, msg, sizeof msg) != 0)
-    return printf("FAIL refused %s: %s\n", name, msg), 1;
+    io.batch = 0; /* not even protobuf: the importer must say so, the batch does not matter */
   FILE *f = fopen(expect, "r");
   if (!f) return printf("FAIL refused %s: cannot open expect.txt\n", name), 1;
   pk_ctx *ctx = pk_ctx_new();
