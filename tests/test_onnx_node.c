@@ -12,7 +12,8 @@
  * graph) with a message that names the file and a node and contains each line of the
  * case's expect.txt (tests/fixtures/onnx-refused/README.md).
  *
- *   test_onnx_node [-v] [CASE...]     CASE: run only the cases whose name contains it
+ *   test_onnx_node [-v] [CASE...]     CASE: run only the cases (and refused models) whose
+ *                                     name contains it
  */
 #define _GNU_SOURCE
 #include <dirent.h>
