@@ -7,8 +7,10 @@ backend node tests:
   tests/fixtures/onnx-ops/math_<case>/model.onnx
   tests/fixtures/onnx-ops/math_<case>/test_data_set_0/input_<i>.pb, output_0.pb
 
-and models Pock must refuse, with no data: tests/fixtures/onnx-bad/math_<case>.onnx
-(tests/test_onnx_math.c names the message each must give).
+and models Pock must refuse, with no data: tests/fixtures/onnx-refused/math_<case>/model.onnx
+and expect.txt (what the message must say). The builders and writers are
+scripts/onnx_cases.py's; tests/test_onnx_node.c runs both kinds, tests/test_onnx_convert.c
+checks the ops each case imports to.
 
 Run with the reference venv (scripts/onnx_venv.sh; onnx 1.16.2, onnxruntime 1.19.2):
   /work/venv-onnx/bin/python scripts/onnx_make_cases.py [OUT_ROOT]
@@ -16,13 +18,13 @@ Every graph input has dim 0 = 2 (the batch); other operands are initializers or 
 nodes, so the importer sees PARAM, TPARAM and CONST operands as exporters produce them.
 """
 import os
-import shutil
 import sys
 
 import numpy as np
 import onnx
-import onnxruntime as ort
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
+
+import onnx_cases as oc
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "tests", "fixtures")
@@ -34,64 +36,31 @@ def rand(*shape, lo=-2.0, hi=2.0):
     return RNG.uniform(lo, hi, size=shape).astype(np.float32)
 
 
-def vinfo(name, arr):
-    t = helper.np_dtype_to_tensor_dtype(arr.dtype)
-    return helper.make_tensor_value_info(name, t, arr.shape)
-
-
 def const_node(name, value):
     """A Constant node producing `name` (a CONST value for the importer)."""
-    return helper.make_node("Constant", [], [name], name=name + "_const",
-                            value=numpy_helper.from_array(np.asarray(value), name))
+    return oc.constant_node(name, value, node_name=name + "_const", tensor_name=name)
 
 
 def model(nodes, inputs, outputs, inits=(), opset=13):
-    """inputs: [(name, array)]; outputs: [name] (shape inferred by onnx)."""
-    g = helper.make_graph(nodes, "g", [vinfo(n, a) for n, a in inputs],
-                          [helper.make_tensor_value_info(o, F, None) for o in outputs],
-                          [numpy_helper.from_array(np.asarray(a), n) for n, a in inits])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
-                          producer_name="pock-onnx_make_cases")
-    m.ir_version = 8
-    return m
+    """inputs: [(name, array)]; outputs: [name] (typed by write_case from onnxruntime's)."""
+    return oc.make_model("g", nodes, [oc.vinfo(n, a) for n, a in inputs],
+                         [helper.make_tensor_value_info(o, F, None) for o in outputs],
+                         [oc.initializer(n, a) for n, a in inits], opset,
+                         "pock-onnx_make_cases", 8)
 
 
 def write_case(name, m, inputs):
-    d = os.path.join(OUT, "onnx-ops", "math_" + name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(os.path.join(d, "test_data_set_0"))
-    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-    outs = sess.run(None, {n: a for n, a in inputs})
-    # the outputs' types as onnxruntime computed them, then the full check
-    for i, o in enumerate(outs):
-        m.graph.output[i].CopyFrom(vinfo(m.graph.output[i].name, o))
-    onnx.checker.check_model(m, full_check=True)
-    onnx.save(m, os.path.join(d, "model.onnx"))
-    for i, (n, a) in enumerate(inputs):
-        t = numpy_helper.from_array(a, n)
-        open(os.path.join(d, "test_data_set_0", "input_%d.pb" % i), "wb").write(
-            t.SerializeToString())
-    for i, o in enumerate(outs):
-        t = numpy_helper.from_array(o, m.graph.output[i].name)
-        open(os.path.join(d, "test_data_set_0", "output_%d.pb" % i), "wb").write(
-            t.SerializeToString())
+    oc.write_case(OUT, "math_" + name, m, inputs)
 
 
 def case(name, nodes, inputs, inits=(), opset=13, outputs=("y",)):
     write_case(name, model(nodes, inputs, list(outputs), inits, opset), inputs)
 
 
-def bad(name, nodes, inputs, inits=(), opset=13):
-    """A model Pock refuses (no data: the test checks the message)."""
-    g = helper.make_graph(nodes, "g", [vinfo(n, a) for n, a in inputs],
-                          [helper.make_tensor_value_info("y", F, None)],
-                          [numpy_helper.from_array(np.asarray(a), n) for n, a in inits])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
-                          producer_name="pock-onnx_make_cases")
-    m.ir_version = 8
-    d = os.path.join(OUT, "onnx-bad")
-    os.makedirs(d, exist_ok=True)
-    onnx.save(m, os.path.join(d, "math_" + name + ".onnx"))
+def bad(name, op_type, expect, nodes, inputs, inits=(), opset=13):
+    """A model Pock refuses with a message naming the node (its op_type) and saying expect."""
+    oc.write_refused(OUT, "math", name, model(nodes, inputs, ["y"], inits, opset), expect,
+                     op_type)
 
 
 def node(op, ins, outs=("y",), **attrs):
@@ -128,6 +97,7 @@ def torch_cases():
 
 
 def main():
+    oc.clean_refused(OUT, "math")
     x23 = rand(2, 3)
     x234 = rand(2, 3, 4)
     pos = rand(2, 3, 4, lo=0.25, hi=3.0)
@@ -338,26 +308,36 @@ def main():
     torch_cases()
 
     # ---- refused models ----
-    bad("clip_min_not_const", [node("Clip", ["x", "lo"])], [("x", x23), ("lo", rand(2))])
-    bad("leaky_relu_negative", [node("LeakyRelu", ["x"], alpha=-0.5)], [("x", x23)])
-    bad("gelu_bad_approximate", [node("Gelu", ["x"], approximate="fast")], [("x", x23)],
-        opset=20)
-    bad("reduce_axis_range", [node("ReduceMean", ["x"], axes=[3])], [("x", x23)])
-    bad("reduce_axes_attr_op18", [node("ReduceMean", ["x"], axes=[1])], [("x", x23)], opset=18)
-    bad("reduce_axis_twice", [node("ReduceMax", ["x"], axes=[1, -1])], [("x", x23)])
-    bad("gemm_bad_c", [node("Gemm", ["x", "w", "c"])], [("x", rand(2, 4))],
+    bad("clip_min_not_const", "Clip", "must be known at import",
+        [node("Clip", ["x", "lo"])], [("x", x23), ("lo", rand(2))])
+    bad("leaky_relu_negative", "LeakyRelu", "attribute 'alpha' = -0.5",
+        [node("LeakyRelu", ["x"], alpha=-0.5)], [("x", x23)])
+    bad("gelu_bad_approximate", "Gelu", 'is neither "none" nor "tanh"',
+        [node("Gelu", ["x"], approximate="fast")], [("x", x23)], opset=20)
+    bad("reduce_axis_range", "ReduceMean", "axis 3 is out of range for rank 2",
+        [node("ReduceMean", ["x"], axes=[3])], [("x", x23)])
+    bad("reduce_axes_attr_op18", "ReduceMean", "the axes are its second input",
+        [node("ReduceMean", ["x"], axes=[1])], [("x", x23)], opset=18)
+    bad("reduce_axis_twice", "ReduceMax", "is listed twice",
+        [node("ReduceMax", ["x"], axes=[1, -1])], [("x", x23)])
+    bad("gemm_bad_c", "Gemm", "does not broadcast to the result (2, 3)",
+        [node("Gemm", ["x", "w", "c"])], [("x", rand(2, 4))],
         [("w", rand(4, 3)), ("c", rand(4))])
-    bad("add_int_tensors", [node("Add", ["x", "z"])],
+    bad("add_int_tensors", "Add", "is int64: Pock computes this op on float tensors only",
+        [node("Add", ["x", "z"])],
         [("x", np.zeros((2, 3), np.int64)), ("z", np.ones((2, 3), np.int64))])
-    bad("matmul_inner", [node("MatMul", ["x", "w"])], [("x", rand(2, 4))], [("w", rand(5, 3))])
-    bad("softmax_axis", [node("Softmax", ["x"], axis=5)], [("x", x23)])
-    bad("relu_unknown_attr", [node("Relu", ["x"], foo=1)], [("x", x23)])
-    bad("clip_min_above_max", [const_node("lo", np.float32(1)), const_node("hi", np.float32(0)),
-                               node("Clip", ["x", "lo", "hi"])], [("x", x23)])
-    bad("fold_int_div_zero", [const_node("a", np.array([1], np.int64)),
-                              const_node("b", np.array([0], np.int64)),
-                              node("Div", ["a", "b"], ["q"]), node("Relu", ["x"])],
-        [("x", x23)])
+    bad("matmul_inner", "MatMul", "inner dims differ",
+        [node("MatMul", ["x", "w"])], [("x", rand(2, 4))], [("w", rand(5, 3))])
+    bad("softmax_axis", "Softmax", "axis",
+        [node("Softmax", ["x"], axis=5)], [("x", x23)])
+    bad("relu_unknown_attr", "Relu", "foo",
+        [node("Relu", ["x"], foo=1)], [("x", x23)])
+    bad("clip_min_above_max", "Clip", "min 1 > max 0",
+        [const_node("lo", np.float32(1)), const_node("hi", np.float32(0)),
+         node("Clip", ["x", "lo", "hi"])], [("x", x23)])
+    bad("fold_int_div_zero", "Div", "integer division by zero",
+        [const_node("a", np.array([1], np.int64)), const_node("b", np.array([0], np.int64)),
+         node("Div", ["a", "b"], ["q"]), node("Relu", ["x"])], [("x", x23)])
 
 
 if __name__ == "__main__":

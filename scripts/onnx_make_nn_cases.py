@@ -11,8 +11,10 @@ writes, under REPO/tests/fixtures (REPO: this script's repository by default):
       torch's
   onnx-nn-graph/<case>/model.onnx
       models whose output is random (Dropout in training mode): checked for their graph
-  onnx-nn-refused/<case>/model.onnx
-      models the importer must refuse (tests/test_onnx_nn.c names the message of each)
+  onnx-refused/nn_<case>/model.onnx, expect.txt
+      models the importer must refuse, with what the message must say
+The builders and writers are scripts/onnx_cases.py's; tests/test_onnx_node.c runs the cases
+and the refused models, tests/test_onnx_convert.c checks what each case imports to.
 Needs onnx 1.16 and onnxruntime 1.19 (the venv the issue names); inputs come from a fixed
 seed, so a rerun writes the same files.
 """
@@ -23,13 +25,13 @@ import sys
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-import onnxruntime as ort
+
+import onnx_cases as oc
 
 REPO = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
 FIX = os.path.join(REPO, "tests", "fixtures")
 OPS = os.path.join(FIX, "onnx-ops")
 GRAPH = os.path.join(FIX, "onnx-nn-graph")
-REFUSED = os.path.join(FIX, "onnx-nn-refused")
 
 
 def rnd(rng, *shape):
@@ -39,45 +41,17 @@ def rnd(rng, *shape):
 def model(name, nodes, x, inits, opset, outputs=("Y",)):
     """A graph with input X (x's shape), the initializers `inits` (name -> array) and the
     graph outputs `outputs` (float; conformance() fills in their shapes)."""
-    graph = helper.make_graph(
-        nodes, name,
-        [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(x.shape))],
-        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
-        [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                          producer_name="onnx_make_nn_cases.py")
-    m.ir_version = 8 if opset <= 17 else 9 if opset <= 20 else 10
-    return m
-
-
-def write_model(d, m):
-    if os.path.isdir(d):
-        shutil.rmtree(d)
-    os.makedirs(d)
-    with open(os.path.join(d, "model.onnx"), "wb") as f:
-        f.write(m.SerializeToString())
+    outs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs]
+    return oc.make_model(name, nodes, [oc.vinfo("X", x)], outs,
+                         [oc.initializer(k, v) for k, v in inits.items()], opset,
+                         "onnx_make_nn_cases.py", 8 if opset <= 17 else 9 if opset <= 20 else 10)
 
 
 def conformance(name, m, x):
-    """Runs m on x with onnxruntime and writes the case in the node-test layout."""
-    # no graph optimizations: onnxruntime 1.19 fuses Conv + BatchNormalization with the
-    # running statistics even when the batch norm is in training mode
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    ys = sess.run(None, {"X": x})
-    for o, y in zip(m.graph.output, ys):
-        o.CopyFrom(helper.make_tensor_value_info(o.name, TensorProto.FLOAT, list(y.shape)))
-    onnx.checker.check_model(m, full_check=True)
-    d = os.path.join(OPS, "nn_" + name)
-    write_model(d, m)
-    data = os.path.join(d, "test_data_set_0")
-    os.makedirs(data)
-    files = [("input_0.pb", x, "X")]
-    files += [("output_%d.pb" % k, y, o.name) for k, (o, y) in enumerate(zip(m.graph.output, ys))]
-    for fname, arr, tname in files:
-        with open(os.path.join(data, fname), "wb") as f:
-            f.write(numpy_helper.from_array(np.ascontiguousarray(arr), tname).SerializeToString())
+    """Runs m on x with onnxruntime (no graph optimizations: it would fuse Conv +
+    BatchNormalization with the running statistics even in training mode) and writes the
+    case in the node-test layout."""
+    oc.write_case(FIX, "nn_" + name, m, [("X", x)], optimize=False)
 
 
 def node(op, inputs, outputs=("Y",), **attrs):
@@ -186,7 +160,7 @@ def norm_cases(rng):
 
 
 def const(name, value):
-    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))
+    return oc.constant_node(name, value, tensor_name=name)
 
 
 def dropout_cases(rng):
@@ -204,43 +178,58 @@ def dropout_cases(rng):
         node("Dropout", ["X", "r", "t"], ["D"]), gap], x, {}, 13), x)
     x = rnd(rng, 2, 5)
     # training with ratio > 0: the mask is random, so only the graph is checked
-    write_model(os.path.join(GRAPH, "dropout_train"), model("dropout_train", [
+    oc.write_model(os.path.join(GRAPH, "dropout_train"), model("dropout_train", [
         const("r", np.array(0.3, np.float32)), const("t", np.array(True)),
         node("Dropout", ["X", "r", "t"], ["Y", "mask"])], x, {}, 13))
 
 
 def refused_cases(rng):
-    """Malformed or unsupported models; tests/test_onnx_nn.c has the message of each."""
-    def bad(name, nodes, x, inits, opset, outputs=("Y",)):
-        write_model(os.path.join(REFUSED, name), model(name, nodes, x, inits, opset, outputs))
+    """Malformed or unsupported models, each with a piece of the message it must give
+    (besides the node's op type)."""
+    def bad(name, op_type, expect, nodes, x, inits, opset, outputs=("Y",)):
+        oc.write_refused(FIX, "nn", name, model(name, nodes, x, inits, opset, outputs), expect,
+                         op_type)
     x1 = rnd(rng, 1, 2, 5)
-    bad("conv_1d", [node("Conv", ["X", "W"])], x1, {"W": rnd(rng, 2, 2, 3)}, 13)
+    bad("conv_1d", "Conv", "1-D and 3-D Conv are not supported",
+        [node("Conv", ["X", "W"])], x1, {"W": rnd(rng, 2, 2, 3)}, 13)
     x = rnd(rng, 1, 2, 5, 5)
     w = rnd(rng, 2, 2, 3, 3)
-    bad("conv_kernel_shape", [node("Conv", ["X", "W"], kernel_shape=[2, 2])], x, {"W": w}, 13)
-    bad("conv_pads_and_auto_pad", [node("Conv", ["X", "W"], pads=[1, 1, 1, 1],
-                                        auto_pad="SAME_UPPER")], x, {"W": w}, 13)
-    bad("conv_group", [node("Conv", ["X", "W"], group=2)], x, {"W": w}, 13)
-    bad("conv_unknown_attr", [node("Conv", ["X", "W"], frobnicate=1)], x, {"W": w}, 13)
-    bad("maxpool_indices_read", [node("MaxPool", ["X"], ["Y", "I"], kernel_shape=[2, 2])],
-        x, {}, 13, outputs=("Y", "I"))
-    bad("maxpool_no_kernel", [node("MaxPool", ["X"])], x, {}, 13)
-    bad("avgpool_window_too_big", [node("AveragePool", ["X"], kernel_shape=[7, 2])], x, {}, 13)
+    bad("conv_kernel_shape", "Conv",
+        "kernel_shape = (2, 2) disagrees with the weight's kernel (3, 3)",
+        [node("Conv", ["X", "W"], kernel_shape=[2, 2])], x, {"W": w}, 13)
+    bad("conv_pads_and_auto_pad", "Conv", "pads is given with auto_pad = SAME_UPPER",
+        [node("Conv", ["X", "W"], pads=[1, 1, 1, 1], auto_pad="SAME_UPPER")], x, {"W": w}, 13)
+    bad("conv_group", "Conv", "group = 2 does not fit",
+        [node("Conv", ["X", "W"], group=2)], x, {"W": w}, 13)
+    bad("conv_unknown_attr", "Conv", "'frobnicate' is not supported",
+        [node("Conv", ["X", "W"], frobnicate=1)], x, {"W": w}, 13)
+    bad("maxpool_indices_read", "MaxPool", "output 1 (Indices",
+        [node("MaxPool", ["X"], ["Y", "I"], kernel_shape=[2, 2])], x, {}, 13,
+        outputs=("Y", "I"))
+    bad("maxpool_no_kernel", "MaxPool", "kernel_shape is missing",
+        [node("MaxPool", ["X"])], x, {}, 13)
+    bad("avgpool_window_too_big", "AveragePool", "window along H (kernel 7",
+        [node("AveragePool", ["X"], kernel_shape=[7, 2])], x, {}, 13)
     st = {"s": rnd(rng, 2), "b": rnd(rng, 2), "m": rnd(rng, 2), "v": np.ones(2, np.float32)}
     bn = ["X", "s", "b", "m", "v"]
-    bad("bn_momentum_1", [node("BatchNormalization", bn, momentum=1.0)], x, st, 15)
-    bad("bn_running_mean_read", [node("BatchNormalization", bn, ["Y", "rm", "rv"],
-                                      training_mode=1)], x, st, 15, outputs=("Y", "rm"))
-    bad("bn_scale_shape", [node("BatchNormalization", ["X", "m", "b", "m", "v"])], x,
+    bad("bn_momentum_1", "BatchNormalization", "momentum = 1",
+        [node("BatchNormalization", bn, momentum=1.0)], x, st, 15)
+    bad("bn_running_mean_read", "BatchNormalization", "output 1 (running_mean",
+        [node("BatchNormalization", bn, ["Y", "rm", "rv"], training_mode=1)], x, st, 15,
+        outputs=("Y", "rm"))
+    bad("bn_scale_shape", "BatchNormalization", "input scale has shape (3)",
+        [node("BatchNormalization", ["X", "m", "b", "m", "v"])], x,
         dict(st, m=rnd(rng, 3)), 15)
     x3 = rnd(rng, 2, 3, 4)
-    bad("ln_opset_13", [node("LayerNormalization", ["X", "s"])], x3, {"s": rnd(rng, 4)}, 13)
-    bad("ln_scale_shape", [node("LayerNormalization", ["X", "s"], axis=-2)], x3,
-        {"s": rnd(rng, 4)}, 17)
-    bad("gn_groups", [node("GroupNormalization", ["X", "s", "b"], num_groups=2)], x3,
+    bad("ln_opset_13", "LayerNormalization", "needs opset 17",
+        [node("LayerNormalization", ["X", "s"])], x3, {"s": rnd(rng, 4)}, 13)
+    bad("ln_scale_shape", "LayerNormalization", "input Scale is float (4)",
+        [node("LayerNormalization", ["X", "s"], axis=-2)], x3, {"s": rnd(rng, 4)}, 17)
+    bad("gn_groups", "GroupNormalization", "num_groups = 2 does not divide the 3 channels",
+        [node("GroupNormalization", ["X", "s", "b"], num_groups=2)], x3,
         {"s": rnd(rng, 2), "b": rnd(rng, 2)}, 18)
-    bad("dropout_mask_read", [node("Dropout", ["X"], ["Y", "mask"])], x3, {}, 13,
-        outputs=("Y", "mask"))
+    bad("dropout_mask_read", "Dropout", "output 1 (mask",
+        [node("Dropout", ["X"], ["Y", "mask"])], x3, {}, 13, outputs=("Y", "mask"))
 
 
 def torch_cases():
@@ -318,9 +307,9 @@ def torch_cases():
 
 def main():
     rng = np.random.default_rng(17)
-    for d in (GRAPH, REFUSED):
-        if os.path.isdir(d):
-            shutil.rmtree(d)
+    if os.path.isdir(GRAPH):
+        shutil.rmtree(GRAPH)
+    oc.clean_refused(FIX, "nn")
     conv_cases(rng)
     pool_cases(rng)
     norm_cases(rng)

@@ -9,23 +9,24 @@ Writes, for each case,
   OUT/onnx-ops/CASE/model.onnx, test_data_set_0/input_N.pb, output_N.pb
 (onnx.numpy_helper.from_array(a, name).SerializeToString(), named like the graph's inputs
 and outputs), and for the cases Pock must refuse
-  OUT/onnx-shape-errors/CASE/model.onnx, expect.txt (a substring of the error message).
+  OUT/onnx-refused/shape_CASE/model.onnx, expect.txt (substrings of the error message).
 
 Cases: each op alone on a graph input, and the chains exporters emit: x.reshape(N, T, H, D)
 as Shape -> Gather -> Unsqueeze -> Concat -> Reshape on a symbolic batch "N"; a causal mask
 from ConstantOfShape / Trilu / Equal / Where over constants, applied with Where or added to
 the scores; positions from Range into an embedding; nn.Linear on a rank-3 input as
-MatMul(x, Transpose(W)). tests/test_onnx_shape.c checks Pock's import of each against the
-outputs here. Deterministic: the same inputs (seeded) and models every run.
+MatMul(x, Transpose(W)). The builders and writers are scripts/onnx_cases.py's;
+tests/test_onnx_node.c checks Pock's import of each against the outputs here (and the
+refusals), tests/test_onnx_convert.c the ops each imports to. Deterministic: the same
+inputs (seeded) and models every run.
 """
 import argparse
 import os
-import shutil
 
 import numpy as np
-import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+
+import onnx_cases as oc
 
 I64_MAX = np.iinfo(np.int64).max
 F, I, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
@@ -37,14 +38,13 @@ def vi(name, elem, shape):
 
 def const(name, value, dtype=np.int64):
     """An initializer (integers: the constant inputs Pock folds; floats: parameters)."""
-    return numpy_helper.from_array(np.asarray(value, dtype=dtype), name)
+    return oc.initializer(name, value, dtype)
 
 
 def constant(name, value, dtype=np.float32):
     """A Constant node (what torch.onnx emits for literals such as -1e9: a constant, where
     a float initializer would be a parameter)."""
-    return helper.make_node("Constant", [], [name], name="Constant_" + name,
-                            value=numpy_helper.from_array(np.asarray(value, dtype=dtype)))
+    return oc.constant_node(name, np.asarray(value, dtype=dtype), node_name="Constant_" + name)
 
 
 def node(op, ins, outs, **attrs):
@@ -52,14 +52,15 @@ def node(op, ins, outs, **attrs):
 
 
 class Case:
-    """One model with its inputs; `expect` set for a model Pock refuses."""
+    """One model with its inputs; `expect` (what the message must say) and `op_type` (the
+    node it must name) set for a model Pock refuses."""
 
-    def __init__(self, name, nodes, inputs, outputs, feeds, inits=(), opset=17, expect=None):
-        self.name, self.expect = name, expect
-        graph = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
-        self.model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                                       producer_name="pock-onnx_make_shape_cases")
-        self.model.ir_version = 8  # what onnxruntime 1.19 reads for every opset used here
+    def __init__(self, name, nodes, inputs, outputs, feeds, inits=(), opset=17, expect=None,
+                 op_type=None):
+        self.name, self.expect, self.op_type = name, expect, op_type
+        # IR 8: what onnxruntime 1.19 reads for every opset used here
+        self.model = oc.make_model(name, nodes, inputs, outputs, inits, opset,
+                                   "pock-onnx_make_shape_cases", 8)
         self.feeds = feeds
 
 
@@ -241,62 +242,50 @@ def error_cases():
     feeds = {}
     yield Case("slice_empty", [node("Slice", ["x", "b", "e", "a"], ["y"])],
                x, y, feeds, [const("b", [2]), const("e", [1]), const("a", [1])],
-               expect="the result would be empty on axis 1 (Pock has no empty tensors)")
+               expect="the result would be empty on axis 1 (Pock has no empty tensors)",
+               op_type="Slice")
     yield Case("equal_computed", [node("Equal", ["x", "x"], ["y"])], x, [vi("y", B, None)],
-               feeds, expect="Equal of a tensor computed at run time is not supported")
+               feeds, expect="Equal of a tensor computed at run time is not supported",
+               op_type="Equal")
     yield Case("reshape_bad_count", [node("Reshape", ["x", "s"], ["y"])], x, y, feeds,
-               [const("s", [5, -1])], expect="cannot reshape (2, 3, 4) (24 elements) to")
+               [const("s", [5, -1])], expect="cannot reshape (2, 3, 4) (24 elements) to",
+               op_type="Reshape")
     yield Case("cast_float_to_int", [node("Cast", ["x"], ["y"], to=I)], x,
-               [vi("y", I, None)], feeds, expect="cannot cast float to int64 at run time")
+               [vi("y", I, None)], feeds, expect="cannot cast float to int64 at run time",
+               op_type="Cast")
     yield Case("gather_out_of_range", [node("Gather", ["x", "i"], ["y"], axis=1)], x, y,
-               feeds, [const("i", [0, 7])], expect="index 7 is outside axis 1 of extent 3")
+               feeds, [const("i", [0, 7])], expect="index 7 is outside axis 1 of extent 3",
+               op_type="Gather")
     yield Case("pad_mode_unknown", [node("Pad", ["x", "p"], ["y"], mode="symmetric")], x, y,
                feeds, [const("p", [0, 0, 1, 0, 0, 1])],
-               expect="is not supported (constant, edge, reflect and wrap are)")
+               expect="is not supported (constant, edge, reflect and wrap are)", op_type="Pad")
     yield Case("transpose_bad_perm", [node("Transpose", ["x"], ["y"], perm=[0, 0, 1])], x, y,
-               feeds, expect="is not a permutation of 0..2")
+               feeds, expect="is not a permutation of 0..2", op_type="Transpose")
     yield Case("concat_mismatch", [node("Concat", ["x", "z"], ["y"], axis=1)],
                x + [vi("z", F, [2, 3, 5])], y, feeds,
-               expect="only axis 1 may differ")
+               expect="only axis 1 may differ", op_type="Concat")
     yield Case("unsqueeze_rank_9", [node("Unsqueeze", ["x", "a"], ["y"])], x, y, feeds,
-               [const("a", [0, 1, 2, 3, 4, 5])], expect="the result would have rank 9")
+               [const("a", [0, 1, 2, 3, 4, 5])], expect="the result would have rank 9",
+               op_type="Unsqueeze")
     yield Case("split_sum_mismatch", [node("Split", ["x", "s"], ["y", "y2"], axis=2)], x,
                y + [vi("y2", F, None)], feeds, [const("s", [1, 2])],
-               expect="split (1, 2) adds up to 3, but axis 2 has extent 4")
+               expect="split (1, 2) adds up to 3, but axis 2 has extent 4", op_type="Split")
     yield Case("range_zero_delta", [node("Range", ["a", "b", "c"], ["r"]),
                                     node("Reshape", ["x", "r"], ["y"])], x, y, feeds,
-               [const("a", 0), const("b", 4), const("c", 0)], expect="delta is 0")
+               [const("a", 0), const("b", 4), const("c", 0)], expect="delta is 0", op_type="Range")
     yield Case("where_int_values", [node("Where", ["m", "i", "j"], ["y"])],
                [vi("m", B, [2, 3]), vi("i", I, [2, 3])], [vi("y", I, None)], feeds,
                [const("j", 0)],
-               expect="input 1 holds int64 data computed at run time: Pock's where moves")
+               expect="input 1 holds int64 data computed at run time: Pock's where moves",
+               op_type="Where")
 
 
-def write_case(case, root):
-    d = os.path.join(root, case.name)
-    if os.path.isdir(d):
-        shutil.rmtree(d)
-    os.makedirs(d)
-    if case.expect is None:
-        onnx.checker.check_model(case.model, full_check=True)
-    data = case.model.SerializeToString()
-    with open(os.path.join(d, "model.onnx"), "wb") as f:
-        f.write(data)
+def write_case(case, out):
     if case.expect is not None:
-        with open(os.path.join(d, "expect.txt"), "w") as f:
-            f.write(case.expect + "\n")
-        return
-    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
-    names = [i.name for i in sess.get_inputs()]
-    outs = sess.run(None, {n: case.feeds[n] for n in names})
-    t = os.path.join(d, "test_data_set_0")
-    os.makedirs(t)
-    for k, n in enumerate(names):
-        with open(os.path.join(t, "input_%d.pb" % k), "wb") as f:
-            f.write(numpy_helper.from_array(case.feeds[n], n).SerializeToString())
-    for k, (o, a) in enumerate(zip(sess.get_outputs(), outs)):
-        with open(os.path.join(t, "output_%d.pb" % k), "wb") as f:
-            f.write(numpy_helper.from_array(np.asarray(a), o.name).SerializeToString())
+        oc.write_refused(out, "shape", case.name, case.model, case.expect, case.op_type)
+    else:  # the outputs keep the types the case gives them
+        feeds = [(i.name, case.feeds[i.name]) for i in case.model.graph.input]
+        oc.write_case(out, case.name, case.model, feeds, retype_outputs=False)
 
 
 def main():
@@ -304,14 +293,10 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--out", default=os.path.join(os.path.dirname(here), "tests", "fixtures"))
     args = ap.parse_args()
-    ops = os.path.join(args.out, "onnx-ops")
-    errs = os.path.join(args.out, "onnx-shape-errors")
+    oc.clean_refused(args.out, "shape")
     n = 0
-    for case in list(single_op_cases()) + list(chain_cases()):
-        write_case(case, ops)
-        n += 1
-    for case in error_cases():
-        write_case(case, errs)
+    for case in list(single_op_cases()) + list(chain_cases()) + list(error_cases()):
+        write_case(case, args.out)
         n += 1
     print("wrote %d cases under %s" % (n, args.out))
 

@@ -1,14 +1,19 @@
-/* test_onnx_node.c — ONNX conformance: every case `in` tests/fixtures/onnx-node/scope.txt
- * (onnx 1.16.2's backend node tests, scripts/copy_onnx_node_tests.py) and every case
- * directory under tests/fixtures/onnx-ops/ is imported (batch = dim 0 of input_0), fed its
+/* test_onnx_node.c — ONNX conformance and refusals, the one runner of the importer's
+ * fixtures. Every case `in` tests/fixtures/onnx-node/scope.txt (onnx 1.16.2's backend node
+ * tests, scripts/copy_onnx_node_tests.py) and every case directory under
+ * tests/fixtures/onnx-ops/ is imported (batch = dim 0 of input_0), fed its
  * test_data_set_N/input_N.pb, run node by node (the inference graph, or the forward graph
  * when batch norms train with batch statistics) through the TE reference interpreter
  * (tests/test_graph_exec.h: no C compiler) and compared with output_N.pb (floats within
- * rtol 1e-4 + atol 1e-5, integers and bools exactly). An in-scope case that fails to
- * import or differs is a failure; out-of-scope ones are counted with their reason. Prints
- * the pass count per op type.
+ * rtol 1e-4 + atol 1e-5, integers and bools exactly; the converters' own onnx-ops cases
+ * within OPS_TOL, tighter). An in-scope case that fails to import or differs is a failure;
+ * out-of-scope ones are counted with their reason. Prints the pass count per op type.
+ * Every tests/fixtures/onnx-refused/<case>/model.onnx must be refused (PK_ERR_CHECK, no
+ * graph) with a message that names the file and a node and contains each line of the
+ * case's expect.txt (tests/fixtures/onnx-refused/README.md).
  *
- *   test_onnx_node [-v] [CASE...]     CASE: run only the cases whose name contains it
+ *   test_onnx_node [-v] [CASE...]     CASE: run only the cases (and refused models) whose
+ *                                     name contains it
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -30,8 +35,12 @@
 
 #define NODE_DIR PK_SOURCE_DIR "/tests/fixtures/onnx-node"
 #define OPS_DIR PK_SOURCE_DIR "/tests/fixtures/onnx-ops"
+#define REFUSED_DIR PK_SOURCE_DIR "/tests/fixtures/onnx-refused"
 #define RTOL 1e-4
 #define ATOL 1e-5
+/* The converters' own cases (onnx-ops) are held to the tightest bound their family tests
+ * used (math's): the interpreter computes in double, onnxruntime in float. */
+#define OPS_TOL 2e-6
 #define MAX_IO 16
 #define MAX_TYPES 128
 
@@ -77,6 +86,7 @@ typedef struct model_io {
   int nin, nout;
   char in[MAX_IO][128], out[MAX_IO][128];
   char type[48];
+  int64_t batch; /* dim 0 of the first fed input when the model fixes it, else 0 */
 } model_io;
 
 static int read_model_io(const char *path, model_io *io, char *msg, size_t cap) {
@@ -95,7 +105,15 @@ static int read_model_io(const char *path, model_io *io, char *msg, size_t cap) 
     bool init = false;
     for (size_t k = 0; k < g->n_initializer; k++)
       init |= strcmp(g->initializer[k]->name, g->input[i]->name) == 0;
-    if (!init) snprintf(io->in[io->nin++], sizeof io->in[0], "%s", g->input[i]->name);
+    if (init) continue;
+    const Onnx__TypeProto *tp = g->input[i]->type;
+    if (io->nin == 0 && tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+        tp->tensor_type->shape &&
+        tp->tensor_type->shape->n_dim > 0 &&
+        tp->tensor_type->shape->dim[0]->value_case ==
+            ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+      io->batch = tp->tensor_type->shape->dim[0]->dim_value;
+    snprintf(io->in[io->nin++], sizeof io->in[0], "%s", g->input[i]->name);
   }
   for (size_t i = 0; i < g->n_output && io->nout < MAX_IO; i++)
     snprintf(io->out[io->nout++], sizeof io->out[0], "%s", g->output[i]->name);
@@ -137,7 +155,8 @@ static bool same_shape(int ndim, const int64_t *shape, const pk_gtensor *t) {
 
 /* Runs data set `set` (a directory) of one case; returns NULL when it passes, else a
  * message in ctx's arena. */
-static const char *run_set(pk_ctx *ctx, const char *model, const char *set, const model_io *io) {
+static const char *run_set(pk_ctx *ctx, const char *model, const char *set, const model_io *io,
+                           bool tight) {
   char path[1200];
   pkrt_dtype dt[MAX_IO];
   int ndim[MAX_IO];
@@ -200,8 +219,8 @@ static const char *run_set(pk_ctx *ctx, const char *model, const char *set, cons
     const double *got = tg_root(s, x);
     for (int64_t j = 0; j < tg_numel(x); j++) {
       double a = got[tg_elem(x, j)], b = elem_of(wdt, want, j);
-      bool ok = is_float(wdt) ? (a == b || (isnan(a) && isnan(b)) ||
-                                 fabs(a - b) <= ATOL + RTOL * fabs(b))
+      double tol = tight ? OPS_TOL * fmax(1.0, fabs(b)) : ATOL + RTOL * fabs(b);
+      bool ok = is_float(wdt) ? (a == b || (isnan(a) && isnan(b)) || fabs(a - b) <= tol)
                               : a == b;
       if (!ok)
         return pk_sprintf(ctx, "output '%s'[%lld] = %.9g, want %.9g", io->out[k],
@@ -211,8 +230,9 @@ static const char *run_set(pk_ctx *ctx, const char *model, const char *set, cons
   return NULL;
 }
 
-/* One case directory: every test_data_set_N. Returns 0 (pass) or 1. */
-static int run_case(const char *dir, const char *name) {
+/* One case directory: every test_data_set_N (tight: an onnx-ops case, OPS_TOL). Returns 0
+ * (pass) or 1. */
+static int run_case(const char *dir, const char *name, bool tight) {
   char model[1100], msg[1400];
   snprintf(model, sizeof model, "%s/model.onnx", dir);
   model_io io;
@@ -230,7 +250,7 @@ static int run_case(const char *dir, const char *name) {
     char set[1100];
     snprintf(set, sizeof set, "%s/%s", dir, e->d_name);
     pk_ctx *ctx = pk_ctx_new();
-    const char *err = run_set(ctx, model, set, &io);
+    const char *err = run_set(ctx, model, set, &io, tight);
     if (err) printf("FAIL %s (%s): %s\n", name, e->d_name, err), bad = 1;
     pk_ctx_free(ctx);
     nsets++;
@@ -281,7 +301,7 @@ static int run_scope(char **only, int nonly, int *ncases) {
       continue;
     }
     (*ncases)++;
-    bad += run_case(dir, name);
+    bad += run_case(dir, name, false);
   }
   fclose(f);
   return bad;
@@ -303,11 +323,72 @@ static int run_ops_dir(const char *dir, int depth, char **only, int nonly, int *
     snprintf(model, sizeof model, "%s/model.onnx", sub);
     if (e[0] != '.' && stat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
       if (stat(model, &st) == 0) {
-        if (selected(e, only, nonly)) (*ncases)++, bad += run_case(sub, e);
+        if (selected(e, only, nonly)) (*ncases)++, bad += run_case(sub, e, true);
       } else if (depth < 2) {
         bad += run_ops_dir(sub, depth + 1, only, nonly, ncases);
       }
     }
+    free(names[i]);
+  }
+  free(names);
+  return bad;
+}
+
+/* One refused case: model.onnx must fail to import with PK_ERR_CHECK and no graph, and the
+ * message must name the file and a node and contain every line of expect.txt. The batch is
+ * dim 0 of the first input where the model fixes it (2 otherwise, and for a model that is
+ * no protobuf), so that the refusal is the one the case is about, not a batch mismatch.
+ * Returns 0 (pass) or 1. */
+static int run_refused(const char *dir, const char *name) {
+  char model[1100], expect[1100], msg[1400], want[1024];
+  snprintf(model, sizeof model, "%s/model.onnx", dir);
+  snprintf(expect, sizeof expect, "%s/expect.txt", dir);
+  model_io io;
+  if (read_model_io(model, &io, msg, sizeof msg) != 0)
+    io.batch = 0; /* not even protobuf: the importer must say so, the batch does not matter */
+  FILE *f = fopen(expect, "r");
+  if (!f) return printf("FAIL refused %s: cannot open expect.txt\n", name), 1;
+  pk_ctx *ctx = pk_ctx_new();
+  pk_frontend_opts opts = {.batch = io.batch > 0 ? io.batch : 2};
+  pk_graph *g = NULL;
+  pk_status s = pk_frontend_load_opts(ctx, model, &opts, &g, NULL);
+  const char *err = pk_ctx_error(ctx);
+  const char *why = NULL;
+  int nwant = 0;
+  if (s != PK_ERR_CHECK || g)
+    why = pk_sprintf(ctx, "status %s%s", pk_status_name(s), g ? " with a graph" : "");
+  else if (!strstr(err, model))
+    why = "the message does not name the file";
+  else if (!strstr(err, "node '"))
+    why = "the message names no node";
+  while (!why && fgets(want, sizeof want, f)) {
+    want[strcspn(want, "\n")] = 0;
+    if (!want[0]) continue;
+    nwant++;
+    if (!strstr(err, want)) why = pk_sprintf(ctx, "the message lacks \"%s\"", want);
+  }
+  if (!why && !nwant) why = "expect.txt is empty";
+  fclose(f);
+  int bad = why != NULL;
+  if (why) printf("FAIL refused %s: %s; message: %s\n", name, why, err);
+  else printf("PASS refused %s: %s\n", name, err);
+  pk_ctx_free(ctx);
+  return bad;
+}
+
+/* tests/fixtures/onnx-refused: every directory holding a model.onnx. */
+static int run_refused_dir(char **only, int nonly, int *nrefused) {
+  struct dirent **names;
+  int n = scandir(REFUSED_DIR, &names, NULL, alphasort), bad = 0;
+  if (n < 0) return printf("FAIL setup: cannot read %s\n", REFUSED_DIR), 1;
+  for (int i = 0; i < n; i++) {
+    const char *e = names[i]->d_name;
+    char sub[1024], model[1100];
+    struct stat st;
+    snprintf(sub, sizeof sub, "%s/%s", REFUSED_DIR, e);
+    snprintf(model, sizeof model, "%s/model.onnx", sub);
+    if (e[0] != '.' && stat(model, &st) == 0 && selected(e, only, nonly))
+      (*nrefused)++, bad += run_refused(sub, e);
     free(names[i]);
   }
   free(names);
@@ -325,6 +406,8 @@ int main(int argc, char **argv) {
   }
   int ncases = 0, bad = run_scope(only, nonly, &ncases);
   bad += run_ops_dir(OPS_DIR, 1, only, nonly, &ncases);
+  int nrefused = 0;
+  bad += run_refused_dir(only, nonly, &nrefused);
   printf("\nop type                 passed / in scope   (out of scope)\n");
   int pass = 0, out = 0;
   for (int i = 0; i < ncounts; i++) {
@@ -334,8 +417,10 @@ int main(int argc, char **argv) {
   }
   printf("out of scope, by reason:\n");
   for (int i = 0; i < nreasons; i++) printf("  %4d  %s\n", reasons[i].out, reasons[i].type);
-  printf("%d of %d in-scope cases pass; %d out of scope\n", pass, ncases, out);
+  printf("%d of %d in-scope cases pass; %d out of scope; %d refused models checked\n", pass,
+         ncases, out, nrefused);
   if (ncases == 0 && nonly == 0) printf("FAIL: no case in scope\n"), bad++;
+  if (nrefused == 0 && nonly == 0) printf("FAIL: no refused model\n"), bad++;
   printf("%s: %d failure(s)\n", bad ? "FAIL" : "PASS", bad);
   return bad != 0;
 }
