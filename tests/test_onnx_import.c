@@ -16,6 +16,9 @@
 
 static int failures;
 static char dir[256];
+/* The models' protobuf structs live in this arena (zero-filled), freed at the end. */
+static pk_ctx *arena;
+#define ZALLOC(n, size) pk_alloc(arena, (size_t)(n) * (size_t)(size))
 
 #define CHECK(cond, ...)                                                                      \
   do {                                                                                        \
@@ -46,20 +49,20 @@ typedef struct spec {
 
 static Onnx__ValueInfoProto *vinfo(const char *name, int elem, int n, const char **params,
                                    const int64_t *dims) {
-  Onnx__ValueInfoProto *v = calloc(1, sizeof *v);
+  Onnx__ValueInfoProto *v = ZALLOC(1, sizeof *v);
   onnx__value_info_proto__init(v);
   v->name = (char *)name;
-  Onnx__TypeProto *t = calloc(1, sizeof *t);
+  Onnx__TypeProto *t = ZALLOC(1, sizeof *t);
   onnx__type_proto__init(t);
-  Onnx__TypeProto__Tensor *tt = calloc(1, sizeof *tt);
+  Onnx__TypeProto__Tensor *tt = ZALLOC(1, sizeof *tt);
   onnx__type_proto__tensor__init(tt);
   tt->has_elem_type = 1, tt->elem_type = elem;
-  Onnx__TensorShapeProto *sh = calloc(1, sizeof *sh);
+  Onnx__TensorShapeProto *sh = ZALLOC(1, sizeof *sh);
   onnx__tensor_shape_proto__init(sh);
   sh->n_dim = (size_t)n;
-  sh->dim = calloc((size_t)n, sizeof *sh->dim);
+  sh->dim = ZALLOC((size_t)n, sizeof *sh->dim);
   for (int d = 0; d < n; d++) {
-    Onnx__TensorShapeProto__Dimension *dm = calloc(1, sizeof *dm);
+    Onnx__TensorShapeProto__Dimension *dm = ZALLOC(1, sizeof *dm);
     onnx__tensor_shape_proto__dimension__init(dm);
     if (params[d]) {
       dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
@@ -79,22 +82,22 @@ static Onnx__ValueInfoProto *vinfo(const char *name, int elem, int n, const char
 
 static Onnx__NodeProto *node(const char *type, const char *name, int nin, const char **in,
                              const char *out) {
-  Onnx__NodeProto *n = calloc(1, sizeof *n);
+  Onnx__NodeProto *n = ZALLOC(1, sizeof *n);
   onnx__node_proto__init(n);
   n->op_type = (char *)type;
   n->name = (char *)name;
   n->n_input = (size_t)nin;
   /* copied: callers pass compound literals that die with their block */
-  n->input = calloc((size_t)nin + 1, sizeof *n->input);
+  n->input = ZALLOC((size_t)nin + 1, sizeof *n->input);
   for (int k = 0; k < nin; k++) n->input[k] = (char *)in[k];
   n->n_output = 1;
-  n->output = calloc(1, sizeof *n->output);
+  n->output = ZALLOC(1, sizeof *n->output);
   n->output[0] = (char *)out;
   return n;
 }
 
 static Onnx__AttributeProto *attr_int(const char *name, int64_t v) {
-  Onnx__AttributeProto *a = calloc(1, sizeof *a);
+  Onnx__AttributeProto *a = ZALLOC(1, sizeof *a);
   onnx__attribute_proto__init(a);
   a->name = (char *)name;
   a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
@@ -102,9 +105,9 @@ static Onnx__AttributeProto *attr_int(const char *name, int64_t v) {
   return a;
 }
 
-/* Writes the model to dir/name; returns its path. (The structs leak: a test.) */
+/* Writes the model to dir/name; returns its path (in the arena, as the structs are). */
 static const char *build(const char *name, const spec *sp) {
-  Onnx__TensorProto *w = calloc(1, sizeof *w);
+  Onnx__TensorProto *w = ZALLOC(1, sizeof *w);
   onnx__tensor_proto__init(w);
   w->name = "fc.weight";
   w->n_dims = 2;
@@ -117,14 +120,14 @@ static const char *build(const char *name, const spec *sp) {
     w->has_raw_data = 1, w->raw_data.len = sizeof W, w->raw_data.data = (uint8_t *)W;
   } else {
     w->has_data_location = 1, w->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    Onnx__StringStringEntryProto **e = calloc(3, sizeof *e);
+    Onnx__StringStringEntryProto **e = ZALLOC(3, sizeof *e);
     const char *keys[3] = {"location", "offset", "length"};
     char *vals[3] = {(char *)sp->location, NULL, NULL};
-    if (sp->offset >= 0) asprintf(&vals[1], "%lld", sp->offset);
-    if (sp->length >= 0) asprintf(&vals[2], "%lld", sp->length);
+    if (sp->offset >= 0) vals[1] = pk_sprintf(arena, "%lld", sp->offset);
+    if (sp->length >= 0) vals[2] = pk_sprintf(arena, "%lld", sp->length);
     for (int k = 0; k < 3; k++) {
       if (!vals[k]) continue;
-      e[w->n_external_data] = calloc(1, sizeof **e);
+      e[w->n_external_data] = ZALLOC(1, sizeof **e);
       onnx__string_string_entry_proto__init(e[w->n_external_data]);
       e[w->n_external_data]->key = (char *)keys[k];
       e[w->n_external_data]->value = vals[k];
@@ -132,37 +135,37 @@ static const char *build(const char *name, const spec *sp) {
     }
     w->external_data = e;
   }
-  Onnx__GraphProto *g = calloc(1, sizeof *g);
+  Onnx__GraphProto *g = ZALLOC(1, sizeof *g);
   onnx__graph_proto__init(g);
   g->name = "g";
   g->n_initializer = 1;
-  g->initializer = calloc(1, sizeof *g->initializer);
+  g->initializer = ZALLOC(1, sizeof *g->initializer);
   g->initializer[0] = w;
   const char *p2[2] = {sp->static_batch ? NULL : "N", sp->symbolic_dim1 ? "S" : NULL};
   g->n_input = 1;
-  g->input = calloc(1, sizeof *g->input);
+  g->input = ZALLOC(1, sizeof *g->input);
   g->input[0] = vinfo("x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, p2, (int64_t[]){2, 4});
   g->n_output = 1;
-  g->output = calloc(1, sizeof *g->output);
+  g->output = ZALLOC(1, sizeof *g->output);
   g->output[0] = vinfo("y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2,
                        (const char *[]){"N", NULL}, (int64_t[]){0, 3});
-  Onnx__NodeProto **nodes = calloc(16, sizeof *nodes);
+  Onnx__NodeProto **nodes = ZALLOC(16, sizeof *nodes);
   size_t nn = 0;
   if (sp->transpose) {
     Onnx__NodeProto *t = node("Transpose", "t", 1, (const char *[]){"fc.weight"}, "wt");
-    Onnx__AttributeProto *perm = calloc(1, sizeof *perm);
+    Onnx__AttributeProto *perm = ZALLOC(1, sizeof *perm);
     onnx__attribute_proto__init(perm);
     perm->name = "perm";
     perm->has_type = 1, perm->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
     static int64_t perm10[2] = {1, 0};
     perm->n_ints = 2, perm->ints = perm10;
-    t->n_attribute = 1, t->attribute = calloc(1, sizeof *t->attribute);
+    t->n_attribute = 1, t->attribute = ZALLOC(1, sizeof *t->attribute);
     t->attribute[0] = perm;
     nodes[nn++] = t;
     nodes[nn++] = node("MatMul", "fc", 2, (const char *[]){"x", "wt"}, "y");
   } else {
     Onnx__NodeProto *gm = node("Gemm", "fc", 2, (const char *[]){"x", "fc.weight"}, "y");
-    gm->n_attribute = 1, gm->attribute = calloc(1, sizeof *gm->attribute);
+    gm->n_attribute = 1, gm->attribute = ZALLOC(1, sizeof *gm->attribute);
     gm->attribute[0] = attr_int("transB", 1);
     nodes[nn++] = gm;
   }
@@ -175,17 +178,17 @@ static const char *build(const char *name, const spec *sp) {
     for (int k = 0; k < sp->nest; k++) {
       Onnx__NodeProto *c = node("Constant", "deep", 0, NULL, "deep_out");
       if (inner) {
-        Onnx__AttributeProto *a = calloc(1, sizeof *a);
+        Onnx__AttributeProto *a = ZALLOC(1, sizeof *a);
         onnx__attribute_proto__init(a);
         a->name = "then_branch";
         a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
         a->g = inner;
-        c->n_attribute = 1, c->attribute = calloc(1, sizeof *c->attribute);
+        c->n_attribute = 1, c->attribute = ZALLOC(1, sizeof *c->attribute);
         c->attribute[0] = a;
       }
-      inner = calloc(1, sizeof *inner);
+      inner = ZALLOC(1, sizeof *inner);
       onnx__graph_proto__init(inner);
-      inner->n_node = 1, inner->node = calloc(1, sizeof *inner->node);
+      inner->n_node = 1, inner->node = ZALLOC(1, sizeof *inner->node);
       inner->node[0] = c;
     }
     nodes[nn++] = inner->node[0];
@@ -203,8 +206,7 @@ static const char *build(const char *name, const spec *sp) {
   size_t len = onnx__model_proto__get_packed_size(&m);
   uint8_t *buf = malloc(len);
   onnx__model_proto__pack(&m, buf);
-  char *path;
-  asprintf(&path, "%s/%s", dir, name);
+  char *path = pk_sprintf(arena, "%s/%s", dir, name);
   FILE *f = fopen(path, "wb");
   fwrite(buf, 1, len, f);
   fclose(f);
@@ -262,6 +264,7 @@ static void expect_error(const char *what, const char *path, int64_t batch,
 }
 
 int main(void) {
+  arena = pk_ctx_new();
   snprintf(dir, sizeof dir, "/tmp/pock_onnx_import_XXXXXX");
   if (!mkdtemp(dir)) return 1;
   char outside[300];
@@ -401,6 +404,7 @@ int main(void) {
   char cmd[700];
   snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir, outside);
   if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
+  pk_ctx_free(arena);
   printf(failures ? "FAIL: %d failure(s)\n" : "test_onnx_import: all passed\n", failures);
   return failures ? 1 : 0;
 }
