@@ -21,19 +21,12 @@ pk_status pk_ox_model_read(pk_ctx *ctx, const char *path, Onnx__ModelProto **out
   size_t len;
   pk_status s = pk_read_file(ctx, path, &bytes, &len);
   if (s != PK_OK) return s;
-  /* The importer's unpack first: its nesting-depth guard (protobuf-c recurses without a
-   * limit) and its messages. Its copy is malloc'd; ours is unpacked again into the arena,
-   * where the rewriting may point fields at arena data. Twice the parse of a file read
-   * once per command. */
+  /* The importer's unpack (its nesting-depth guard: protobuf-c recurses without a limit,
+   * and its messages), into the arena, where the rewriting may point fields at arena data */
   pk_ox im = {.ctx = ctx, .file = path};
-  Onnx__ModelProto *checked;
-  if ((s = pk_ox_unpack_model(&im, (const uint8_t *)bytes, len, &checked)) != PK_OK) return s;
-  onnx__model_proto__free_unpacked(checked, NULL);
   ProtobufCAllocator al = {.alloc = arena_alloc, .free = arena_free, .allocator_data = ctx};
-  Onnx__ModelProto *m = onnx__model_proto__unpack(&al, len, (const uint8_t *)bytes);
-  if (!m)
-    return pk_ctx_fail(ctx, PK_ERR_CHECK, "%s: not a valid ONNX protobuf (ModelProto did not "
-                       "decode)", path);
+  Onnx__ModelProto *m;
+  if ((s = pk_ox_unpack_model(&im, (const uint8_t *)bytes, len, &al, &m)) != PK_OK) return s;
   if (!m->graph) return pk_ctx_fail(ctx, PK_ERR_CHECK, "%s: not an ONNX model (no graph)", path);
   *out = m;
   return PK_OK;

@@ -155,9 +155,12 @@ pk_status pk_ox_chain_emit(pk_ox *im, const pk_ox_chain *c, const char *name, bo
 
 /* ---- loading (onnx_load.c) ---- */
 /* Reads and unpacks a model file / buffer (nesting depth checked first: protobuf-c recurses
- * without a limit). Free with onnx__model_proto__free_unpacked(m, NULL). */
+ * without a limit). pk_ox_read_model's message is malloc'd: free it with
+ * onnx__model_proto__free_unpacked(m, NULL); pk_ox_unpack_model allocates through
+ * `allocator` (NULL: malloc, freed the same way). */
 pk_status pk_ox_read_model(pk_ox *im, const char *path, Onnx__ModelProto **out);
-pk_status pk_ox_unpack_model(pk_ox *im, const uint8_t *buf, size_t len, Onnx__ModelProto **out);
+pk_status pk_ox_unpack_model(pk_ox *im, const uint8_t *buf, size_t len,
+                             ProtobufCAllocator *allocator, Onnx__ModelProto **out);
 /* IR version 3..10, a default-domain opset 13..21 (sets im->opset). */
 pk_status pk_ox_check_model(pk_ox *im);
 

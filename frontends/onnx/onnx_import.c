@@ -484,7 +484,7 @@ pk_status pk_frontend_onnx_mem(pk_ctx *ctx, const void *buf, size_t len, const c
   pk_ox im;
   pk_status s = ox_begin(&im, ctx, name && name[0] ? name : "<onnx>", opts, out, info);
   if (s != PK_OK) return s;
-  if ((s = pk_ox_unpack_model(&im, buf, len, &im.model)) != PK_OK) return s;
+  if ((s = pk_ox_unpack_model(&im, buf, len, NULL, &im.model)) != PK_OK) return s;
   s = ox_import(&im, NULL, info);
   onnx__model_proto__free_unpacked(im.model, NULL);
   if (s == PK_OK) *out = im.g;

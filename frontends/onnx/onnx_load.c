@@ -96,18 +96,19 @@ pk_status pk_ox_read_model(pk_ox *im, const char *path, Onnx__ModelProto **out) 
     free(buf);
     return pk_ctx_fail(im->ctx, PK_ERR_IO, "%s: short read", path);
   }
-  pk_status s = pk_ox_unpack_model(im, buf, len, out);
+  pk_status s = pk_ox_unpack_model(im, buf, len, NULL, out);
   free(buf);
   return s;
 }
 
-pk_status pk_ox_unpack_model(pk_ox *im, const uint8_t *buf, size_t len, Onnx__ModelProto **out) {
+pk_status pk_ox_unpack_model(pk_ox *im, const uint8_t *buf, size_t len,
+                             ProtobufCAllocator *allocator, Onnx__ModelProto **out) {
   *out = NULL;
   if (len == 0) return pk_ox_fail_at(im, NULL, "the file is empty (not an ONNX model)");
   if (!ox_depth_ok(&onnx__model_proto__descriptor, buf, len, 0))
     return pk_ox_fail_at(im, NULL, "messages nest deeper than %d levels (not a model Pock "
                          "reads)", OX_MAX_DEPTH);
-  Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+  Onnx__ModelProto *m = onnx__model_proto__unpack(allocator, len, buf);
   if (!m)
     return pk_ox_fail_at(im, NULL, "not a valid ONNX protobuf (ModelProto did not decode)");
   *out = m;
@@ -257,8 +258,6 @@ pk_status pk_ox_tensor_data(pk_ox *im, const char *where, const Onnx__TensorProt
   if (!esz)
     return pk_ox_fail_at(im, where, "element type %s is not supported (Pock reads float, double "
                          "and integer/bool tensors)", ox_dt_name(dt));
-  bool is_float = dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ||
-                  dt == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE;
   *is_bool = dt == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
   *dtype = dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT    ? PKRT_DTYPE_F32
            : dt == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ? PKRT_DTYPE_F64
@@ -315,7 +314,6 @@ pk_status pk_ox_tensor_data(pk_ox *im, const char *where, const Onnx__TensorProt
     else if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL) ((int64_t *)outp)[i] = t->int32_data[i] != 0;
     else ((int64_t *)outp)[i] = t->int32_data[i];
   }
-  (void)is_float;
   *data = outp;
   return PK_OK;
 }
