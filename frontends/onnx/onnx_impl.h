@@ -8,11 +8,14 @@
  *   2. every op type is looked up in onnx_ops.def; unknown ones are listed all at once;
  *   3. graph inputs become graph tensors (dim 0 is the batch; other symbolic dims are bound
  *      by --input-shape), initializers become values with known data;
- *   4. nodes are converted in file order (ONNX requires topological order). A node whose
- *      inputs are all PK_OXV_CONST and whose table row has a fold function is evaluated at
- *      import (shape arithmetic: Shape -> Gather -> Unsqueeze -> Concat -> Reshape); else
- *      its convert function emits graph nodes;
- *   5. the first graph output becomes g->output; the graph is validated.
+ *   4. chains an exporter writes for one module (LayerNorm, RMSNorm, GELU, GroupNorm) are
+ *      found (onnx_patterns.c) and imported as one op at their last node;
+ *   5. the other nodes are converted in file order (ONNX requires topological order). A
+ *      node whose inputs are all PK_OXV_CONST and whose table row has a fold function is
+ *      evaluated at import (shape arithmetic: Shape -> Gather -> Unsqueeze -> Concat ->
+ *      Reshape); else its convert function emits graph nodes;
+ *   6. the first graph output becomes g->output; the graph is validated; a training JSON
+ *      beside the model gives pk_model_info.
  *
  * Values. Each ONNX name (graph input, initializer, node output) is one pk_ox_value:
  *   PK_OXV_INPUT   a graph input: bound to a graph tensor from the start;
