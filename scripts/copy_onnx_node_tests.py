@@ -3,7 +3,7 @@
 imports into tests/fixtures/onnx-node/ and writes its scope.txt, which tests/test_onnx_node.c
 runs: `case in` (must import and match) or `case out <reason>` (counted, not run).
 
-  /work/venv-onnx/bin/python scripts/copy_onnx_node_tests.py [--out DIR]
+  build-venv-onnx/bin/python scripts/copy_onnx_node_tests.py [--out DIR]
 
 A case is copied when every node of its model is of a supported op type (the issue's list,
 SUPPORTED below), its files are small (< MAX_BYTES) and its opset >= 13; the rest of the

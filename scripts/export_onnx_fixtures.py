@@ -3,7 +3,7 @@
 exported by PyTorch, with PyTorch's forward outputs and 5 SGD steps of a sparse scheme, for
 the ONNX model tests (tests/onnx_tests.cmake: test_onnx_models, test_onnx_train_*).
 
-  /work/venv-onnx/bin/python scripts/export_onnx_fixtures.py [--out DIR] [--only MODEL]
+  build-venv-onnx/bin/python scripts/export_onnx_fixtures.py [--out DIR] [--only MODEL]
   (a venv from scripts/onnx_venv.sh: onnx 1.16.2, onnxruntime, and Debian's torch 1.13)
 
 Output per model, in OUT/MODEL/ (default tests/fixtures/onnx-models):

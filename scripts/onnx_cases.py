@@ -10,7 +10,7 @@ and a model Pock must refuse (tests/fixtures/onnx-refused/README.md)
 
 tests/test_onnx_node.c runs both. Deterministic: nothing here draws random numbers or reads
 the clock, so the same cases give the same bytes. Needs onnx 1.16 and onnxruntime 1.19
-(/work/venv-onnx; scripts/onnx_venv.sh).
+(build-venv-onnx, made by scripts/onnx_venv.sh).
 """
 import glob
 import os

@@ -13,7 +13,7 @@ scripts/onnx_cases.py's; tests/test_onnx_node.c runs both kinds, tests/test_onnx
 checks the ops each case imports to.
 
 Run with the reference venv (scripts/onnx_venv.sh; onnx 1.16.2, onnxruntime 1.19.2):
-  /work/venv-onnx/bin/python scripts/onnx_make_cases.py [OUT_ROOT]
+  build-venv-onnx/bin/python scripts/onnx_make_cases.py [OUT_ROOT]
 Every graph input has dim 0 = 2 (the batch); other operands are initializers or Constant
 nodes, so the importer sees PARAM, TPARAM and CONST operands as exporters produce them.
 """

@@ -1,7 +1,7 @@
 """onnx_make_nn_cases.py — tiny single-op ONNX models of the nn family (Conv, pools,
 normalizations, Dropout) for the importer's tests, with onnxruntime's outputs.
 
-  /work/venv-onnx/bin/python scripts/onnx_make_nn_cases.py [REPO]
+  build-venv-onnx/bin/python scripts/onnx_make_nn_cases.py [REPO]
 
 writes, under REPO/tests/fixtures (REPO: this script's repository by default):
   onnx-ops/nn_<case>/model.onnx + test_data_set_0/input_0.pb, output_K.pb

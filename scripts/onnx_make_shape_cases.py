@@ -3,7 +3,7 @@
 (frontends/onnx/onnx_ops_shape.c, onnx_fold_shape.c): tiny models built with onnx.helper,
 run by onnxruntime on fixed inputs, written in the layout of ONNX's backend node tests.
 
-  /work/venv-onnx/bin/python scripts/onnx_make_shape_cases.py [--out tests/fixtures]
+  build-venv-onnx/bin/python scripts/onnx_make_shape_cases.py [--out tests/fixtures]
 
 Writes, for each case,
   OUT/onnx-ops/CASE/model.onnx, test_data_set_0/input_N.pb, output_N.pb

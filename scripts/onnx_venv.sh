@@ -4,13 +4,14 @@
 # of Debian's torch 1.13, which loads only under /usr/bin/python3, hence
 # --system-site-packages. ORT 1.19 refuses the IR version of onnx >= 1.18: keep the pins.
 #
-#   scripts/onnx_venv.sh [DIR]      DIR default /work/venv-onnx (an existing venv is reused)
+#   scripts/onnx_venv.sh [DIR]      DIR default build-venv-onnx in the repository (scripts/test.sh
+#                                   makes the same; an existing venv is reused)
 #
 # Then: DIR/bin/python scripts/export_onnx_fixtures.py (tests/fixtures/onnx-models).
 # Exit status: 0 when DIR/bin/python imports onnx and onnxruntime (torch is needed only by
 # the fixture scripts: its absence is reported, not an error); 1 otherwise.
 set -euo pipefail
-dir="${1:-/work/venv-onnx}"
+dir="${1:-$(cd "$(dirname "$0")/.." && pwd)/build-venv-onnx}"
 if [ ! -x "$dir/bin/python" ]; then
   /usr/bin/python3 -m venv --system-site-packages "$dir"
 fi

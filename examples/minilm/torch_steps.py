@@ -2,7 +2,7 @@
 the same trainable set, AdamW (decoupled weight decay), one full-batch step per epoch;
 prints the loss of each step (before its update, as pock-rt's epoch loss) and ms/step.
 
-  /work/venv-onnx/bin/python examples/minilm/torch_steps.py OUTDIR --train head|nbh|all
+  build-venv-onnx/bin/python examples/minilm/torch_steps.py OUTDIR --train head|nbh|all
       [--steps 5] [--lr 2e-5] [--threads 1]
 
 head: head.*; nbh: every LayerNorm + every bias + head.* (the sparse spec
