@@ -144,21 +144,39 @@ static void print_pock_ops(const pk_graph *g) {
   }
 }
 
+/* The name column's width: the longest name inspect lists (at least 28, at most 72), so
+ * real models' names (encoder.layer.5.attention.output.LayerNorm.weight) keep the
+ * columns aligned. */
+static int name_width(pk_ctx *ctx, const pk_graph *g) {
+  int w = 28;
+  for (int i = 0; i < g->ntensors; i++) {
+    const pk_gtensor *t = g->tensors[i];
+    bool listed = t->base < 0 && (t->role == PK_ROLE_INPUT || t->role == PK_ROLE_PARAM ||
+                                  t->role == PK_ROLE_BUFFER || t->role == PK_ROLE_CONSTANT ||
+                                  i == g->output);
+    int n = listed ? (int)strlen(plain(ctx, t->name)) : 0;
+    if (n > w) w = n < 72 ? n : 72;
+  }
+  return w;
+}
+
 static void print_io(pk_ctx *ctx, const pk_graph *g) {
+  int w = name_width(ctx, g);
   puts("inputs:");
   for (int i = 0; i < g->ntensors; i++) {
     const pk_gtensor *t = g->tensors[i];
     if (t->role != PK_ROLE_INPUT) continue;
-    printf("  %-28s %-20s %s%s\n", plain(ctx, t->name), shape_str(ctx, t->ndim, t->shape),
+    printf("  %-*s %-20s %s%s\n", w, plain(ctx, t->name), shape_str(ctx, t->ndim, t->shape),
            pkrt_dtype_name(t->dtype), t->no_batch ? "  (no batch dim)" : "");
   }
   const pk_gtensor *y = g->tensors[g->output];
-  printf("output:\n  %-28s %-20s %s\n", plain(ctx, y->name), shape_str(ctx, y->ndim, y->shape),
-         pkrt_dtype_name(y->dtype));
+  printf("output:\n  %-*s %-20s %s\n", w, plain(ctx, y->name),
+         shape_str(ctx, y->ndim, y->shape), pkrt_dtype_name(y->dtype));
 }
 
 /* Params (with what the spec trains) and buffers; the spec is applied already. */
 static void print_weights(pk_ctx *ctx, const pk_graph *g, const char *spec) {
+  int w = name_width(ctx, g);
   int64_t np = 0, vp = 0, vt = 0, nb = 0, vb = 0;
   for (int i = 0; i < g->ntensors; i++) {
     const pk_gtensor *t = g->tensors[i];
@@ -178,16 +196,16 @@ static void print_weights(pk_ctx *ctx, const pk_graph *g, const char *spec) {
                                                    (long long)t->train_channels - 1,
                                                    (long long)t->shape[1])
                                       : "trains";
-    printf("  %-28s %-20s %10lld  %s\n", plain(ctx, t->name), shape_str(ctx, t->ndim, t->shape),
-           (long long)numel(t), how);
+    printf("  %-*s %-20s %10lld  %s\n", w, plain(ctx, t->name),
+           shape_str(ctx, t->ndim, t->shape), (long long)numel(t), how);
   }
   if (!nb) return;
   printf("buffers and constants: %lld tensors, %lld values\n", (long long)nb, (long long)vb);
   for (int i = 0; i < g->ntensors; i++) {
     const pk_gtensor *t = g->tensors[i];
     if ((t->role != PK_ROLE_BUFFER && t->role != PK_ROLE_CONSTANT) || t->base >= 0) continue;
-    printf("  %-28s %-20s %10lld  %s\n", plain(ctx, t->name), shape_str(ctx, t->ndim, t->shape),
-           (long long)numel(t), pk_role_name(t->role));
+    printf("  %-*s %-20s %10lld  %s\n", w, plain(ctx, t->name),
+           shape_str(ctx, t->ndim, t->shape), (long long)numel(t), pk_role_name(t->role));
   }
 }
 
