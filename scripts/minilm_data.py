@@ -44,7 +44,8 @@ def read_tsv(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("outdir")
-    ap.add_argument("--seq", type=int, default=32, help="tokens per sequence (T): the longest sentence is 21")
+    ap.add_argument("--seq", type=int, default=32,
+                    help="tokens per sequence (T): the longest sentence has 21")
     ap.add_argument("--tsv", default=os.path.join(HERE, "..", "examples", "minilm", "data",
                                                   "sentences.tsv"))
     ap.add_argument("--model-dir", help="the package's model/ folder (default: installed)")
