@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
 """models.py — the example models Pock fine-tunes, as plain PyTorch modules (torch 1.13: no
 F.scaled_dot_product_attention and no nn.RMSNorm, so both are written out). Each factory
-takes a size: "tiny" for tests (a forward in milliseconds), "standard" for benchmarks (the
-sizes stated below). Random init from a seed; scripts/torch2pock.py converts them.
+takes a size: "tiny" for tests (a forward in milliseconds), "standard" (the sizes of the
+first benchmarks) or "device" (what an edge device fine-tunes: issue "real models end to
+end"). Random init from a seed; scripts/torch2pock.py or torch.onnx converts them.
 
-  mobilenet_v2  MobileNetV2, width 0.35, 96x96 RGB, 10 classes (BN, ReLU6, inverted
-                residuals with depthwise convs)
-  resnet18      ResNet-18-style net for 32x32 RGB (CIFAR stem: 3x3 conv, no max pool),
-                basic blocks [2, 2, 2, 2], 10 classes
-  bert          BERT-style encoder: 4 layers, d=128, 4 heads, seq 64, vocab 1000, learned
-                positions, post-norm LayerNorm, GELU MLP, classifier on token 0 (2 classes)
-  llama         LLaMA-style decoder: 4 blocks, d=256, 4 heads, seq 128, byte vocab 256,
-                RMSNorm, rotary embeddings, SwiGLU, causal attention; logits per token
+  mobilenet_v2     MobileNetV2, width 0.35, 10 classes (BN, ReLU6, inverted residuals with
+                   depthwise convs): standard 96x96 RGB, device 128x128
+  mobilenet_v2_w1  the same at width 1.0: standard 96x96, device 128x128
+  resnet18         ResNet-18, basic blocks [2, 2, 2, 2], 10 classes: standard 32x32 RGB with
+                   the CIFAR stem (3x3 conv, no max pool); device 64x64 with the ImageNet
+                   stem (7x7 stride-2 conv, 3x3 stride-2 max pool), as torchvision's
+  bert             BERT-style encoder: 4 layers, d=128, 4 heads, seq 64, vocab 1000, learned
+                   positions, post-norm LayerNorm, GELU MLP, classifier on token 0 (2
+                   classes); device = standard
+  llama            LLaMA-style decoder, byte vocab 256, RMSNorm, rotary embeddings, SwiGLU,
+                   causal attention, logits per token: standard 4 blocks, d=256, 4 heads,
+                   seq 128; device 6 blocks, d=288, 6 heads, ff 768, seq 128
 
   /usr/bin/python3 examples/models/models.py --size tiny     # prints each model's size
+  /usr/bin/python3 examples/models/models.py --size device --flops  # and its MACs
 
 Every model has `input_shape` (without the batch dim), `input_dtype` and `training_spec`
 (what torch2pock writes into the graph's "training" object), and names its modules so that
@@ -28,7 +34,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-SIZES = ("tiny", "standard")
+SIZES = ("tiny", "standard", "device")
 
 
 def _check_size(size):
@@ -99,19 +105,24 @@ class MobileNetV2(nn.Module):
         return self.classifier(x.flatten(1))
 
 
-def mobilenet_v2(size="standard", seed=0):
+def mobilenet_v2(size="standard", seed=0, width=0.35):
     _check_size(size)
     torch.manual_seed(seed)
     if size == "tiny":  # the block kinds of the real one (expand 1 and 6, a residual)
-        m = MobileNetV2(0.35, 10, [(1, 16, 1, 1), (6, 24, 2, 2)], last=32)
+        m = MobileNetV2(width, 10, [(1, 16, 1, 1), (6, 24, 2, 2)], last=32)
         m.input_shape = (3, 16, 16)
     else:
-        m = MobileNetV2(0.35, 10)
-        m.input_shape = (3, 96, 96)
+        m = MobileNetV2(width, 10)
+        side = 128 if size == "device" else 96
+        m.input_shape = (3, side, side)
     m.input_dtype = torch.float32
     m.training_spec = {"loss": "softmax_cross_entropy", "classes": 10,
                        "optimizer": {"kind": "sgd", "lr": 0.01, "momentum": 0.9}}
     return m
+
+
+def mobilenet_v2_w1(size="standard", seed=0):
+    return mobilenet_v2(size, seed, width=1.0)
 
 
 class BasicBlock(nn.Module):
@@ -133,11 +144,14 @@ class BasicBlock(nn.Module):
 
 
 class ResNet(nn.Module):
-    def __init__(self, widths, depths, classes=10):
+    def __init__(self, widths, depths, classes=10, imagenet_stem=False):
         super().__init__()
-        self.stem = nn.Sequential(OrderedDict([("conv", nn.Conv2d(3, widths[0], 3, 1, 1, bias=False)),
-                                        ("bn", nn.BatchNorm2d(widths[0])),
-                                        ("relu", nn.ReLU())]))
+        conv = (nn.Conv2d(3, widths[0], 7, 2, 3, bias=False) if imagenet_stem else
+                nn.Conv2d(3, widths[0], 3, 1, 1, bias=False))
+        stem = [("conv", conv), ("bn", nn.BatchNorm2d(widths[0])), ("relu", nn.ReLU())]
+        if imagenet_stem:
+            stem.append(("pool", nn.MaxPool2d(3, 2, 1)))
+        self.stem = nn.Sequential(OrderedDict(stem))
         layers, cin = [], widths[0]
         for i, (w, n) in enumerate(zip(widths, depths)):
             blocks = []
@@ -160,6 +174,9 @@ def resnet18(size="standard", seed=0):
     if size == "tiny":
         m = ResNet([4, 8], [1, 1])
         m.input_shape = (3, 8, 8)
+    elif size == "device":
+        m = ResNet([64, 128, 256, 512], [2, 2, 2, 2], imagenet_stem=True)
+        m.input_shape = (3, 64, 64)
     else:
         m = ResNet([64, 128, 256, 512], [2, 2, 2, 2])
         m.input_shape = (3, 32, 32)
@@ -323,6 +340,8 @@ def llama(size="standard", seed=0):
     torch.manual_seed(seed)
     if size == "tiny":
         vocab, d, heads, blocks, seq, ff = 256, 16, 2, 2, 8, 32
+    elif size == "device":
+        vocab, d, heads, blocks, seq, ff = 256, 288, 6, 6, 128, 768
     else:
         vocab, d, heads, blocks, seq, ff = 256, 256, 4, 4, 128, 688
     m = Llama(vocab, d, heads, blocks, seq, ff)
@@ -334,7 +353,34 @@ def llama(size="standard", seed=0):
     return m
 
 
-MODELS = {"mobilenet_v2": mobilenet_v2, "resnet18": resnet18, "bert": bert, "llama": llama}
+MODELS = {"mobilenet_v2": mobilenet_v2, "mobilenet_v2_w1": mobilenet_v2_w1,
+          "resnet18": resnet18, "bert": bert, "llama": llama}
+
+
+def forward_macs(m, inputs):
+    """Multiply-adds of one forward of m on inputs: every Conv2d and Linear (hooks), plus
+    the attention products (q k^T and p v) of the transformers, counted from their shapes."""
+    macs = [0]
+
+    def hook(mod, inp, out):
+        if isinstance(mod, nn.Conv2d):
+            k = mod.kernel_size[0] * mod.kernel_size[1] * mod.in_channels // mod.groups
+            macs[0] += out.numel() * k
+        elif isinstance(mod, nn.Linear):
+            macs[0] += out.numel() * mod.in_features
+    hs = [mod.register_forward_hook(hook) for mod in m.modules()
+          if isinstance(mod, (nn.Conv2d, nn.Linear))]
+    try:
+        with torch.no_grad():
+            m(*inputs)
+    finally:
+        for h in hs:
+            h.remove()
+    for att in m.modules():
+        if isinstance(att, SelfAttention):
+            n, t = inputs[0].shape[0], inputs[0].shape[1]
+            macs[0] += 2 * n * t * t * att.d  # q k^T and p v over every head
+    return macs[0]
 
 
 def example_inputs(m, batch=2, seed=0):
@@ -353,13 +399,16 @@ def example_inputs(m, batch=2, seed=0):
 def main():
     ap = argparse.ArgumentParser(description="builds each example model and runs a batch")
     ap.add_argument("--size", choices=SIZES, default="tiny")
+    ap.add_argument("--flops", action="store_true", help="print each forward's multiply-adds")
     a = ap.parse_args()
     for name, make in MODELS.items():
         m = make(a.size)
         out = m(*example_inputs(m))
         n = sum(p.numel() for p in m.parameters())
-        print("%-13s %9d params  input %s  output %s" % (name, n, tuple(m.input_shape),
-                                                         tuple(out.shape)))
+        print("%-15s %9d params  input %s  output %s%s" % (
+            name, n, tuple(m.input_shape), tuple(out.shape),
+            "  %.1f MMAC/sample" % (forward_macs(m, example_inputs(m, 1)) / 1e6)
+            if a.flops else ""))
 
 
 if __name__ == "__main__":
