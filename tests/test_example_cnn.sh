@@ -44,7 +44,7 @@ falls() {
   l1=$(awk '$1 == "epoch" && $2 ~ /^1\// { print $4 }' "$2")
   l2=$(awk '$1 == "epoch" && $2 ~ /^2\// { print $4 }' "$2")
   if [ -n "$l1" ] && [ -n "$l2" ] && awk -v a="$l1" -v b="$l2" 'BEGIN { exit !(b < a) }'; then
-    pass "$1"
+    pass "$1 ($l1 -> $l2)"
   else fail "$1" "loss epoch 1 '$l1', epoch 2 '$l2': $(head -c 300 "$2")"; fi
 }
 
