@@ -24,6 +24,6 @@ set_tests_properties(test_onnx_export_models PROPERTIES LABELS "cli;onnx" TIMEOU
 # export.
 add_test(NAME test_example_llama COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_example_llama.sh
   $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> ${PROJECT_SOURCE_DIR})
-set_tests_properties(test_example_llama PROPERTIES LABELS "cli;onnx;example" TIMEOUT 120
+set_tests_properties(test_example_llama PROPERTIES LABELS "cli;onnx;example" TIMEOUT 300
   SKIP_RETURN_CODE 77
   ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCK_ONNX_PYTHON=${POCK_ONNX_PYTHON}")
