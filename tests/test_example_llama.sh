@@ -22,7 +22,7 @@ pval="--data $d/pretrain_val_ids.npy:$d/pretrain_val_y.npy"
 test="--data $d/finetune_test_ids.npy:$d/finetune_test_y.npy"
 loss() { awk '$1 == "loss" {print $2}' "$tmp/out"; }
 epoch_loss() { awk -v e="$1" '$1 == "epoch" && $2 ~ "^" e "/" {print $4}' "$tmp/out"; }
-less() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a + 0 < b + 0 && a != "")}'; }
+below() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a + 0 < b + 0 && a != "")}'; }
 
 expect export 0 "wrote .*llama.onnx \(tiny" "$py" "$src/scripts/model_export.py" llama "$d" \
   --size tiny
@@ -39,12 +39,12 @@ l0=$(loss)
 expect pretrain 0 "trained [0-9]+ steps" "$rt" train "$d/full.pock" $data --epochs 2 --lr 1e-2 \
   --save "$d/pre.pkw"
 e1=$(epoch_loss 1) e2=$(epoch_loss 2)
-if less "$e2" "$e1"; then pass "pretrain_loss_falls ($e1 -> $e2)"
+if below "$e2" "$e1"; then pass "pretrain_loss_falls ($e1 -> $e2)"
 else fail pretrain_loss_falls "epoch losses '$e1' '$e2'"; fi
 expect pretrained_val 0 "^loss [0-9.]+ accuracy" "$rt" eval "$d/full.pock" \
   --weights "$d/pre.pkw" $pval
 l1=$(loss)
-if less "$l1" "$l0"; then pass "pretrain_val_loss ($l0 -> $l1)"
+if below "$l1" "$l0"; then pass "pretrain_val_loss ($l0 -> $l1)"
 else fail pretrain_val_loss "untrained '$l0', pretrained '$l1'"; fi
 
 # fine-tuning: the PockEngine-style scheme from the pretrained weights on the second half
@@ -56,6 +56,6 @@ expect finetune 0 "trained [0-9]+ steps" "$rt" train "$d/pockengine.pock" \
 expect finetuned_test 0 "^loss [0-9.]+ accuracy" "$rt" eval "$d/pockengine.pock" \
   --weights "$d/ft.pkw" $test
 t1=$(loss)
-if less "$t1" "$t0"; then pass "finetune_test_loss ($t0 -> $t1)"
+if below "$t1" "$t0"; then pass "finetune_test_loss ($t0 -> $t1)"
 else fail finetune_test_loss "pretrained '$t0', fine-tuned '$t1'"; fi
 finish
