@@ -165,15 +165,16 @@ def data_arg(xs, y):
     return ",".join(xs) + ":" + y
 
 
-def prepare(name, size, m, work, python, rows):
+def prepare(name, size, m, work, python, rows, onnx=True):
     """Exports the model and writes its data under work (reused when already there).
     Returns {"pock": file Pock compiles, "onnx": ONNX file or None, "train": X:Y for
-    timing, "acc_train"/"acc_test": X:Y of the real task or None, "note"}."""
+    timing, "acc_train"/"acc_test": X:Y of the real task or None, "note"}. onnx False: no
+    ONNX export of the digits models (only ONNX Runtime needs it)."""
     d = os.path.join(work, "models", "%s_%s" % (name, "digits" if name in DIGITS else size))
     os.makedirs(d, exist_ok=True)
     out = {"onnx": None, "acc_train": None, "acc_test": None, "note": ""}
     if name in DIGITS:
-        out.update(_digits(name, m, d, python))
+        out.update(_digits(name, m, d, python, onnx))
         return out
     if name == "minilm":
         onnx = os.path.join(d, "minilm.onnx")
@@ -225,7 +226,7 @@ def _real_task(name, m, d, python):
                           os.path.join(rd, s + "_y.npy")) for s in split)
 
 
-def _digits(name, m, d, python):
+def _digits(name, m, d, python, want_onnx):
     """digits.csv scaled by 1/16, every 5th row the test set (the old bench's split); the
     model as torch2pock JSON (Pock) and ONNX (ONNX Runtime)."""
     import torch2pock
@@ -243,7 +244,9 @@ def _digits(name, m, d, python):
                     training={"loss": "softmax_cross_entropy", "classes": 10,
                               "optimizer": DIGITS_SGD})
     onnx = os.path.join(d, name + ".onnx")
-    if not os.path.exists(onnx):
+    if not want_onnx:
+        onnx = None
+    elif not os.path.exists(onnx):
         try:
             _run([python, os.path.join(HERE, "bench_train.py"), "--export-digits", name, onnx],
                  "digits ONNX export")

@@ -197,7 +197,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--steps", type=int, default=10, help="timed steps per worker run")
     ap.add_argument("--tune", type=float, metavar="SECONDS",
-                    help="pock tune budget (--time-budget) per model x scheme x batch")
+                    help="pock tune --time-budget per model x scheme x batch (turns tuning on)")
+    ap.add_argument("--tune-trials", type=int, metavar="N",
+                    help="pock tune --total-trials per model x scheme x batch (turns tuning on)")
     ap.add_argument("--acc-epochs", type=int, metavar="E", help="train E epochs for accuracy")
     ap.add_argument("--tools", default=",".join(TOOLS), help="a subset of " + ",".join(TOOLS))
     ap.add_argument("--work", help="work files, reused across runs (default BUILD/bench_train)")
@@ -234,7 +236,7 @@ def main():
     tools = [t for t in a.tools.split(",") if t]
     if set(tools) - set(TOOLS):
         raise SystemExit("bench_train: --tools: a subset of %s" % ",".join(TOOLS))
-    if "tuned" in tools and not a.tune:
+    if "tuned" in tools and not (a.tune or a.tune_trials):
         tools.remove("tuned")
     if a.rounds < 1 or a.steps < 1 or a.warmup < 0:
         raise SystemExit("bench_train: --rounds and --steps >= 1, --warmup >= 0")
@@ -252,7 +254,9 @@ def main():
     import torch
     import sparse_spec
     import step_flops
+    t_phase = time.time()
     cpu, march, cores, peak = machine(work)
+    log("fp32 peak measured in %.1f s" % (time.time() - t_phase))
 
     # ---- the plan: models, specs, FLOPs ----
     log("preparing models in %s" % work)
@@ -262,10 +266,12 @@ def main():
         opt = bm.optimizer(name, m)
         bs = batches or list(bm.default_batches(name))
         try:
-            files = bm.prepare(name, a.size, m, work, a.python, rows=max(bs) * 3)
+            files = bm.prepare(name, a.size, m, work, a.python, rows=max(bs) * 3,
+                               onnx="ort" in tools)
         except (RuntimeError, OSError) as e:
             log("%s: %s" % (name, e))
             files = {"error": str(e)}
+        log("  %s ready (%.1f s)" % (name, time.time() - t_phase))
         for scheme in bm.schemes_of(name, schemes):
             spec, origin = bm.spec_file(name, scheme, m, work)
             mm = bm.torch_model(name, a.size)
@@ -291,7 +297,7 @@ def main():
     # ---- the estimate ----
     n_compile = len(plan) * (2 if "tuned" in tools else 1)
     compile_s = sum(est_compile_s(p["model"], a.size) for p in plan)
-    tune_s = len(plan) * (a.tune or 0) if "tuned" in tools else 0
+    tune_s = len(plan) * (a.tune or 0.2 * (a.tune_trials or 0)) if "tuned" in tools else 0
     round_s = sum(est_worker_s(t, r["item"]["flops"] or 0, r["threads"], peak,
                                a.warmup + a.steps, r["item"]["model"])
                   for r in rows for t in tools)
@@ -312,8 +318,12 @@ def main():
 
     # ---- compile (and tune) ----
     db = os.path.join(work, "tune.db")
+    tune_args = (["--time-budget", repr(a.tune)] if a.tune else []) + \
+        (["--total-trials", str(a.tune_trials)] if a.tune_trials else [])
+    budget = " ".join(tune_args)
     for i, p in enumerate(plan):
         log("[compile %d/%d] %s %s batch %d" % (i + 1, len(plan), p["model"], p["scheme"], p["batch"]))
+        t_phase = time.time()
         if "error" in p["files"]:
             p["pock"] = {"error": p["files"]["error"]}
             continue
@@ -321,17 +331,21 @@ def main():
         os.makedirs(os.path.dirname(base), exist_ok=True)
         p["pock"] = compile_pock(pock, p["files"]["pock"], p["spec"], p["batch"], base + ".pock")
         p["art"] = base + ".pock"
+        log("  compiled in %.1f s%s" % (time.time() - t_phase, "; " + p["pock"]["error"]
+                                         if "error" in p["pock"] else ""))
         if "tuned" in tools and "error" not in p["pock"]:
             t0 = time.time()
             tr = subprocess.run([pock, "tune", p["files"]["pock"], "--db", db, "--batch",
-                                 str(p["batch"]), "--sparse", p["spec"], "--time-budget",
-                                 str(a.tune)], capture_output=True, text=True)
+                                 str(p["batch"]), "--sparse", p["spec"]] + tune_args,
+                                capture_output=True, text=True)
             if tr.returncode != 0:
                 p["tuned"] = {"error": "pock tune: " + (tr.stderr.strip() or "failed").splitlines()[-1]}
             else:
                 p["tuned"] = compile_pock(pock, p["files"]["pock"], p["spec"], p["batch"],
                                           base + "_tuned.pock", db)
                 p["tuned"]["tune_s"] = time.time() - t0
+            log("  tuned and compiled in %.1f s%s" % (time.time() - t0, "; " + p["tuned"]["error"]
+                                                       if "error" in p["tuned"] else ""))
         if p["files"].get("onnx") and p["resolved"] is not None:
             names = os.path.join(work, "artifacts", "%s_%s.trainable.txt" % (p["model"], p["scheme"]))
             with open(names, "w") as f:
@@ -429,12 +443,13 @@ def main():
     print("command: %s" % " ".join(sys.argv))
     print("size %s; %d round(s), each worker %d untimed + %d timed steps; Pock %s; PyTorch %s "
           "eager; ONNX Runtime %s" % (a.size, a.rounds, a.warmup, a.steps,
-                                      "untuned" + (" and tuned (pock tune --time-budget %g s per "
-                                                   "model x scheme x batch)" % a.tune
-                                                   if a.tune else ""),
+                                      "untuned" + (" and tuned (pock tune %s per model x scheme"
+                                                   " x batch, database %s)" % (budget, db)
+                                                   if "tuned" in tools else ""),
                                       torch.__version__, ort_ver))
     hdr = ["model", "scheme", "batch", "thr"] + ["%s ms" % TOOL_NAME[t] for t in tools]
-    hdr += ["PyTorch/Pock", "ORT/Pock"] + (["PyTorch/tuned"] if "tuned" in tools else [])
+    hdr += ["%s/Pock" % TOOL_NAME[k] for k in ("torch", "ort") if k in tools]
+    hdr += ["PyTorch/tuned"] if "tuned" in tools and "torch" in tools else []
     hdr += ["RSS MB " + "/".join(TOOL_NAME[t] for t in tools), "arena MB", "BP MB", "GFLOP",
             "floor ms", "% peak"]
     if a.acc_epochs:
@@ -451,14 +466,13 @@ def main():
         cells += [fmt(med[k]) if med[k] else "n/a" if "n/a" in r["err"].get(k, "") else "-"
                   for k in tools]
         pk = r["ms"].get("pock", [])
-        cells.append(fmt_ratio(ratio_stats(r["ms"].get("torch", []), pk)))
-        cells.append(fmt_ratio(ratio_stats(r["ms"].get("ort", []), pk)))
-        if "tuned" in tools:
+        cells += [fmt_ratio(ratio_stats(r["ms"][k], pk)) for k in ("torch", "ort") if k in tools]
+        if "tuned" in tools and "torch" in tools:
             cells.append(fmt_ratio(ratio_stats(r["ms"]["torch"], r["ms"]["tuned"])))
         cells.append("/".join(fmt(r["rss"].get(k) and r["rss"][k] / 1024, "%.0f") for k in tools))
         c = p.get("pock") or {}
-        cells += [fmt(c.get("arena") and c["arena"] / 2**20, "%.1f"),
-                  fmt(c.get("bp") and c["bp"] / 2**20, "%.1f")]
+        cells += [fmt(c.get("arena") and c["arena"] / 2**20, "%.2f"),
+                  fmt(c.get("bp") and c["bp"] / 2**20, "%.2f")]
         fl = p["flops"]
         floor = fl / (peak * 1e9 * t) * 1e3 if fl and peak else None
         cells += [fmt(fl and fl / 1e9, "%.3f"), fmt(floor, "%.3f"),
@@ -478,6 +492,8 @@ def main():
                           if "error" in v and not v["error"].startswith("n/a")]
         if p["origin"] != "examples":
             notes.append("built-in spec")
+        if p.get("tuned", {}).get("tune_s"):
+            notes.append("tuned in %.0f s" % p["tuned"]["tune_s"])
         notes += ["%s: %s" % (TOOL_NAME[k], e) for k, e in sorted(r["err"].items())]
         cells.append("; ".join(dict.fromkeys(notes)))
         print("| " + " | ".join(cells) + " |")
@@ -489,7 +505,7 @@ def main():
           "arena, BP: Pock's planned activation arena and backward-pass memory (saved "
           "activations + gradients + optimizer state, `pock compile --print-memory`). GFLOP: "
           "conv/matmul multiply-adds x 2 of one step (bench/step_flops.py); floor = GFLOP / "
-          "(threads x one core's measured peak); %% peak = floor / Pock ms.")
+          "(threads x one core's measured peak); % peak = floor / Pock ms.")
     print()
     print("torch.__config__.show():")
     print(torch_cfg)
