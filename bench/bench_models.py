@@ -165,16 +165,16 @@ def data_arg(xs, y):
     return ",".join(xs) + ":" + y
 
 
-def prepare(name, size, m, work, python, rows, onnx=True):
+def prepare(name, size, m, work, python, rows):
     """Exports the model and writes its data under work (reused when already there).
     Returns {"pock": file Pock compiles, "onnx": ONNX file or None, "train": X:Y for
-    timing, "acc_train"/"acc_test": X:Y of the real task or None, "note"}. onnx False: no
-    ONNX export of the digits models (only ONNX Runtime needs it)."""
+    timing, "acc_train"/"acc_test": X:Y of the real task or None, "note"}. The digits
+    models' ONNX file is exported when ONNX Runtime first needs it (ensure_onnx)."""
     d = os.path.join(work, "models", "%s_%s" % (name, "digits" if name in DIGITS else size))
     os.makedirs(d, exist_ok=True)
     out = {"onnx": None, "acc_train": None, "acc_test": None, "note": ""}
     if name in DIGITS:
-        out.update(_digits(name, m, d, python, onnx))
+        out.update(_digits(name, m, d))
         return out
     if name == "minilm":
         onnx = os.path.join(d, "minilm.onnx")
@@ -226,7 +226,7 @@ def _real_task(name, m, d, python):
                           os.path.join(rd, s + "_y.npy")) for s in split)
 
 
-def _digits(name, m, d, python, want_onnx):
+def _digits(name, m, d):
     """digits.csv scaled by 1/16, every 5th row the test set (the old bench's split); the
     model as torch2pock JSON (Pock) and ONNX (ONNX Runtime)."""
     import torch2pock
@@ -243,18 +243,17 @@ def _digits(name, m, d, python, want_onnx):
     torch2pock.save(m, js, m.input_shape, name="digits_" + name,
                     training={"loss": "softmax_cross_entropy", "classes": 10,
                               "optimizer": DIGITS_SGD})
-    onnx = os.path.join(d, name + ".onnx")
-    if not want_onnx:
-        onnx = None
-    elif not os.path.exists(onnx):
-        try:
-            _run([python, os.path.join(HERE, "bench_train.py"), "--export-digits", name, onnx],
-                 "digits ONNX export")
-        except RuntimeError:
-            onnx = None
     tr = data_arg([os.path.join(d, "x.npy")], os.path.join(d, "y.npy"))
-    return {"pock": js, "onnx": onnx, "train": tr, "acc_train": tr,
+    return {"pock": js, "onnx": os.path.join(d, name + ".onnx"), "train": tr, "acc_train": tr,
             "acc_test": data_arg([os.path.join(d, "tx.npy")], os.path.join(d, "ty.npy"))}
+
+
+def ensure_onnx(name, path, python):
+    """The model's ONNX file exists (the digits models: exported now, once); raises
+    RuntimeError when the export fails."""
+    if not os.path.exists(path) and name in DIGITS:
+        _run([python, os.path.join(HERE, "bench_train.py"), "--export-digits", name, path],
+             "digits ONNX export")
 
 
 def export_digits(name, path):

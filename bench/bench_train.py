@@ -155,6 +155,30 @@ def compile_pock(pock, src, spec, batch, out, db=None):
     return {"arena": arena, "bp": bp, "seconds": time.time() - t0}
 
 
+def pock_resolution(pock, src, spec, batch):
+    """{param: None (whole) or S} of what Pock trains under spec (`pock inspect`), or an
+    error string: the check that scripts/sparse_spec.py resolved the spec as Pock does."""
+    p = subprocess.run([pock, "inspect", src, "--batch", str(batch), "--sparse", spec],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return "pock inspect: " + ((p.stderr.strip() or "failed").splitlines() or ["failed"])[-1]
+    out = {}
+    for m in re.finditer(r"^  (\S+)\s+\([\d, ]*\)\s+\d+\s+trains(?: channels 0\.\.(\d+) of \d+)?$",
+                         p.stdout, re.M):
+        out[m.group(1)] = int(m.group(2)) + 1 if m.group(2) else None
+    return out
+
+
+def resolution_diff(ours, pocks):
+    """'' when the two resolutions agree, else what differs (a few names)."""
+    if isinstance(pocks, str):
+        return pocks
+    diff = sorted(set(ours.items()) ^ set(pocks.items()))
+    names = list(dict.fromkeys(n for n, _ in diff))
+    return "" if not names else "PyTorch/ORT resolve the spec differently from Pock: %s%s" % (
+        ", ".join(names[:3]), " and %d more" % (len(names) - 3) if len(names) > 3 else "")
+
+
 def est_compile_s(name, size):
     """Rough compile time of one artifact (first time; the kernel cache helps later)."""
     if size == "tiny" or name in ("cnn", "mlp"):
@@ -266,8 +290,7 @@ def main():
         opt = bm.optimizer(name, m)
         bs = batches or list(bm.default_batches(name))
         try:
-            files = bm.prepare(name, a.size, m, work, a.python, rows=max(bs) * 3,
-                               onnx="ort" in tools)
+            files = bm.prepare(name, a.size, m, work, a.python, rows=max(bs) * 3)
         except (RuntimeError, OSError) as e:
             log("%s: %s" % (name, e))
             files = {"error": str(e)}
@@ -331,6 +354,9 @@ def main():
         os.makedirs(os.path.dirname(base), exist_ok=True)
         p["pock"] = compile_pock(pock, p["files"]["pock"], p["spec"], p["batch"], base + ".pock")
         p["art"] = base + ".pock"
+        if p["resolved"] is not None:
+            p["mismatch"] = resolution_diff(p["resolved"], pock_resolution(
+                pock, p["files"]["pock"], p["spec"], p["batch"]))
         log("  compiled in %.1f s%s" % (time.time() - t_phase, "; " + p["pock"]["error"]
                                          if "error" in p["pock"] else ""))
         if "tuned" in tools and "error" not in p["pock"]:
@@ -386,6 +412,10 @@ def main():
             return {"error": "n/a: no ONNX file of this model"}
         if not os.path.exists(ort_worker):
             return {"error": "n/a: bench/ort_train_worker.py not merged yet"}
+        try:
+            bm.ensure_onnx(p["model"], files["onnx"], a.python)
+        except RuntimeError as e:
+            return {"error": str(e)}
         wd = os.path.join(work, "ort", "%s_%s_%s_b%d" % (p["model"], a.size, p["scheme"], p["batch"]))
         return run_json([a.python, ort_worker, "--onnx", files["onnx"], "--trainable",
                          p["trainable"], "--loss", "ce"] + common + ["--workdir", wd],
@@ -432,10 +462,15 @@ def main():
                                                  res.get("error") or "acc %s" % res.get("acc")))
 
     # ---- the table ----
-    torch_cfg = subprocess.run([a.python, "-c", "import torch; print(torch.__config__.show())"],
-                               capture_output=True, text=True).stdout.strip()
-    ort_ver = subprocess.run([a.python, "-c", "import onnx, onnxruntime; print(onnxruntime.__version__)"],
-                             capture_output=True, text=True).stdout.strip() or "not importable"
+    # the workers' torch and onnxruntime (this process's when it is that Python: no
+    # second torch import; the ORT version from the package metadata, without importing it)
+    same = os.path.realpath(a.python) == os.path.realpath(sys.executable)
+    torch_cfg = torch.__config__.show().strip() if same else subprocess.run(
+        [a.python, "-c", "import torch; print(torch.__config__.show())"],
+        capture_output=True, text=True).stdout.strip()
+    ort_ver = subprocess.run(
+        [a.python, "-c", "import importlib.metadata as m; print(m.version('onnxruntime-training'))"],
+        capture_output=True, text=True).stdout.strip() or "not installed"
     print()
     print("date: %s UTC" % datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"))
     print("machine: %s (gcc -march=native: %s), %d cores; fp32 peak of one core %s GFLOP/s "
@@ -492,6 +527,8 @@ def main():
                           if "error" in v and not v["error"].startswith("n/a")]
         if p["origin"] != "examples":
             notes.append("built-in spec")
+        if p.get("mismatch"):
+            notes.append(p["mismatch"])
         if p.get("tuned", {}).get("tune_s"):
             notes.append("tuned in %.0f s" % p["tuned"]["tune_s"])
         notes += ["%s: %s" % (TOOL_NAME[k], e) for k, e in sorted(r["err"].items())]
