@@ -78,13 +78,16 @@ def run_json(cmd, what, timeout=3600, env=None):
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except (OSError, subprocess.TimeoutExpired) as e:
         return {"error": "%s: %s" % (what, e)}
-    if p.returncode != 0:
+    try:
+        out = json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        out = None
+    if p.returncode != 0 or not isinstance(out, dict):
+        if isinstance(out, dict) and "error" in out:  # a worker's own JSON error ("n/a: ...")
+            return out
         msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
         return {"error": "%s: %s" % (what, msg[-1] if msg else "exit %d" % p.returncode)}
-    try:
-        return json.loads(p.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return {"error": "%s: no JSON in output" % what}
+    return out
 
 
 def default_python():
