@@ -115,10 +115,28 @@ def builtin_spec(name, scheme, m):
     train = {"head": head,
              "norms_biases_head": [{"norms": True}] + biases + head,
              "last2": [blocks] if name == "minilm" else [blocks] + head,
-             "pockengine": [dict(blocks, channels=0.125)] + biases + head,
+             "pockengine": _pockengine(m, blocks) + biases + head,
              "full": [{"all": True}]}[scheme]
     return {"version": 1, "description": "bench_train.py's built-in %s scheme" % scheme,
             "train": train}
+
+
+def _pockengine(m, blocks):
+    """1/8 of the input channels of the last 2 blocks' layers: one blocks rule, or, where
+    those blocks hold grouped (depthwise) convs, which Pock cannot slice, the sliceable
+    weights by name at 1/8 and the blocks' other params whole."""
+    import torch.nn as nn
+    import sparse_spec
+    grouped = {n + ".weight" for n, mod in m.named_modules()
+               if isinstance(mod, nn.Conv2d) and mod.groups > 1}
+    names = [n for n, _ in m.named_parameters()]
+    chosen = [n for n in names if n in sparse_spec._select_blocks(names, blocks["blocks"], "")]
+    if not grouped & set(chosen):
+        return [dict(blocks, channels=0.125)]
+    layer_w = {n + ".weight" for n, mod in m.named_modules()
+               if isinstance(mod, (nn.Conv2d, nn.Linear))} - grouped
+    return [{"params": [n for n in chosen if n in layer_w], "channels": 0.125},
+            {"params": [n for n in chosen if n not in layer_w]}]
 
 
 def spec_file(name, scheme, m, work):

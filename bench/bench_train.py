@@ -370,8 +370,9 @@ def main():
             if tr.returncode != 0:
                 p["tuned"] = {"error": "pock tune: " + (tr.stderr.strip() or "failed").splitlines()[-1]}
             else:
+                p["art_tuned"] = base + "_tuned.pock"
                 p["tuned"] = compile_pock(pock, p["files"]["pock"], p["spec"], p["batch"],
-                                          base + "_tuned.pock", db)
+                                          p["art_tuned"], db)
                 p["tuned"]["tune_s"] = time.time() - t0
             log("  tuned and compiled in %.1f s%s" % (time.time() - t0, "; " + p["tuned"]["error"]
                                                        if "error" in p["tuned"] else ""))
@@ -391,7 +392,7 @@ def main():
             c = p.get(tool)
             if not c or "error" in c:
                 return {"error": (c or {}).get("error", "not compiled")}
-            art = p["art"] if tool == "pock" else p["art"].replace(".pock", "_tuned.pock")
+            art = p["art"] if tool == "pock" else p["art_tuned"]
             cmd = [helper, art, "--data", data, "--threads", str(t)] + steps_args
             cmd += (["--test", test] if test else []) + (["--lr", repr(lr)] if lr else [])
             return run_json(cmd, "bench_train_step")
@@ -534,7 +535,12 @@ def main():
             notes.append(p["mismatch"])
         if p.get("tuned", {}).get("tune_s"):
             notes.append("tuned in %.0f s" % p["tuned"]["tune_s"])
-        notes += ["%s: %s" % (TOOL_NAME[k], e) for k, e in sorted(r["err"].items())]
+        by_err = {}  # one note per distinct error, naming every tool that hit it
+        for k in tools:
+            if k in r["err"]:
+                by_err.setdefault(r["err"][k].replace(p["spec"], os.path.basename(p["spec"])),
+                                  []).append(TOOL_NAME[k])
+        notes += ["%s: %s" % (", ".join(ks), e) for e, ks in by_err.items()]
         cells.append("; ".join(dict.fromkeys(notes)))
         print("| " + " | ".join(cells) + " |")
     print()
