@@ -403,6 +403,8 @@ def main():
         if opt["kind"] == "sgd":
             oargs += ["--momentum", repr(opt.get("momentum", 0.0))]
         common = oargs + ["--data", data, "--batch", str(p["batch"]), "--threads", str(t)]
+        if tool == "ort" and "--epochs" in steps_args:  # its --warmup/--steps are required
+            steps_args = ["--warmup", str(a.warmup), "--steps", str(a.steps)] + steps_args
         common += steps_args + (["--test", test] if test else [])
         env = dict(os.environ, OMP_NUM_THREADS=str(t), OPENBLAS_NUM_THREADS=str(t),
                    MKL_NUM_THREADS=str(t))
@@ -514,7 +516,7 @@ def main():
                   fmt(c.get("bp") and c["bp"] / 2**20, "%.2f")]
         fl = p["flops"]
         floor = fl / (peak * 1e9 * t) * 1e3 if fl and peak else None
-        cells += [fmt(fl and fl / 1e9, "%.3f"), fmt(floor, "%.3f"),
+        cells += [fmt(fl and fl / 1e9, "%.4g"), fmt(floor, "%.4g"),
                   fmt(floor and med.get("pock") and 100 * floor / med["pock"], "%.1f")]
         notes = []
         if a.acc_epochs:
