@@ -287,9 +287,14 @@ def main():
 
     # ---- the plan: models, specs, FLOPs ----
     log("preparing models in %s" % work)
-    plan, rows = [], []
+    plan, rows, skipped = [], [], []
     for name in models:
-        m = bm.torch_model(name, a.size)
+        try:
+            m = bm.torch_model(name, a.size)
+        except Exception as e:  # noqa: BLE001 (a missing package, a bad checkpoint: say so)
+            log("%s skipped: %s" % (name, e))
+            skipped.append("%s (%s)" % (name, e))
+            continue
         opt = bm.optimizer(name, m)
         bs = batches or list(bm.default_batches(name))
         try:
@@ -300,21 +305,20 @@ def main():
         log("  %s ready (%.1f s)" % (name, time.time() - t_phase))
         for scheme in bm.schemes_of(name, schemes):
             spec, origin = bm.spec_file(name, scheme, m, work)
-            mm = bm.torch_model(name, a.size)
             try:
-                res = sparse_spec.resolve(sparse_spec.load(spec), mm,
-                                          bm.example_inputs(name, mm, 2))
+                res = sparse_spec.resolve(sparse_spec.load(spec), m,
+                                          bm.example_inputs(name, m, 2))
                 err = None
             except sparse_spec.SpecError as e:
                 res, err = None, str(e)
             for b in bs:
                 flops = None
                 if res is not None:
-                    f, bw = step_flops.step_flops(mm, bm.example_inputs(name, mm, b), res)
+                    f, bw = step_flops.step_flops(m, bm.example_inputs(name, m, b), res)
                     flops = f + bw
                 item = {"model": name, "scheme": scheme, "batch": b, "spec": spec,
                         "origin": origin, "files": files, "opt": opt, "resolved": res,
-                        "spec_error": err, "flops": flops, "runs": {}}
+                        "spec_error": err, "flops": flops}
                 plan.append(item)
                 for t in threads:
                     rows.append({"item": item, "threads": t, "ms": {k: [] for k in tools},
@@ -554,6 +558,8 @@ def main():
           "activations + gradients + optimizer state, `pock compile --print-memory`). GFLOP: "
           "conv/matmul multiply-adds x 2 of one step (bench/step_flops.py); floor = GFLOP / "
           "(threads x one core's measured peak); % peak = floor / Pock ms.")
+    if skipped:
+        print("skipped models: " + "; ".join(skipped))
     print()
     print("torch.__config__.show():")
     print(torch_cfg)
