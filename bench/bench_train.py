@@ -10,7 +10,8 @@ invocation prints every row in one table. Never fails on timing.
       [--models cnn,mlp,mobilenet_v2,mobilenet_v2_w1,resnet18,llama,minilm]
       [--schemes head,norms_biases_head,last2,pockengine,full] [--batches auto|8,32]
       [--threads 1,2] [--rounds 3] [--warmup 2] [--steps 10] [--tune SECONDS]
-      [--acc-epochs E] [--work DIR] [--python PY] [--estimate-only]
+      [--tune-trials N] [--acc-epochs E] [--tools pock,tuned,torch,ort] [--work DIR]
+      [--python PY] [--estimate-only]
 
   quick smoke run:  bench/bench_train.py --size tiny --models cnn,llama --schemes head,full \\
                         --rounds 1 --steps 2 --warmup 1 --threads 1
@@ -26,12 +27,15 @@ SCHEME.json when present, else the same rule built in (the table says which). Ba
 
 Timing data: random images / token ids (the real task for the digits and MiniLM). Each
 round runs every row's workers once, in an order rotated per round: Pock
-(bench_train_step: W untimed steps, then K timed), Pock tuned (--tune S: `pock tune MODEL
---batch B --sparse SPEC --time-budget S --db WORK/tune.db` once per model x scheme x batch
-before the rounds, then `pock compile --db`), PyTorch (bench/torch_train_worker.py: the
-spec resolved by scripts/sparse_spec.py) and ONNX Runtime (bench/ort_train_worker.py, the
-same trainable set; "n/a" where the spec trains a slice of a weight's input channels,
-which ORT cannot express). A worker reports the median of its K steps; the table shows
+(bench_train_step: W untimed steps, then K timed), Pock tuned (--tune S and/or
+--tune-trials N: `pock tune MODEL --batch B --sparse SPEC --time-budget S --total-trials N
+--db WORK/tune.db` once per model x scheme x batch before the rounds, then `pock compile
+--db`; the note says how long each tuning took: the time budget is not a hard bound),
+PyTorch (bench/torch_train_worker.py: the spec resolved by scripts/sparse_spec.py, checked
+against `pock inspect` on every row: a difference is in the note) and ONNX Runtime
+(bench/ort_train_worker.py, the same trainable set; "n/a" where the spec trains a slice
+of a weight's input channels, or with SGD momentum or weight decay: ORT 1.19 has neither).
+A worker reports the median of its K steps; the table shows
 the median over rounds of those, and min/median/max over rounds of each round's ratio.
 --acc-epochs E trains every scheme E epochs on each model's real task at the first batch
 and the most threads (file order, same initial weights and optimizer; MiniLM with the lr
