@@ -483,7 +483,9 @@ def main():
         [a.python, "-c", "import torch; print(torch.__config__.show())"],
         capture_output=True, text=True).stdout.strip()
     ort_ver = subprocess.run(
-        [a.python, "-c", "import importlib.metadata as m; print(m.version('onnxruntime-training'))"],
+        [a.python, "-c", "import importlib.metadata as m\nfor n in ('onnxruntime-training-cpu', "
+         "'onnxruntime-training', 'onnxruntime'):\n  try:\n    print(n, m.version(n)); break\n"
+         "  except m.PackageNotFoundError: pass"],
         capture_output=True, text=True).stdout.strip() or "not installed"
     print()
     print("date: %s UTC" % datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"))
@@ -491,7 +493,7 @@ def main():
           "(bench/fma_peak.c)" % (cpu, march, cores, fmt(peak, "%.1f")))
     print("command: %s" % " ".join(sys.argv))
     print("size %s; %d round(s), each worker %d untimed + %d timed steps; Pock %s; PyTorch %s "
-          "eager; ONNX Runtime %s" % (a.size, a.rounds, a.warmup, a.steps,
+          "eager; ONNX Runtime: %s" % (a.size, a.rounds, a.warmup, a.steps,
                                       "untuned" + (" and tuned (pock tune %s per model x scheme"
                                                    " x batch, database %s)" % (budget, db)
                                                    if "tuned" in tools else ""),
