@@ -130,7 +130,7 @@ def _pockengine(m, blocks):
     grouped = {n + ".weight" for n, mod in m.named_modules()
                if isinstance(mod, nn.Conv2d) and mod.groups > 1}
     names = [n for n, _ in m.named_parameters()]
-    chosen = [n for n in names if n in sparse_spec._select_blocks(names, blocks["blocks"], "")]
+    chosen = [n for n in names if n in sparse_spec.select_blocks(names, blocks["blocks"], "")]
     if not grouped & set(chosen):
         return [dict(blocks, channels=0.125)]
     layer_w = {n + ".weight" for n, mod in m.named_modules()

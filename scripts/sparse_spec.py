@@ -94,7 +94,9 @@ def _block_of(name):
     return None
 
 
-def _select_blocks(names, blk, where):
+def select_blocks(names, blk, where):
+    """The names in the blocks a "blocks" object selects (graph/sparse_apply.c's
+    select_blocks: "auto" takes the prefix most params have; the last n indices)."""
     if not isinstance(blk, dict) or set(blk) - {"prefix", "last"}:
         raise SpecError("%s: blocks: an object with \"last\" and optionally \"prefix\"" % where)
     last, prefix = blk.get("last"), blk.get("prefix", "auto")
@@ -219,7 +221,7 @@ def resolve(spec, m, inputs=None):
                 raise SpecError("%s: \"%s\" selects no param in this model" % (where, sel))
             groups = [hit]
         elif sel == "blocks":
-            chosen = _select_blocks(list(named), rule["blocks"], where)
+            chosen = select_blocks(list(named), rule["blocks"], where)
             groups = [[n for n in named if n in chosen]]
         else:  # last_layers
             k = rule["last_layers"]
