@@ -27,3 +27,18 @@ add_test(NAME test_example_llama COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_exampl
 set_tests_properties(test_example_llama PROPERTIES LABELS "cli;onnx;example" TIMEOUT 300
   SKIP_RETURN_CODE 77
   ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCK_ONNX_PYTHON=${POCK_ONNX_PYTHON}")
+
+# ---- issue 23, ONNX Runtime training worker (bench/ort_train_worker.py) ----
+# The benchmark's ORT column: its first losses and its test loss after them equal
+# PyTorch's (BN model with running statistics copied back; per-token LM with AdamW in
+# PyTorch's mode). Needs onnxruntime-training and torch in POCK_ONNX_PYTHON, else skipped (77).
+if(POCK_ONNX_PYTHON)
+  set(pock_ort_python ${POCK_ONNX_PYTHON})
+else()
+  set(pock_ort_python python3)
+endif()
+add_test(NAME test_ort_train_worker COMMAND ${pock_ort_python}
+  ${PROJECT_SOURCE_DIR}/bench/ort_train_check.py --models mobilenet_v2,llama
+  --cases full/adamw,last4/sgd --steps 3)
+set_tests_properties(test_ort_train_worker PROPERTIES LABELS "onnx;bench" TIMEOUT 120
+  SKIP_RETURN_CODE 77)
