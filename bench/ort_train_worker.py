@@ -20,7 +20,9 @@ models and the checkpoint, in --workdir (kept) or a temporary folder (removed);
 
 --loss ce: mean softmax cross entropy over the labels (ORT's SoftmaxCrossEntropyLoss).
 Per-token outputs (N, T, V) with labels (N, T) are flattened to (N*T, V) and (N*T) first,
-since the ONNX op takes the classes on axis 1. Labels are cast to int64.
+since the ONNX op takes the classes on axis 1. Labels are cast to int64. LayerNormalization
+nodes get their optional Mean and InvStdDev outputs first (ORT's gradient of the op reads
+them; torch's export leaves them out).
 
 --optimizer: adamw is ORT's AdamWOptimizer in PyTorch's mode (adam_mode 0: decoupled
 weight decay before the update, eps 1e-8 added after the bias correction, betas 0.9 and
@@ -48,10 +50,11 @@ Batch norms run in training mode (batch statistics) as the export made them; ORT
 training graph does not write their running statistics back, so this worker copies the
 new ones (the BatchNormalization outputs 1 and 2) into the checkpoint state after each
 step, outside the timed part: the eval model (batch norms in inference mode) then uses
-them, as PyTorch's and Pock's do. "ms_*" are over the timed steps; "acc" and "test_loss" are over --test after training (the eval model;
-argmax over the last axis, per token for per-token outputs), null without --test;
-"losses" are the losses of the first 8 steps (bench/ort_train_check.py compares them with
-PyTorch's). --threads sets ORT's intra-op threads (inter-op 1).
+them, as PyTorch's and Pock's do. "ms_*" are over the timed steps; "acc" and "test_loss"
+are over --test after training (the eval model; argmax over the last axis, per token for
+per-token outputs), null without --test; "losses" are the losses of the first 8 steps
+(bench/ort_train_check.py compares them with PyTorch's). --threads sets ORT's intra-op
+threads (inter-op 1).
 """
 import os
 
@@ -408,7 +411,7 @@ def evaluate(a, xs, y, module):
 def generate(a):
     """The child's job: load the model, write the artifacts and META into
     --generate-into."""
-    import onnx  # before onnxruntime.training, which imports torch (see scripts/)
+    import onnx  # before onnxruntime.training: importing torch first breaks `import onnx`
     names = read_names(a.trainable)
     try:
         model = onnx.load(a.onnx)
