@@ -39,10 +39,11 @@ the timed steps are those after the first W, K at most ("steps" says how many).
 
 Memory: the artifacts are generated in a child process (this script with
 --generate-into), which loads the ONNX model and onnxblock; this process then loads only
-numpy, onnxruntime and ORT's training api (onnxruntime.training's package __init__ imports
-torch for ORTModule, ~250 MB of RSS that on-device training never uses: the api
-subpackage is loaded without it when this file runs as a script), so "peak_rss_kb", this
-process's VmHWM, is the training's own: interpreter, data, session, step.
+numpy, onnxruntime and ORT's training api, so "peak_rss_kb", this process's VmHWM, is the
+training's own: interpreter, data, session, step. Neither process loads torch
+(onnxruntime.training's package __init__ imports it for ORTModule, ~250 MB of RSS that
+on-device training never uses: run as a script, the worker blocks it and loads the
+subpackages it needs without that __init__).
 
 Each timed step is ORT's training step: Module forward + backward, Optimizer.step(),
 Module.lazy_reset_grad(), the batch handed over as numpy arrays (as a user writes it).
@@ -213,6 +214,7 @@ def flat_ce_block(per_token):
     """The loss block: ORT's CrossEntropyLoss, or for per-token logits (N, T, V) a
     SoftmaxCrossEntropyLoss over (N*T, V) and labels (N*T), fed labels (N, T)."""
     import onnx
+    ort_training()
     from onnxruntime.training import onnxblock
     if not per_token:
         return onnxblock.loss.CrossEntropyLoss()
@@ -276,6 +278,7 @@ def layer_norm_outputs(model):
 def make_artifacts(a, model, trainable, out_name, out_rank, stats, workdir):
     """generate_artifacts into workdir with AdamW set to PyTorch's mode; returns seconds."""
     import onnx
+    ort_training()
     from onnxruntime.training import artifacts, onnxblock
     inits = {t.name: t for t in model.graph.initializer}
     missing = [n for n in trainable if n not in inits]
@@ -330,23 +333,23 @@ def make_artifacts(a, model, trainable, out_name, out_rank, stats, workdir):
     return time.perf_counter() - t0
 
 
-def ort_training_api():
-    """onnxruntime.training.api; when the package's __init__ cannot load (torch blocked:
-    see main), the api subpackage alone, under a bare parent package."""
+def ort_training():
+    """Makes onnxruntime.training's subpackages (api, artifacts, onnxblock) importable:
+    the package itself, or where its __init__ cannot load (torch blocked: see main) a bare
+    parent package over its folder, which they do not need."""
     try:
-        from onnxruntime.training import api
+        import onnxruntime.training  # noqa: F401
     except ImportError:
         import onnxruntime
         parent = types.ModuleType("onnxruntime.training")
         parent.__path__ = [os.path.join(os.path.dirname(onnxruntime.__file__), "training")]
         sys.modules["onnxruntime.training"] = parent
-        from onnxruntime.training import api
-    return api
 
 
 def open_session(a, workdir):
-    api = ort_training_api()
+    ort_training()
     import onnxruntime as ort
+    from onnxruntime.training import api
     so = ort.SessionOptions()
     so.intra_op_num_threads = a.threads
     so.inter_op_num_threads = 1
@@ -411,7 +414,7 @@ def evaluate(a, xs, y, module):
 def generate(a):
     """The child's job: load the model, write the artifacts and META into
     --generate-into."""
-    import onnx  # before onnxruntime.training: importing torch first breaks `import onnx`
+    import onnx  # before onnxruntime, which imports torch where it can (see main)
     names = read_names(a.trainable)
     try:
         model = onnx.load(a.onnx)
@@ -486,8 +489,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    # The training process runs without torch (see the docstring); the generating child,
-    # which onnxblock needs it for, with.
-    if "--generate-into" not in sys.argv and "torch" not in sys.modules:
+    # No torch in either process (see the docstring): `import onnxruntime` imports it
+    # when it can, for ORTModule, which neither uses; that costs ~250 MB and 4 s.
+    if "torch" not in sys.modules:
         sys.modules["torch"] = None
     sys.exit(main())
