@@ -17,6 +17,14 @@ frozen parameters requires_grad=False; batch norms in train mode), then evaluate
 mode (batch norms with the running statistics the worker copied back). Prints one line per
 case; exits 1 when a loss differs by more than 1e-4 (relative) or the test loss by more
 than 2e-4, 77 when onnxruntime-training or torch is missing (the ctest skip).
+
+Also checked by hand (2026-12-02): the pretrained MiniLM (scripts/minilm_export.py OUT
+--seq 32, its sample batch of 8, AdamW lr 2e-5, weight decay 0.01): the worker's losses of
+5 steps equal examples/minilm/torch_steps.py's to its 6 printed decimals for head.*
+(0.693900 ... 0.691040), norms + biases + head (... 0.688026) and every parameter
+(0.693900 0.628279 0.566910 0.508538 0.452460); and every device-size example model
+(--size device: resnet18, mobilenet_v2, llama, bert; every parameter and the last two,
+SGD and AdamW, batch 8) trains and evaluates through it.
 """
 # onnx first: importing torch first makes `import onnx` fail in the reference venv
 try:

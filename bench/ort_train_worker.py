@@ -20,7 +20,9 @@ models and the checkpoint, in --workdir (kept) or a temporary folder (removed);
 
 --loss ce: mean softmax cross entropy over the labels (ORT's SoftmaxCrossEntropyLoss).
 Per-token outputs (N, T, V) with labels (N, T) are flattened to (N*T, V) and (N*T) first,
-since the ONNX op takes the classes on axis 1. Labels are cast to int64.
+since the ONNX op takes the classes on axis 1. Labels are cast to int64. LayerNormalization
+nodes get their optional Mean and InvStdDev outputs first (ORT's gradient of the op reads
+them; torch's export leaves them out).
 
 --optimizer: adamw is ORT's AdamWOptimizer in PyTorch's mode (adam_mode 0: decoupled
 weight decay before the update, eps 1e-8 added after the bias correction, betas 0.9 and
@@ -35,17 +37,25 @@ every step has the same shape (as bench_train.py's PyTorch worker). Without --ep
 run takes W + K steps (wrapping around the data); with --epochs E it takes E epochs, and
 the timed steps are those after the first W, K at most ("steps" says how many).
 
+Memory: the artifacts are generated in a child process (this script with
+--generate-into), which loads the ONNX model and onnxblock; this process then loads only
+numpy, onnxruntime and ORT's training api, so "peak_rss_kb", this process's VmHWM, is the
+training's own: interpreter, data, session, step. Neither process loads torch
+(onnxruntime.training's package __init__ imports it for ORTModule, ~250 MB of RSS that
+on-device training never uses: run as a script, the worker blocks it and loads the
+subpackages it needs without that __init__).
+
 Each timed step is ORT's training step: Module forward + backward, Optimizer.step(),
 Module.lazy_reset_grad(), the batch handed over as numpy arrays (as a user writes it).
 Batch norms run in training mode (batch statistics) as the export made them; ORT's
 training graph does not write their running statistics back, so this worker copies the
 new ones (the BatchNormalization outputs 1 and 2) into the checkpoint state after each
 step, outside the timed part: the eval model (batch norms in inference mode) then uses
-them, as PyTorch's and Pock's do. "ms_*" are over the timed steps; "peak_rss_kb" is this
-process's VmHWM; "acc" and "test_loss" are over --test after training (the eval model;
-argmax over the last axis, per token for per-token outputs), null without --test;
-"losses" are the losses of the first 8 steps (bench/ort_train_check.py compares them with
-PyTorch's). --threads sets ORT's intra-op threads (inter-op 1).
+them, as PyTorch's and Pock's do. "ms_*" are over the timed steps; "acc" and "test_loss"
+are over --test after training (the eval model; argmax over the last axis, per token for
+per-token outputs), null without --test; "losses" are the losses of the first 8 steps
+(bench/ort_train_check.py compares them with PyTorch's). --threads sets ORT's intra-op
+threads (inter-op 1).
 """
 import os
 
@@ -53,20 +63,20 @@ import os
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 
-# onnx first: importing torch (or onnxruntime.training's torch imports) first breaks it
-import onnx  # noqa: E402,I001
-
 import argparse  # noqa: E402
 import json  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+import types  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 LOSSES_KEPT = 8  # first-step losses in the output: enough for a check against PyTorch
+META = "worker.json"  # what the generating child tells the training process
 
 
 class Failure(Exception):
@@ -98,7 +108,9 @@ def parse_args(argv=None):
     ap.add_argument("--steps", type=int, required=True, help="timed steps")
     ap.add_argument("--epochs", type=int, help="train E full epochs (timed steps among them)")
     ap.add_argument("--workdir", help="keep the ORT artifacts here (default: a temp folder)")
+    ap.add_argument("--generate-into", help=argparse.SUPPRESS)  # the child's job
     a = ap.parse_args(argv)
+    a.argv = list(sys.argv[1:] if argv is None else argv)
     if a.lr <= 0 or a.batch < 1 or a.threads < 1 or a.warmup < 0 or a.steps < 1:
         ap.error("--lr, --batch, --threads and --steps must be > 0, --warmup >= 0")
     if a.epochs is not None and a.epochs < 1:
@@ -155,11 +167,12 @@ def load_data(spec, what):
 
 
 def model_io(model):
-    """(the graph's inputs that are not initializers, as (name, numpy dtype, rank), the
+    """(the graph's inputs that are not initializers, as [name, numpy dtype name, rank], the
     output's name and rank); one output, the logits, as the exports have."""
+    import onnx
     inits = {t.name for t in model.graph.initializer}
-    ins = [(i.name, onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type),
-            len(i.type.tensor_type.shape.dim)) for i in model.graph.input if i.name not in inits]
+    ins = [[i.name, onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type).name,
+            len(i.type.tensor_type.shape.dim)] for i in model.graph.input if i.name not in inits]
     if len(model.graph.output) != 1:
         raise Failure("the model has %d outputs: the worker takes one (the logits)"
                       % len(model.graph.output))
@@ -174,6 +187,7 @@ def fit_inputs(xs, ins, what):
             what, len(xs), "" if len(xs) == 1 else "s", len(ins), ", ".join(n for n, _, _ in ins)))
     out = []
     for x, (name, dt, rank) in zip(xs, ins):
+        dt = np.dtype(dt)
         if np.issubdtype(x.dtype, np.floating) != np.issubdtype(dt, np.floating):
             raise Failure("%s: input %s takes %s, the data is %s" % (what, name, dt, x.dtype))
         if x.ndim != rank:
@@ -183,7 +197,7 @@ def fit_inputs(xs, ins, what):
 
 
 def batch_norm_stats(model):
-    """[(output name, running-stat initializer)] of every training-mode BatchNormalization:
+    """[[output name, running-stat initializer]] of every training-mode BatchNormalization:
     its outputs 1 and 2 are the updated running mean and variance."""
     inits = {t.name for t in model.graph.initializer}
     pairs = []
@@ -192,13 +206,15 @@ def batch_norm_stats(model):
             continue
         for k in (1, 2):
             if n.output[k] and n.input[k + 2] in inits:
-                pairs.append((n.output[k], n.input[k + 2]))
+                pairs.append([n.output[k], n.input[k + 2]])
     return pairs
 
 
 def flat_ce_block(per_token):
     """The loss block: ORT's CrossEntropyLoss, or for per-token logits (N, T, V) a
     SoftmaxCrossEntropyLoss over (N*T, V) and labels (N*T), fed labels (N, T)."""
+    import onnx
+    ort_training()
     from onnxruntime.training import onnxblock
     if not per_token:
         return onnxblock.loss.CrossEntropyLoss()
@@ -235,6 +251,7 @@ def eval_batch_norms(path):
     """The eval model's batch norms in inference mode (generate_artifacts clears
     training_mode) keep the running-stat outputs, which ORT then refuses: drop them, and
     the graph outputs they were."""
+    import onnx
     em = onnx.load(path)
     dropped = set()
     for n in em.graph.node:
@@ -260,6 +277,8 @@ def layer_norm_outputs(model):
 
 def make_artifacts(a, model, trainable, out_name, out_rank, stats, workdir):
     """generate_artifacts into workdir with AdamW set to PyTorch's mode; returns seconds."""
+    import onnx
+    ort_training()
     from onnxruntime.training import artifacts, onnxblock
     inits = {t.name: t for t in model.graph.initializer}
     missing = [n for n in trainable if n not in inits]
@@ -314,7 +333,21 @@ def make_artifacts(a, model, trainable, out_name, out_rank, stats, workdir):
     return time.perf_counter() - t0
 
 
+def ort_training():
+    """Makes onnxruntime.training's subpackages (api, artifacts, onnxblock) importable:
+    the package itself, or where its __init__ cannot load (torch blocked: see main) a bare
+    parent package over its folder, which they do not need."""
+    try:
+        import onnxruntime.training  # noqa: F401
+    except ImportError:
+        import onnxruntime
+        parent = types.ModuleType("onnxruntime.training")
+        parent.__path__ = [os.path.join(os.path.dirname(onnxruntime.__file__), "training")]
+        sys.modules["onnxruntime.training"] = parent
+
+
 def open_session(a, workdir):
+    ort_training()
     import onnxruntime as ort
     from onnxruntime.training import api
     so = ort.SessionOptions()
@@ -378,25 +411,52 @@ def evaluate(a, xs, y, module):
     return correct / count, loss_sum / count
 
 
-def run(a):
+def generate(a):
+    """The child's job: load the model, write the artifacts and META into
+    --generate-into."""
+    import onnx  # before onnxruntime, which imports torch where it can (see main)
     names = read_names(a.trainable)
     try:
         model = onnx.load(a.onnx)
-    except (OSError, onnx.onnx_cpp2py_export.checker.ValidationError, Exception) as e:
+    except Exception as e:  # OSError, DecodeError, ...: each is "cannot read the model"
         raise Failure("%s: %s" % (a.onnx, e))
     ins, out_name, out_rank = model_io(model)
-    xs, y = load_data(a.data, "--data")
-    xs = fit_inputs(xs, ins, "--data")
-    test = None
-    if a.test:
-        tx, ty = load_data(a.test, "--test")
-        test = (fit_inputs(tx, ins, "--test"), ty)
     stats = batch_norm_stats(model)
+    artifact_s = make_artifacts(a, model, names, out_name, out_rank, stats, a.generate_into)
+    with open(os.path.join(a.generate_into, META), "w") as f:
+        json.dump({"inputs": ins, "stats": stats, "artifact_s": artifact_s}, f)
+    return None
+
+
+def generate_in_child(a, workdir):
+    """Runs this script with --generate-into workdir; returns META's contents."""
+    cmd = [sys.executable, os.path.abspath(__file__)] + a.argv + ["--generate-into", workdir]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        lines = p.stdout.strip().splitlines()
+        try:
+            msg = json.loads(lines[-1])["error"]
+        except (IndexError, ValueError, KeyError):
+            tail = (p.stderr.strip() or "exit %d" % p.returncode).splitlines()
+            msg = "artifact generation: %s" % tail[-1]
+        raise Failure(msg)
+    with open(os.path.join(workdir, META)) as f:
+        return json.load(f)
+
+
+def run(a):
+    xs, y = load_data(a.data, "--data")
+    test = load_data(a.test, "--test") if a.test else None
+    if len(y) < a.batch:  # before the artifacts, which take a while
+        raise Failure("--data has %d rows: fewer than one batch of %d" % (len(y), a.batch))
     workdir = a.workdir or tempfile.mkdtemp(prefix="ort_train_")
     os.makedirs(workdir, exist_ok=True)
     try:
-        artifact_s = make_artifacts(a, model, names, out_name, out_rank, stats, workdir)
-        del model
+        meta = generate_in_child(a, workdir)
+        ins, stats = meta["inputs"], meta["stats"]
+        xs = fit_inputs(xs, ins, "--data")
+        if test:
+            test = (fit_inputs(test[0], ins, "--test"), test[1])
         state, module, opt = open_session(a, workdir)
         ms, losses, total = train(a, xs, y, state, module, opt, stats)
         acc = tloss = None
@@ -409,22 +469,28 @@ def run(a):
         raise Failure("no timed step: %d steps taken, %d warmup" % (total, a.warmup))
     return {"steps": len(ms), "ms_median": statistics.median(ms), "ms_min": min(ms),
             "ms_max": max(ms), "ms_mean": sum(ms) / len(ms), "peak_rss_kb": peak_rss_kb(),
-            "acc": acc, "test_loss": tloss, "artifact_s": artifact_s, "train_steps": total,
-            "losses": losses}
+            "acc": acc, "test_loss": tloss, "artifact_s": meta["artifact_s"],
+            "train_steps": total, "losses": losses}
 
 
 def main(argv=None):
     try:
-        res = run(parse_args(argv))
+        a = parse_args(argv)
+        res = generate(a) if a.generate_into else run(a)
     except Failure as e:
         print(json.dumps({"error": str(e)}))
         return 1
     except Exception as e:  # ORT raises RuntimeError, Fail, InvalidArgument, ...
         print(json.dumps({"error": "%s: %s" % (type(e).__name__, str(e).strip()[-400:])}))
         return 1
-    print(json.dumps(res))
+    if res is not None:
+        print(json.dumps(res))
     return 0
 
 
 if __name__ == "__main__":
+    # No torch in either process (see the docstring): `import onnxruntime` imports it
+    # when it can, for ORTModule, which neither uses; that costs ~250 MB and 4 s.
+    if "torch" not in sys.modules:
+        sys.modules["torch"] = None
     sys.exit(main())

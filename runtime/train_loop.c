@@ -256,6 +256,10 @@ static void progress(FILE *out, int epoch, int epochs, int64_t done, int64_t tot
   fflush(out);
 }
 
+/* Step times kept for the median: 4 MiB of floats (twice, with the working copy) covers
+ * a million steps; a longer run's median is over its latest million. */
+#define MAX_TIMED ((int64_t)1 << 20)
+
 typedef struct loop {
   pkrt_model *m;
   const pkrt_dataset *d;
@@ -267,7 +271,8 @@ typedef struct loop {
   int32_t *labels;
   int64_t step_ns;
   /* Every step's time of this run, for the median: sized in setup for the most steps the
-   * run can take, so a step allocates nothing; scratch is the median's working copy. */
+   * run can take (at most MAX_TIMED: a longer run keeps its latest, as a ring), so a step
+   * allocates nothing; scratch is the median's working copy. nt counts every step. */
   float *step_ms, *scratch;
   int64_t cap, nt;
   int64_t start_steps;          /* the model's step count when this run began */
@@ -315,7 +320,7 @@ static pkrt_status run_epoch(loop *L, int epoch, double *loss, double *acc, bool
                            (long long)m->steps, epoch, l);
     int64_t dt = pkrt_now_ns() - t0;
     L->step_ns += dt;
-    if (L->nt < L->cap) L->step_ms[L->nt++] = (float)((double)dt / 1e6);
+    if (L->cap) L->step_ms[L->nt++ % L->cap] = (float)((double)dt / 1e6);
     /* sums over the labels the loss counts (rows; tokens for per-token labels) */
     int64_t n, c = count_correct(m, L->labels, valid, &n);
     ls->loss_sum += l * (double)n;
@@ -378,6 +383,7 @@ static pkrt_status setup(loop *L, pkrt_train_result *r) {
   int64_t left = ((int64_t)o->epochs - L->ls.epochs_done) * per - L->ls.pos;
   L->cap = left < 0 ? 0 : left;
   if (o->max_steps > 0 && o->max_steps < L->cap) L->cap = o->max_steps;
+  if (L->cap > MAX_TIMED) L->cap = MAX_TIMED;
   L->step_ms = malloc(sizeof(float) * (size_t)(L->cap + 1));
   L->scratch = malloc(sizeof(float) * (size_t)(L->cap + 1));
   if (!L->step_ms || !L->scratch) return pkrt_ctx_fail(m->rt, PKRT_ERR_NOMEM, "out of memory");
@@ -414,7 +420,7 @@ static int64_t last_opt_step(const pkrt_model *m) {
 /* The median of the run's step times so far (0 before any step): a quickselect on a copy,
  * O(steps) once an epoch; the mean alone hides a few slow steps' noise (issue 23). */
 static double median_ms(loop *L) {
-  int64_t n = L->nt;
+  int64_t n = L->nt < L->cap ? L->nt : L->cap;
   if (n == 0) return 0;
   float *a = L->scratch;
   memcpy(a, L->step_ms, sizeof(float) * (size_t)n);
