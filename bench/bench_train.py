@@ -34,7 +34,8 @@ round runs every row's workers once, in an order rotated per round: Pock
 PyTorch (bench/torch_train_worker.py: the spec resolved by scripts/sparse_spec.py, checked
 against `pock inspect` on every row: a difference is in the note) and ONNX Runtime
 (bench/ort_train_worker.py, the same trainable set; "n/a" where the spec trains a slice
-of a weight's input channels, or with SGD momentum or weight decay: ORT 1.19 has neither).
+of a weight's input channels, which ORT cannot express). Every model trains with AdamW
+(bench_models.optimizer), the optimizer all three tools offer (ORT 1.19's SGD has no momentum).
 A worker reports the median of its K steps; the table shows
 the median over rounds of those, and min/median/max over rounds of each round's ratio.
 --acc-epochs E trains every scheme E epochs on each model's real task at the first batch
