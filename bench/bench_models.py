@@ -115,7 +115,7 @@ def builtin_spec(name, scheme, m):
     blocks = {"blocks": {"prefix": BLOCKS[name], "last": 2}}
     train = {"head": head,
              "norms_biases_head": [{"norms": True}] + biases + head,
-             "last2": [blocks] if name == "minilm" else [blocks] + head,
+             "last2": [blocks] + head,
              "pockengine": _pockengine(m, blocks) + biases + head,
              "full": [{"all": True}]}[scheme]
     return {"version": 1, "description": "bench_train.py's built-in %s scheme" % scheme,
