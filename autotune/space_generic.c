@@ -155,7 +155,36 @@ static pk_status reduction_apply(const pk_space *sp, pk_schedule *s, const int64
   return PK_OK;
 }
 
-const space_class pk_space_class_reduction = {"reduction", reduction_init, reduction_apply, NULL};
+/* Without a preset the host compiler vectorizes a reduction's loops by itself, but not
+ * where the body calls exp (softmax, the loss): rows reduced along the innermost axis
+ * (softmax, layer norm, the loss) become one vector of partial sums (rfactor), columns
+ * reduced along an outer axis (a bias gradient) a vectorized innermost spatial loop with
+ * the reduction outside it. The last reduction decides (reduction_init's main one). */
+static bool reduction_preset(const pk_space *sp, int64_t *v) {
+  const pk_te_program *prog = sp->task->prog;
+  const pk_te_tensor *r = NULL;
+  for (int i = 0; i < prog->ntensors; i++)
+    if (prog->tensors[i]->kind == PK_TE_COMPUTE && prog->tensors[i]->body->kind == PK_EXPR_REDUCE)
+      r = prog->tensors[i];
+  if (!r || sp->lanes < 2) return false;
+  const pk_te_axis *k = r->body->axes[r->body->naxes - 1];
+  int64_t L = sp->lanes, ext = k->hi - k->lo, inner = last_extent(r);
+  memset(v, 0, RD_NKNOBS * sizeof *v);
+  v[RD_UNROLL] = 1;
+  v[RD_VECTOR] = space_pick(sp, RD_VECTOR, L);
+  if (inner == 1 && ext >= 2 * L) {
+    v[RD_RFACTOR] = space_pick(sp, RD_RFACTOR, L);
+    return v[RD_RFACTOR] > 1;
+  }
+  if (inner >= L) {
+    v[RD_REDUCE_POS] = 1;
+    return true;
+  }
+  return false;
+}
+
+const space_class pk_space_class_reduction = {"reduction", reduction_init, reduction_apply,
+                                              reduction_preset};
 
 /* ---- injective programs ---- */
 

@@ -23,6 +23,8 @@ typedef struct matmul_plan {
   const char *a, *b;         /* the operands read at bare m / bare n ("t0"); NULL: none */
   int a_dim, b_dim;          /* their dim indexed by m / n: the packed panel's dim */
   bool b_strided_n;          /* B's n dim is not its innermost ("NT"): columns are strided */
+  bool a_strided_k;          /* A's m dim is its innermost ("TN", a weight gradient X^T dY):
+                                each k step of the tile's rows is a new cache line */
   int nother;
   const char *other[64];     /* the other computes (an epilogue such as a ReLU) */
   int ndim;                  /* of the product stage */
@@ -74,6 +76,7 @@ static pk_status matmul_init(pk_space *sp) {
   find_operand(mul, t->axes[t->ndim - 1], k0, &p->b, &p->b_dim, &b_ndim, ctx);
   p->b_strided_n = p->b && p->b_dim != b_ndim - 1;
   if (p->a && p->b && !strcmp(p->a, p->b)) p->a = NULL; /* A·Aᵀ: pack it once, as B */
+  p->a_strided_k = p->a && p->a_dim == a_ndim - 1;
   sp->plan = p;
 
   int64_t M = t->shape[t->ndim - 2], N = t->shape[t->ndim - 1], K = p->k_extent;
@@ -376,10 +379,13 @@ static bool matmul_preset(const pk_space *sp, int64_t *v) {
   v[MM_VECTOR] = space_pick(sp, MM_VECTOR, v[MM_TILE_N] < sp->lanes ? v[MM_TILE_N] : sp->lanes);
   v[MM_CACHE_WRITE] = 1;
   v[MM_PACK_B] = 1;
+  /* A stored (K, M) (dW = X^T dY): its rows packed into [M/tile_m][K][tile_m] panels make
+   * the tile's loads contiguous: 2-3x on the weight gradients of transformers' linears */
+  const matmul_plan *p = sp->plan;
+  v[MM_PACK_A] = p->a_strided_k ? 1 : 0;
   v[MM_K_UNROLL] = 1;
   v[MM_UNROLL] = 1;
   /* few column tiles to run in parallel (a small weight gradient): split the reduction */
-  const matmul_plan *p = sp->plan;
   int64_t N = space_stage_extent(sp, p->stage, p->ndim - 1);
   v[MM_RFACTOR_THREADS] = space_thread_preset(sp, MM_RFACTOR_THREADS, (N + v[MM_TILE_N] - 1) / v[MM_TILE_N]);
   return true;

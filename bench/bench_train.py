@@ -1,287 +1,575 @@
 #!/usr/bin/env python3
-"""bench_train.py — training speed of the digits models, PyTorch eager (CPU, one thread) vs
-Pock (`pock compile` + bench_train_step), same initial weights (torch2pock) and data order,
-for the full update and the sparse schemes at batch 1, 8 and 32. Never fails on timing.
+"""bench_train.py — issue 23's training benchmark: per model x scheme x batch x threads, the
+ms/step of Pock (untuned, and tuned with a stated budget), PyTorch eager and ONNX Runtime
+training, in interleaved rounds, with min/median/max of each ratio over the rounds, peak RSS
+of every process, Pock's planned arena and BP memory, the step's FLOPs against the cores'
+measured fp32 peak, and (optionally) test accuracy after the same number of epochs. One
+invocation prints every row in one table. Never fails on timing.
 
-  /usr/bin/python3 bench/bench_train.py [--build build] [--models cnn,mlp]
-        [--schemes full,head,bias_head,last2,partial25,partial25_localbias] [--batches 1,8,32] [--epochs 2]
+  build-venv-onnx/bin/python bench/bench_train.py [--build build] [--size device]
+      [--models cnn,mlp,mobilenet_v2,mobilenet_v2_w1,resnet18,llama,minilm]
+      [--schemes head,norms_biases_head,last2,pockengine,full] [--batches auto|8,32]
+      [--threads 1,2] [--rounds 3] [--warmup 2] [--steps 10] [--tune SECONDS]
+      [--tune-trials N] [--acc-epochs E] [--tools pock,tuned,torch,ort] [--work DIR]
+      [--python PY] [--estimate-only]
 
-Prints per (model, scheme, batch): median ms/step of each and their ratio, peak RSS of each
-process, test accuracy of each, the step's FLOPs (multiply-adds x 2 of the conv/matmul
-forward and backward kernels the scheme needs) and the floor = FLOPs / one core's fp32 peak
-(measured with bench/fma_peak.c: vector FMA chains, -O2 -march=native).
+  quick smoke run:  bench/bench_train.py --size tiny --models cnn,llama --schemes head,full \\
+                        --rounds 1 --steps 2 --warmup 1 --threads 1
+
+Models (bench/bench_models.py): the digits demo's cnn and mlp (real data; their schemes
+map onto the demo's specs, and the demo names bias_head, partial25, partial25_localbias
+also work for them), examples/models' mobilenet_v2, mobilenet_v2_w1, resnet18 and llama
+(also bert) at --size (device: the issue's sizes; tiny: a quick smoke run), exported by
+scripts/model_export.py, and the pretrained MiniLM (scripts/minilm_export.py at seq 128,
+scripts/minilm_data.py's review task; skipped at --size tiny). Specs: examples/NAME/specs/
+SCHEME.json when present, else the same rule built in (the table says which). Batches
+(auto): 8 and 32 for the conv nets, 8 for the transformers.
+
+Timing data: random images / token ids (the real task for the digits and MiniLM). Each
+round runs every row's workers once, in an order rotated per round: Pock
+(bench_train_step: W untimed steps, then K timed), Pock tuned (--tune S and/or
+--tune-trials N: `pock tune MODEL --batch B --sparse SPEC --time-budget S --total-trials N
+--db WORK/tune.db` once per model x scheme x batch before the rounds, then `pock compile
+--db`; the note says how long each tuning took: the time budget is not a hard bound),
+PyTorch (bench/torch_train_worker.py: the spec resolved by scripts/sparse_spec.py, checked
+against `pock inspect` on every row: a difference is in the note) and ONNX Runtime
+(bench/ort_train_worker.py, the same trainable set; "n/a" where the spec trains a slice
+of a weight's input channels, which ORT cannot express). Every model trains with AdamW
+(bench_models.optimizer), the optimizer all three tools offer (ORT 1.19's SGD has no momentum).
+A worker reports the median of its K steps; the table shows
+the median over rounds of those, and min/median/max over rounds of each round's ratio.
+--acc-epochs E trains every scheme E epochs on each model's real task at the first batch
+and the most threads (file order, same initial weights and optimizer; MiniLM with the lr
+of bench_models.ACC_LR) and reports test accuracy; "no data" where the task's data script
+(scripts/image_data.py, scripts/llama_data.py) is missing.
+
+Work files (exports, data, artifacts, tuning database) stay in --work (default
+BUILD/bench_train) and are reused by the next run. Progress goes to stderr; the estimate
+of the run's duration, the machine, `torch.__config__.show()` and the table to stdout.
 """
 import os
 
-# One thread everywhere, before torch (or numpy's BLAS) is imported.
+# One thread in this process (the workers set their own), before torch or numpy load.
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_v] = "1"
+    os.environ.setdefault(_v, "1")
 
 import argparse  # noqa: E402
+import datetime  # noqa: E402
 import json  # noqa: E402
-import shutil  # noqa: E402
+import platform  # noqa: E402
+import re  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-import tempfile  # noqa: E402
 import time  # noqa: E402
-
-import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-sys.path.insert(0, os.path.join(ROOT, "examples", "digits"))
 
-SGD = {"kind": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 1e-3}
+TOOLS = ("pock", "tuned", "torch", "ort")
+TOOL_NAME = {"pock": "Pock", "tuned": "Pock tuned", "torch": "PyTorch", "ort": "ORT"}
+ORT_PARTIAL = "ORT trains whole initializers only (no slice of a weight's input channels)"
 
 
-def load_digits(tmp):
-    """digits.csv (pixels 0..16, label last) scaled by 1/16; every 5th row is the test set.
-    Writes the .npy files bench_train_step reads; returns (x, y, tx, ty)."""
-    raw = np.loadtxt(os.path.join(ROOT, "examples", "digits", "digits.csv"), delimiter=",",
-                     ndmin=2, comments="#")
-    if not np.isfinite(raw[0]).all():
-        raw = raw[1:]
-    x, y = (raw[:, :64] / 16.0).astype(np.float32), raw[:, 64].astype(np.int32)
-    test = np.arange(len(y)) % 5 == 0
-    out = (x[~test], y[~test], x[test], y[test])
-    for name, a in zip(("x", "y", "tx", "ty"), out):
-        np.save(os.path.join(tmp, name + ".npy"), a)
+def log(msg):
+    print("bench_train: " + msg, file=sys.stderr, flush=True)
+
+
+def run_json(cmd, what, timeout=3600, env=None):
+    """Runs cmd, returns its last stdout line as JSON, or {"error": ...}."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"error": "%s: %s" % (what, e)}
+    try:
+        out = json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        out = None
+    if p.returncode != 0 or not isinstance(out, dict):
+        if isinstance(out, dict) and "error" in out:  # a worker's own JSON error ("n/a: ...")
+            return out
+        msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
+        return {"error": "%s: %s" % (what, msg[-1] if msg else "exit %d" % p.returncode)}
     return out
 
 
-def step_flops(graph, trains, partial):
-    """Multiply-adds x 2 per batch row of one training step's conv/matmul kernels: the
-    forward of each layer; dW of a trained weight (over the trained fraction of its input
-    channels: partial = {weight name: fraction}); dX of a layer when any param of an earlier
-    layer trains (its input needs a gradient)."""
-    shapes = {i["name"]: [1] + i["shape"][1:] for i in graph["inputs"]}
-    shapes.update({p["name"]: p["shape"] for p in graph["params"]})
-    layers = []
-    for n in graph["nodes"]:
-        a = [shapes[i] for i in n["inputs"]]
-        at = n.get("attrs", {})
-        if n["op"] == "matmul":
-            out = [a[0][0], a[1][0] if at.get("trans_b") else a[1][1]]
-            macs = out[1] * a[0][1]
-            layers.append((n["inputs"][1], macs))
-        elif n["op"] == "conv2d":
-            w, p, s, d = a[1], at["pad"], at["stride"], at["dilation"]
-            oh = (a[0][2] + p[0] + p[2] - d[0] * (w[2] - 1) - 1) // s[0] + 1
-            ow = (a[0][3] + p[1] + p[3] - d[1] * (w[3] - 1) - 1) // s[1] + 1
-            out = [a[0][0], w[0], oh, ow]
-            layers.append((n["inputs"][1], w[0] * oh * ow * w[1] * w[2] * w[3]))
-        elif n["op"] in ("max_pool2d", "avg_pool2d"):
-            k, p, s = at["kernel"], at["pad"], at["stride"]
-            out = a[0][:2] + [(a[0][2] + p[0] + p[2] - k[0]) // s[0] + 1,
-                              (a[0][3] + p[1] + p[3] - k[1]) // s[1] + 1]
-        elif n["op"] == "mean":
-            out = a[0][:2] if not at.get("keepdims") else a[0][:2] + [1, 1]
-        else:
-            out = a[0]
-        shapes[n["output"]] = out
-    names = [w.rsplit(".", 1)[0] for w, _ in layers]
-    trained_layer = [any(t and k.rsplit(".", 1)[0] == ln for k, t in trains.items())
-                     for ln in names]
-    fwd = sum(m for _, m in layers)
-    bwd = 0
-    for i, (w, macs) in enumerate(layers):
-        if trains.get(w):
-            bwd += macs * partial.get(w, 1.0)
-        if any(trained_layer[:i]):
-            bwd += macs
-    return 2 * (fwd + bwd)
+def default_python():
+    """The reference venv (onnx, onnxruntime-training, torch through system packages)."""
+    for p in (os.path.join(ROOT, "build-venv-onnx", "bin", "python"),
+              os.environ.get("POCK_ONNX_PYTHON", "")):
+        if p and os.access(p, os.X_OK):
+            return p
+    return sys.executable
 
 
-def torch_worker(args):
-    """One (model, scheme, batch) run of PyTorch in this process; prints a JSON line."""
-    import torch
-    torch.set_num_threads(1)
-    import gen_train_fixtures as gtf
-    import models
-    data = {k: np.load(os.path.join(args.data, k + ".npy")) for k in ("x", "y", "tx", "ty")}
-    tr = gtf.TorchTrainer(args.model, args.scheme, SGD, "f32",
-                          model=models.MODELS[args.model](dtype=torch.float32))
-    x, y = torch.from_numpy(data["x"]), torch.from_numpy(data["y"]).long()
-    b, per = args.batch, len(y) // args.batch
-    ms, last = [], []
-    for ep in range(args.epochs):
-        last = []
-        for s in range(per):
-            t0 = time.perf_counter()
-            loss = tr.step(x[s * b:(s + 1) * b], y[s * b:(s + 1) * b])
-            ms.append((time.perf_counter() - t0) * 1e3)
-            last.append(loss.item())
-    tx, ty = torch.from_numpy(data["tx"]), torch.from_numpy(data["ty"]).long()
-    logits = tr.logits(tx)
-    acc = (logits.argmax(1) == ty).double().mean().item()
-    tloss = torch.nn.functional.cross_entropy(logits, ty).item()
-    print(json.dumps({"steps": len(ms), "ms_median": statistics.median(ms),
-                      "ms_mean": sum(ms) / len(ms), "loss": sum(last) / len(last),
-                      "acc": acc, "test_loss": tloss,
-                      "peak_rss_kb": peak_rss_kb()}))
-
-
-def peak_rss_kb():
-    """VmHWM of this process image (ru_maxrss would carry a parent's peak across exec)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return None
-
-
-def run_json(cmd, what):
-    """Runs cmd, returns its last stdout line as JSON, or {"error": ...}."""
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return {"error": "%s: %s" % (what, e)}
-    if p.returncode != 0:
-        msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
-        return {"error": "%s: %s" % (what, msg[-1] if msg else "exit %d" % p.returncode)}
-    try:
-        return json.loads(p.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return {"error": "%s: no JSON in output" % what}
-
-
-def find_or_build_helper(build, tmp):
+def find_or_build_helper(build, work):
     """bench_train_step: the CMake target when built, else built here against libpockrt."""
     exe = os.path.join(build, "bench", "bench_train_step")
     if os.access(exe, os.X_OK):
         return exe
-    exe = os.path.join(tmp, "bench_train_step")
+    exe = os.path.join(work, "bench_train_step")
     lib = os.path.join(os.path.abspath(build), "runtime")
-    cmd = ["cc", "-O2", "-std=gnu11", os.path.join(HERE, "bench_train_step.c"),
-           "-I" + os.path.join(ROOT, "include"), "-L" + lib, "-lpockrt",
-           "-Wl,-rpath," + lib, "-lm", "-o", exe]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(["cc", "-O2", "-std=gnu11", os.path.join(HERE, "bench_train_step.c"),
+                        "-I" + os.path.join(ROOT, "include"), "-L" + lib, "-lpockrt",
+                        "-Wl,-rpath," + lib, "-lm", "-o", exe], capture_output=True, text=True)
     if p.returncode != 0:
-        sys.exit("bench_train: cannot build bench_train_step: %s" % p.stderr.strip())
+        raise SystemExit("bench_train: cannot build bench_train_step: %s" % p.stderr.strip())
     return exe
 
 
-def measure_peak(tmp):
-    exe = os.path.join(tmp, "fma_peak")
-    p = subprocess.run(["cc", "-O2", "-march=native", "-ffp-contract=fast",
-                        os.path.join(HERE, "fma_peak.c"), "-o", exe],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        return None
-    r = run_json([exe], "fma_peak")
-    return r.get("gflops")
-
-
-def cpu_mhz():
-    """The nominal clock /proc/cpuinfo reports (a cross-check of the measured peak)."""
+def machine(work):
+    """(CPU model, gcc's -march=native, cores, one core's measured fp32 GFLOP/s)."""
+    model = platform.processor() or "?"
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("cpu MHz"):
-                    return float(line.split(":")[1])
-    except (OSError, ValueError):
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
         pass
-    return None
+    march = "?"
+    p = subprocess.run(["cc", "-march=native", "-Q", "--help=target"], capture_output=True,
+                       text=True)
+    m = re.search(r"^\s*-march=\s*(\S+)", p.stdout, re.M)
+    if m:
+        march = m.group(1)
+    exe = os.path.join(work, "fma_peak")
+    p = subprocess.run(["cc", "-O2", "-march=native", "-ffp-contract=fast",
+                        os.path.join(HERE, "fma_peak.c"), "-o", exe], capture_output=True, text=True)
+    peak = run_json([exe], "fma_peak").get("gflops") if p.returncode == 0 else None
+    return model, march, os.cpu_count(), peak
+
+
+def parse_memory(text):
+    """Planned arena bytes and BP bytes from `pock compile --print-memory`."""
+    arena = re.search(r"^arena\s+(\d+)\s+\d+", text, re.M)
+    bp = re.search(r"^\s+bp_total\s+(\d+)", text, re.M)
+    return (int(arena.group(1)) if arena else None, int(bp.group(1)) if bp else None)
+
+
+def compile_pock(pock, src, spec, batch, out, db=None):
+    """pock compile with --print-memory: {"arena", "bp", "seconds"} or {"error"}."""
+    t0 = time.time()
+    cmd = [pock, "compile", src, "--batch", str(batch), "--sparse", spec, "--print-memory",
+           "-o", out] + (["--db", db] if db else [])
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        msg = (p.stderr.strip() or "exit %d" % p.returncode).splitlines()[-1]
+        return {"error": "pock compile: " + msg}
+    arena, bp = parse_memory(p.stdout + p.stderr)
+    return {"arena": arena, "bp": bp, "seconds": time.time() - t0}
+
+
+def pock_resolution(pock, src, spec, batch):
+    """{param: None (whole) or S} of what Pock trains under spec (`pock inspect`), or an
+    error string: the check that scripts/sparse_spec.py resolved the spec as Pock does."""
+    p = subprocess.run([pock, "inspect", src, "--batch", str(batch), "--sparse", spec],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return "pock inspect: " + ((p.stderr.strip() or "failed").splitlines() or ["failed"])[-1]
+    out = {}
+    for m in re.finditer(r"^  (\S+)\s+\([\d, ]*\)\s+\d+\s+trains(?: channels 0\.\.(\d+) of \d+)?$",
+                         p.stdout, re.M):
+        out[m.group(1)] = int(m.group(2)) + 1 if m.group(2) else None
+    return out
+
+
+def resolution_diff(ours, pocks):
+    """'' when the two resolutions agree, else what differs (a few names)."""
+    if isinstance(pocks, str):
+        return pocks
+    diff = sorted(set(ours.items()) ^ set(pocks.items()))
+    names = list(dict.fromkeys(n for n, _ in diff))
+    return "" if not names else "PyTorch/ORT resolve the spec differently from Pock: %s%s" % (
+        ", ".join(names[:3]), " and %d more" % (len(names) - 3) if len(names) > 3 else "")
+
+
+def est_compile_s(name, size):
+    """Rough compile time of one artifact (first time; the kernel cache helps later)."""
+    if size == "tiny" or name in ("cnn", "mlp"):
+        return 3
+    return 60 if name in ("mobilenet_v2", "mobilenet_v2_w1", "resnet18") else 8
+
+
+def est_worker_s(tool, flops, threads, peak, steps, name):
+    """Rough wall time of one worker run: start-up + steps at a fraction of peak."""
+    start = {"pock": 0.5, "tuned": 0.5, "torch": 3.0, "ort": 6.0}[tool]
+    if name == "minilm":
+        start *= 3
+    eff = 0.2 * (peak or 50) * 1e9 * threads
+    return start + steps * (flops / eff + (0.0005 if tool in ("pock", "tuned") else 0.003))
 
 
 def fmt(v, f="%.3f"):
     return "-" if v is None else f % v
 
 
+def ratio_stats(num, den):
+    """min/median/max over rounds of num[r] / den[r] (rounds where both ran)."""
+    rs = [a / b for a, b in zip(num, den) if a and b]
+    return (min(rs), statistics.median(rs), max(rs)) if rs else None
+
+
+def fmt_ratio(st):
+    return "-" if not st else "%.2f/%.2f/%.2f" % st
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--models", default="cnn,mlp")
-    ap.add_argument("--schemes", default="full,head,bias_head,last2,partial25,partial25_localbias")
-    ap.add_argument("--batches", default="1,8,32")
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--db", help="tuning database for `pock compile --db` (default: none)")
-    ap.add_argument("--keep", help="keep the work files in this directory")
-    ap.add_argument("--torch-worker", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--model"), ap.add_argument("--scheme"), ap.add_argument("--data")
-    ap.add_argument("--batch", type=int)
+    ap.add_argument("--size", default="device", choices=("tiny", "standard", "device"))
+    ap.add_argument("--models", default="cnn,mlp,mobilenet_v2,mobilenet_v2_w1,resnet18,llama,minilm")
+    ap.add_argument("--schemes", default="head,norms_biases_head,last2,pockengine,full")
+    ap.add_argument("--batches", default="auto", help="auto: 8,32 for conv nets, 8 for transformers")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=10, help="timed steps per worker run")
+    ap.add_argument("--tune", type=float, metavar="SECONDS",
+                    help="pock tune --time-budget per model x scheme x batch (turns tuning on)")
+    ap.add_argument("--tune-trials", type=int, metavar="N",
+                    help="pock tune --total-trials per model x scheme x batch (turns tuning on)")
+    ap.add_argument("--acc-epochs", type=int, metavar="E", help="train E epochs for accuracy")
+    ap.add_argument("--tools", default=",".join(TOOLS), help="a subset of " + ",".join(TOOLS))
+    ap.add_argument("--work", help="work files, reused across runs (default BUILD/bench_train)")
+    ap.add_argument("--python", default=default_python(),
+                    help="Python with torch, onnx, onnxruntime-training (default the reference venv)")
+    ap.add_argument("--estimate-only", action="store_true", help="print the plan and stop")
+    ap.add_argument("--export-digits", nargs=2, metavar=("MODEL", "OUT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
-    if a.torch_worker:
-        return torch_worker(a)
+    import bench_models as bm
+    if a.export_digits:
+        bm.export_digits(*a.export_digits)
+        return 0
 
-    import gen_train_fixtures as gtf
-    import models
-    import torch
-    import torch2pock
+    def ints(s, what):
+        try:
+            v = [int(x) for x in s.split(",")]
+        except ValueError:
+            v = []
+        if not v or min(v) < 1:
+            raise SystemExit("bench_train: %s: a comma-separated list of integers >= 1, got %r"
+                             % (what, s))
+        return v
+    threads = ints(a.threads, "--threads")
+    batches = None if a.batches == "auto" else ints(a.batches, "--batches")
+    models = a.models.split(",")
+    bad = [m for m in models if m not in bm.ALL + ("bert",)]
+    if bad:
+        raise SystemExit("bench_train: unknown model %s: one of %s" % (bad[0], ", ".join(bm.ALL)))
+    schemes = a.schemes.split(",")
+    bad = [s for s in schemes if s not in bm.SCHEMES and s not in bm.DIGITS_SPEC]
+    if bad:
+        raise SystemExit("bench_train: unknown scheme %s: one of %s (digits also %s)" % (
+            bad[0], ", ".join(bm.SCHEMES), ", ".join(sorted(set(bm.DIGITS_SPEC) - set(bm.SCHEMES)))))
+    tools = [t for t in a.tools.split(",") if t]
+    if set(tools) - set(TOOLS):
+        raise SystemExit("bench_train: --tools: a subset of %s" % ",".join(TOOLS))
+    if "tuned" in tools and not (a.tune or a.tune_trials):
+        tools.remove("tuned")
+    if a.rounds < 1 or a.steps < 1 or a.warmup < 0:
+        raise SystemExit("bench_train: --rounds and --steps >= 1, --warmup >= 0")
+    if a.size == "tiny" and "minilm" in models:
+        models.remove("minilm")
+        log("minilm skipped: it has no tiny size (the pretrained model is 90 MB)")
     pock = os.path.join(a.build, "cli", "pock")
     if not os.access(pock, os.X_OK):
-        sys.exit("bench_train: %s not found (build first: scripts/build.sh)" % pock)
-    tmp = a.keep or tempfile.mkdtemp(prefix="pock_bench_train_")
-    os.makedirs(tmp, exist_ok=True)
-    helper = find_or_build_helper(a.build, tmp)
-    x, y, tx, ty = load_digits(tmp)
-    peak = measure_peak(tmp)
-    print("bench_train: %d train rows, %d test rows, %d epoch(s), SGD lr %g momentum %g wd %g,"
-          " f32, 1 thread" % (len(y), len(ty), a.epochs, SGD["lr"], SGD["momentum"],
-                             SGD["weight_decay"]))
-    mhz = cpu_mhz()
-    print("fp32 peak of one core: %s GFLOP/s measured (bench/fma_peak.c FMA loop; the floor "
-          "uses this)%s" % (fmt(peak, "%.1f"), "; 32 FLOP/cycle x %.0f MHz = %.1f GFLOP/s"
-                            % (mhz, 32 * mhz / 1e3) if mhz else ""))
-    print("schedules: %s" % ("tuned, from " + a.db if a.db else
-                             "untuned (presets/defaults; pass --db for tuned kernels)"))
-    hdr = ("%-4s %-10s %5s | %9s %9s %6s | %9s %9s | %8s %8s | %7s %7s | %s"
-           % ("model", "scheme", "batch", "torch ms", "pock ms", "ratio", "MFLOP", "floor ms",
-              "torch MB", "pock MB", "t acc", "p acc", "note"))
-    rows = []
-    for mname in a.models.split(","):
-        m = models.MODELS[mname](dtype=torch.float32)
-        mj = os.path.join(tmp, mname + ".json")
-        g = torch2pock.save(m, mj, m.input_shape, name="digits_" + mname,
-                            training={"loss": "softmax_cross_entropy", "classes": 10,
-                                      "optimizer": SGD})
-        for scheme in a.schemes.split(","):
-            spec = os.path.join(tmp, "%s_%s.json" % (mname, scheme))
-            with open(spec, "w") as f:
-                json.dump(gtf.spec_of(mname, scheme), f)
-            tr = gtf.TorchTrainer(mname, scheme, SGD, "f32")
-            partial = {}
-            if tr.split:
-                w = tr.split[3]
-                partial[w] = tr.split[1].shape[1] / float(tr.split[1].shape[1] + tr.split[2].shape[1])
-            for b in [int(v) for v in a.batches.split(",")]:
-                flops = step_flops(g, tr.trains, partial) * b
-                art = os.path.join(tmp, "%s_%s_b%d.pock" % (mname, scheme, b))
-                cc = subprocess.run([pock, "compile", mj, "--sparse", spec, "--batch", str(b),
-                                     "--optimizer", "sgd", "--lr", str(SGD["lr"]),
-                                     "--momentum", str(SGD["momentum"]), "--weight-decay",
-                                     str(SGD["weight_decay"]), "-o", art]
-                                    + (["--db", a.db] if a.db else []),
-                                    capture_output=True, text=True)
-                if cc.returncode != 0:
-                    msg = (cc.stderr.strip() or "exit %d" % cc.returncode).splitlines()[-1]
-                    pk = {"error": "pock compile: " + msg}
+        raise SystemExit("bench_train: %s not found (build first: scripts/build.sh)" % pock)
+    work = os.path.abspath(a.work or os.path.join(a.build, "bench_train"))
+    os.makedirs(work, exist_ok=True)
+    helper = find_or_build_helper(a.build, work)
+    ort_worker = os.path.join(HERE, "ort_train_worker.py")
+
+    import torch
+    import sparse_spec
+    import step_flops
+    t_phase = time.time()
+    cpu, march, cores, peak = machine(work)
+    log("fp32 peak measured in %.1f s" % (time.time() - t_phase))
+
+    # ---- the plan: models, specs, FLOPs ----
+    log("preparing models in %s" % work)
+    plan, rows, skipped = [], [], []
+    for name in models:
+        try:
+            m = bm.torch_model(name, a.size)
+        except Exception as e:  # noqa: BLE001 (a missing package, a bad checkpoint: say so)
+            log("%s skipped: %s" % (name, e))
+            skipped.append("%s (%s)" % (name, e))
+            continue
+        opt = bm.optimizer(name, m)
+        bs = batches or list(bm.default_batches(name))
+        try:
+            files = bm.prepare(name, a.size, m, work, a.python, rows=max(bs) * 3)
+        except (RuntimeError, OSError) as e:
+            log("%s: %s" % (name, e))
+            files = {"error": str(e)}
+        log("  %s ready (%.1f s)" % (name, time.time() - t_phase))
+        for scheme in bm.schemes_of(name, schemes):
+            spec, origin = bm.spec_file(name, scheme, m, work)
+            try:
+                res = sparse_spec.resolve(sparse_spec.load(spec), m,
+                                          bm.example_inputs(name, m, 2))
+                err = None
+            except sparse_spec.SpecError as e:
+                res, err = None, str(e)
+            for b in bs:
+                flops = None
+                if res is not None:
+                    f, bw = step_flops.step_flops(m, bm.example_inputs(name, m, b), res)
+                    flops = f + bw
+                item = {"model": name, "scheme": scheme, "batch": b, "spec": spec,
+                        "origin": origin, "files": files, "opt": opt, "resolved": res,
+                        "spec_error": err, "flops": flops}
+                plan.append(item)
+                for t in threads:
+                    rows.append({"item": item, "threads": t, "ms": {k: [] for k in tools},
+                                 "rss": {}, "err": {}})
+
+    # ---- the estimate ----
+    n_compile = len(plan) * (2 if "tuned" in tools else 1)
+    compile_s = sum(est_compile_s(p["model"], a.size) for p in plan)
+    tune_s = len(plan) * (a.tune or 0.2 * (a.tune_trials or 0)) if "tuned" in tools else 0
+    round_s = sum(est_worker_s(t, r["item"]["flops"] or 0, r["threads"], peak,
+                               a.warmup + a.steps, r["item"]["model"])
+                  for r in rows for t in tools)
+    acc_s = 0
+    if a.acc_epochs:
+        acc_s = sum(est_worker_s(t, p["flops"] or 0, max(threads), peak, 30 * a.acc_epochs,
+                                 p["model"]) for p in plan for t in tools
+                    if p["batch"] == (batches or bm.default_batches(p["model"]))[0])
+    total = compile_s * (2 if "tuned" in tools else 1) + tune_s + a.rounds * round_s + acc_s
+    print("bench_train: %d rows (%d models), tools %s, %d round(s) of %d+%d steps" % (
+        len(rows), len(models), ",".join(tools), a.rounds, a.warmup, a.steps))
+    print("estimate (rough: assumes 20%% of peak): %.0f min = compile %.0f s x %d artifacts"
+          " + tuning %.0f s + %d rounds x %.0f s + accuracy %.0f s" % (
+              total / 60, compile_s / max(1, len(plan)), n_compile, tune_s, a.rounds, round_s,
+              acc_s), flush=True)
+    if a.estimate_only:
+        return 0
+
+    # ---- compile (and tune) ----
+    db = os.path.join(work, "tune.db")
+    tune_args = (["--time-budget", repr(a.tune)] if a.tune else []) + \
+        (["--total-trials", str(a.tune_trials)] if a.tune_trials else [])
+    budget = " ".join(tune_args)
+    for i, p in enumerate(plan):
+        log("[compile %d/%d] %s %s batch %d" % (i + 1, len(plan), p["model"], p["scheme"], p["batch"]))
+        t_phase = time.time()
+        if "error" in p["files"]:
+            p["pock"] = {"error": p["files"]["error"]}
+            continue
+        base = os.path.join(work, "artifacts", "%s_%s_%s_b%d" % (p["model"], a.size, p["scheme"], p["batch"]))
+        os.makedirs(os.path.dirname(base), exist_ok=True)
+        p["pock"] = compile_pock(pock, p["files"]["pock"], p["spec"], p["batch"], base + ".pock")
+        p["art"] = base + ".pock"
+        if p["resolved"] is not None:
+            p["mismatch"] = resolution_diff(p["resolved"], pock_resolution(
+                pock, p["files"]["pock"], p["spec"], p["batch"]))
+        log("  compiled in %.1f s%s" % (time.time() - t_phase, "; " + p["pock"]["error"]
+                                         if "error" in p["pock"] else ""))
+        if "tuned" in tools and "error" not in p["pock"]:
+            t0 = time.time()
+            tr = subprocess.run([pock, "tune", p["files"]["pock"], "--db", db, "--batch",
+                                 str(p["batch"]), "--sparse", p["spec"]] + tune_args,
+                                capture_output=True, text=True)
+            if tr.returncode != 0:
+                p["tuned"] = {"error": "pock tune: " + (tr.stderr.strip() or "failed").splitlines()[-1]}
+            else:
+                p["art_tuned"] = base + "_tuned.pock"
+                p["tuned"] = compile_pock(pock, p["files"]["pock"], p["spec"], p["batch"],
+                                          p["art_tuned"], db)
+                p["tuned"]["tune_s"] = time.time() - t0
+            log("  tuned and compiled in %.1f s%s" % (time.time() - t0, "; " + p["tuned"]["error"]
+                                                       if "error" in p["tuned"] else ""))
+        if p["files"].get("onnx") and p["resolved"] is not None:
+            names = os.path.join(work, "artifacts", "%s_%s.trainable.txt" % (p["model"], p["scheme"]))
+            with open(names, "w") as f:
+                f.write("".join(n + "\n" for n, s in p["resolved"].items() if s is None))
+            p["trainable"] = names
+
+    # ---- interleaved rounds ----
+    def worker(tool, p, t, steps_args, data, test=None, lr=None):
+        """One worker run: its JSON result or {"error"}."""
+        files, opt = p["files"], p["opt"]
+        if "error" in files:
+            return {"error": files["error"]}
+        if tool in ("pock", "tuned"):
+            c = p.get(tool)
+            if not c or "error" in c:
+                return {"error": (c or {}).get("error", "not compiled")}
+            art = p["art"] if tool == "pock" else p["art_tuned"]
+            cmd = [helper, art, "--data", data, "--threads", str(t)] + steps_args
+            cmd += (["--test", test] if test else []) + (["--lr", repr(lr)] if lr else [])
+            return run_json(cmd, "bench_train_step")
+        if p["spec_error"]:
+            return {"error": "sparse_spec: " + p["spec_error"]}
+        oargs = ["--optimizer", opt["kind"], "--lr", repr(lr or opt["lr"]),
+                 "--weight-decay", repr(opt.get("weight_decay", 0.0))]
+        if opt["kind"] == "sgd":
+            oargs += ["--momentum", repr(opt.get("momentum", 0.0))]
+        common = oargs + ["--data", data, "--batch", str(p["batch"]), "--threads", str(t)]
+        if tool == "ort" and "--epochs" in steps_args:  # its --warmup/--steps are required
+            steps_args = ["--warmup", str(a.warmup), "--steps", str(a.steps)] + steps_args
+        common += steps_args + (["--test", test] if test else [])
+        env = dict(os.environ, OMP_NUM_THREADS=str(t), OPENBLAS_NUM_THREADS=str(t),
+                   MKL_NUM_THREADS=str(t))
+        if tool == "torch":
+            return run_json([a.python, os.path.join(HERE, "torch_train_worker.py"), "--model",
+                             p["model"], "--size", a.size, "--spec", p["spec"]] + common,
+                            "torch", env=env)
+        if any(s is not None for s in p["resolved"].values()):
+            return {"error": "n/a: " + ORT_PARTIAL}
+        if not files.get("onnx"):
+            return {"error": "n/a: no ONNX file of this model"}
+        if not os.path.exists(ort_worker):
+            return {"error": "n/a: bench/ort_train_worker.py not merged yet"}
+        try:
+            bm.ensure_onnx(p["model"], files["onnx"], a.python)
+        except RuntimeError as e:
+            return {"error": str(e)}
+        wd = os.path.join(work, "ort", "%s_%s_%s_b%d" % (p["model"], a.size, p["scheme"], p["batch"]))
+        return run_json([a.python, ort_worker, "--onnx", files["onnx"], "--trainable",
+                         p["trainable"], "--loss", "ce"] + common + ["--workdir", wd],
+                        "ort_train_worker", env=env)
+
+    steps_args = ["--warmup", str(a.warmup), "--steps", str(a.steps)]
+    n, total_runs = 0, a.rounds * len(rows) * len(tools)
+    t_start = time.time()
+    for rnd in range(a.rounds):
+        for ri, r in enumerate(rows):
+            p = r["item"]
+            k = (rnd + ri) % len(tools)
+            for tool in tools[k:] + tools[:k]:
+                n += 1
+                res = worker(tool, p, r["threads"], steps_args, p["files"].get("train", ""))
+                if "error" in res:
+                    r["err"][tool] = res["error"]
+                    r["ms"][tool].append(None)
                 else:
-                    pk = run_json([helper, art] + [os.path.join(tmp, n + ".npy") for n in
-                                                   ("x", "y", "tx", "ty")] + [str(a.epochs)],
-                                  "bench_train_step")
-                tt = run_json([sys.executable, os.path.abspath(__file__), "--torch-worker",
-                               "--model", mname, "--scheme", scheme, "--batch", str(b),
-                               "--epochs", str(a.epochs), "--data", tmp], "torch")
-                tms, pms = tt.get("ms_median"), pk.get("ms_median")
-                floor = flops / (peak * 1e9) * 1e3 if peak else None
-                note = "; ".join(r["error"] for r in (tt, pk) if "error" in r)
-                row = ("%-4s %-10s %5d | %9s %9s %6s | %9s %9s | %8s %8s | %7s %7s | %s"
-                       % (mname, scheme, b, fmt(tms), fmt(pms),
-                          fmt(tms / pms if tms and pms else None, "%.2fx"),
-                          fmt(flops / 1e6, "%.3f"), fmt(floor, "%.4f"),
-                          fmt(tt.get("peak_rss_kb") and tt["peak_rss_kb"] / 1024, "%.1f"),
-                          fmt(pk.get("peak_rss_kb") and pk["peak_rss_kb"] / 1024, "%.1f"),
-                          fmt(tt.get("acc"), "%.3f"), fmt(pk.get("acc"), "%.3f"), note))
-                rows.append(row)
-                print(row if len(rows) > 1 else hdr + "\n" + row, flush=True)
-    print("ratio = PyTorch ms / Pock ms (> 1: Pock faster); ms = median over steps; MB = "
-          "peak RSS of each process (PyTorch's includes libtorch); acc = test accuracy after "
-          "training; floor = FLOPs / peak.")
-    if not a.keep:
-        shutil.rmtree(tmp, ignore_errors=True)
+                    r["ms"][tool].append(res["ms_median"])
+                    r["rss"][tool] = max(r["rss"].get(tool, 0), res.get("peak_rss_kb") or 0)
+                log("[%d/%d, %.0f s] round %d %s %s b%d t%d %s: %s" % (
+                    n, total_runs, time.time() - t_start, rnd + 1, p["model"], p["scheme"],
+                    p["batch"], r["threads"], tool,
+                    res.get("error") or "%.3f ms" % res["ms_median"]))
+
+    # ---- accuracy ----
+    acc = {}
+    if a.acc_epochs:
+        for p in plan:
+            if p["batch"] != (batches or bm.default_batches(p["model"]))[0]:
+                continue
+            key = (p["model"], p["scheme"])
+            if not p["files"].get("acc_test"):
+                acc[key] = {t: {"error": "no data"} for t in tools}
+                continue
+            lr = bm.ACC_LR.get(p["model"], {}).get(p["scheme"])
+            acc[key] = {}
+            for tool in tools:
+                res = worker(tool, p, max(threads), ["--epochs", str(a.acc_epochs)],
+                             p["files"]["acc_train"], p["files"]["acc_test"], lr)
+                acc[key][tool] = res
+                log("[accuracy] %s %s %s: %s" % (p["model"], p["scheme"], tool,
+                                                 res.get("error") or "acc %s" % res.get("acc")))
+
+    # ---- the table ----
+    # the workers' torch and onnxruntime (this process's when it is that Python: no
+    # second torch import; the ORT version from the package metadata, without importing it)
+    same = os.path.realpath(a.python) == os.path.realpath(sys.executable)
+    torch_cfg = torch.__config__.show().strip() if same else subprocess.run(
+        [a.python, "-c", "import torch; print(torch.__config__.show())"],
+        capture_output=True, text=True).stdout.strip()
+    ort_ver = subprocess.run(
+        [a.python, "-c", "import importlib.metadata as m\nfor n in ('onnxruntime-training-cpu', "
+         "'onnxruntime-training', 'onnxruntime'):\n  try:\n    print(n, m.version(n)); break\n"
+         "  except m.PackageNotFoundError: pass"],
+        capture_output=True, text=True).stdout.strip() or "not installed"
+    print()
+    print("date: %s UTC" % datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"))
+    print("machine: %s (gcc -march=native: %s), %d cores; fp32 peak of one core %s GFLOP/s "
+          "(bench/fma_peak.c)" % (cpu, march, cores, fmt(peak, "%.1f")))
+    print("command: %s" % " ".join(sys.argv))
+    print("size %s; %d round(s), each worker %d untimed + %d timed steps; Pock %s; PyTorch %s "
+          "eager; ONNX Runtime: %s" % (a.size, a.rounds, a.warmup, a.steps,
+                                      "untuned" + (" and tuned (pock tune %s per model x scheme"
+                                                   " x batch, database %s)" % (budget, db)
+                                                   if "tuned" in tools else ""),
+                                      torch.__version__, ort_ver))
+    hdr = ["model", "scheme", "batch", "thr"] + ["%s ms" % TOOL_NAME[t] for t in tools]
+    hdr += ["%s/Pock" % TOOL_NAME[k] for k in ("torch", "ort") if k in tools]
+    hdr += ["PyTorch/tuned"] if "tuned" in tools and "torch" in tools else []
+    hdr += ["RSS MB " + "/".join(TOOL_NAME[t] for t in tools), "arena MB", "BP MB", "GFLOP",
+            "floor ms", "% peak"]
+    if a.acc_epochs:
+        hdr += ["test acc " + "/".join(TOOL_NAME[t] for t in tools)]
+    hdr += ["note"]
+    print()
+    print("| " + " | ".join(hdr) + " |")
+    print("|" + "---|" * len(hdr))
+    for r in rows:
+        p, t = r["item"], r["threads"]
+        med = {k: (statistics.median([v for v in r["ms"][k] if v]) if any(r["ms"][k]) else None)
+               for k in tools}
+        cells = [p["model"], p["scheme"], str(p["batch"]), str(t)]
+        cells += [fmt(med[k]) if med[k] else "n/a" if "n/a" in r["err"].get(k, "") else "-"
+                  for k in tools]
+        pk = r["ms"].get("pock", [])
+        cells += [fmt_ratio(ratio_stats(r["ms"][k], pk)) for k in ("torch", "ort") if k in tools]
+        if "tuned" in tools and "torch" in tools:
+            cells.append(fmt_ratio(ratio_stats(r["ms"]["torch"], r["ms"]["tuned"])))
+        cells.append("/".join(fmt(r["rss"].get(k) and r["rss"][k] / 1024, "%.0f") for k in tools))
+        c = p.get("pock") or {}
+        cells += [fmt(c.get("arena") and c["arena"] / 2**20, "%.2f"),
+                  fmt(c.get("bp") and c["bp"] / 2**20, "%.2f")]
+        fl = p["flops"]
+        floor = fl / (peak * 1e9 * t) * 1e3 if fl and peak else None
+        cells += [fmt(fl and fl / 1e9, "%.4g"), fmt(floor, "%.4g"),
+                  fmt(floor and med.get("pock") and 100 * floor / med["pock"], "%.1f")]
+        notes = []
+        if a.acc_epochs:
+            av = acc.get((p["model"], p["scheme"]))
+            if av is None:
+                cells.append("")
+            elif all(v.get("error") == "no data" for v in av.values()):
+                cells.append("no data")
+            else:
+                cells.append("/".join(fmt(v.get("acc"), "%.3f") if "error" not in v else
+                                      "n/a" if v["error"].startswith("n/a") else "err"
+                                      for v in av.values()))
+                notes += ["acc %s: %s" % (TOOL_NAME[k], v["error"]) for k, v in av.items()
+                          if "error" in v and not v["error"].startswith("n/a")]
+        if p["origin"] != "examples":
+            notes.append("built-in spec")
+        if p.get("mismatch"):
+            notes.append(p["mismatch"])
+        if p.get("tuned", {}).get("tune_s"):
+            notes.append("tuned in %.0f s" % p["tuned"]["tune_s"])
+        by_err = {}  # one note per distinct error, naming every tool that hit it
+        for k in tools:
+            if k in r["err"]:
+                by_err.setdefault(r["err"][k].replace(p["spec"], os.path.basename(p["spec"])),
+                                  []).append(TOOL_NAME[k])
+        notes += ["%s: %s" % (", ".join(ks), e) for e, ks in by_err.items()]
+        cells.append("; ".join(dict.fromkeys(notes)))
+        print("| " + " | ".join(cells) + " |")
+    print()
+    print("ms: median over rounds of each worker's median step (a step: feeding the batch, "
+          "forward, backward, update). Ratios: other tool's ms / Pock's ms per round, "
+          "min/median/max over rounds (> 1: Pock faster). RSS: peak resident set (VmHWM) of "
+          "each worker process (PyTorch's and ORT's include their libraries and Python). "
+          "arena, BP: Pock's planned activation arena and backward-pass memory (saved "
+          "activations + gradients + optimizer state, `pock compile --print-memory`). GFLOP: "
+          "conv/matmul multiply-adds x 2 of one step (bench/step_flops.py); floor = GFLOP / "
+          "(threads x one core's measured peak); % peak = floor / Pock ms.")
+    if skipped:
+        print("skipped models: " + "; ".join(skipped))
+    print()
+    print("torch.__config__.show():")
+    print(torch_cfg)
     return 0
 
 

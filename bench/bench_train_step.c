@@ -1,13 +1,18 @@
-/* bench_train_step.c — times Pock training steps for bench_train.py: rows in file order (the
- * order PyTorch sees), each step timed alone (median over steps), then test accuracy.
+/* bench_train_step.c — bench_train.py's Pock worker: times training steps of an artifact
+ * through libpockrt (each step alone: min, median, max), optionally trains whole epochs
+ * and reports test accuracy, and prints one JSON line.
  *
- *   bench_train_step MODEL.pock TRAIN_X.npy TRAIN_Y.npy TEST_X.npy TEST_Y.npy EPOCHS
- * prints one JSON line: steps, ms_median, ms_mean, loss (mean of the last epoch), acc,
- * test_loss, peak_rss_kb, arena_bytes. X: <f4 or <f8 (rows, features...); Y: <i4 (rows,).
- * The last partial batch of an epoch is dropped (so every step has the same shape, and
- * PyTorch's loop does the same). */
+ *   bench_train_step MODEL.pock --data X.npy[,X2.npy]:Y.npy [--test X.npy[,...]:Y.npy]
+ *       [--threads T] [--warmup W] [--steps K] [--epochs E] [--lr LR]
+ *
+ * --steps K: W untimed steps, then K timed ones; --epochs E (instead): E epochs, every
+ * step timed. Rows in file order (the order the PyTorch and ONNX Runtime workers see),
+ * batches cycling through the data; the last partial batch of an epoch is dropped so
+ * every step has the same shape. A step's time covers feeding the batch (one copy per
+ * input), its labels and the training step.
+ * Output: {"steps", "ms_median", "ms_min", "ms_max", "ms_mean", "loss" (mean of the timed
+ * steps), "acc", "test_loss" (with --test, else null), "peak_rss_kb", "arena_bytes"}. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,52 +20,6 @@
 #include <time.h>
 
 #include "pock/pockrt.h"
-
-typedef struct arr {
-  int f8, i4;     /* element type */
-  int64_t rows, cols; /* cols = product of the non-row dims */
-  void *data;
-} arr;
-
-/* The .npy files bench_train.py writes: v1 header, C order, <f4/<f8/<i4. */
-static int npy_load(const char *path, arr *a) {
-  memset(a, 0, sizeof *a);
-  FILE *f = fopen(path, "rb");
-  if (!f) return fprintf(stderr, "bench_train_step: %s: %s\n", path, strerror(errno)), -1;
-  unsigned char h[10];
-  char hdr[4097] = {0};
-  int ok = fread(h, 1, 10, f) == 10 && memcmp(h, "\x93NUMPY", 6) == 0 && h[6] == 1;
-  size_t hl = ok ? (h[8] | (size_t)h[9] << 8) : 0;
-  ok = ok && hl < sizeof hdr && fread(hdr, 1, hl, f) == hl;
-  const char *d = ok ? strstr(hdr, "'descr': '") : NULL, *s = ok ? strstr(hdr, "'shape': (") : NULL;
-  if (!d || !s || strstr(hdr, "True")) {
-    fclose(f);
-    return fprintf(stderr, "bench_train_step: %s: unsupported .npy header\n", path), -1;
-  }
-  a->f8 = strncmp(d + 10, "<f8", 3) == 0;
-  a->i4 = strncmp(d + 10, "<i4", 3) == 0;
-  size_t es = a->f8 ? 8 : 4;
-  if (!a->f8 && !a->i4 && strncmp(d + 10, "<f4", 3) != 0) {
-    fclose(f);
-    return fprintf(stderr, "bench_train_step: %s: dtype %.3s\n", path, d + 10), -1;
-  }
-  char *p = (char *)s + 10, *e;
-  a->rows = strtoll(p, &e, 10);
-  a->cols = 1;
-  for (p = e; *p == ',' || *p == ' ';) {
-    p += strspn(p, ", ");
-    long long v = strtoll(p, &e, 10);
-    if (e == p) break;
-    a->cols *= v;
-    p = e;
-  }
-  size_t n = (size_t)(a->rows * a->cols);
-  a->data = malloc(n * es);
-  int rc = a->data && fread(a->data, es, n, f) == n ? 0 : -1;
-  fclose(f);
-  if (rc) fprintf(stderr, "bench_train_step: %s: truncated\n", path);
-  return rc;
-}
 
 /* Peak RSS of this process image in KiB: VmHWM, not getrusage's ru_maxrss, which Linux
  * carries across execve (a child of a big Python process would report the parent's). */
@@ -85,89 +44,115 @@ static int cmp_d(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Rows [r0, r0 + n) of X into the model's input (its dtype), zero rows after n. */
-static void fill(pkrt_model *m, const arr *x, int64_t r0, int64_t n, int64_t batch) {
-  void *in = pkrt_model_input(m, NULL);
-  int f32 = pkrt_model_dtype(m) == PKRT_DTYPE_F32;
-  for (int64_t i = 0; i < batch * x->cols; i++) {
-    int64_t k = r0 * x->cols + i;
-    double v = i < n * x->cols ? (x->f8 ? ((double *)x->data)[k] : ((float *)x->data)[k]) : 0;
-    if (f32) ((float *)in)[i] = (float)v;
-    else ((double *)in)[i] = v;
-  }
+/* A JSON number, or null for NaN and infinities (JSON has neither). */
+static void num(char out[32], double v) {
+  if (isfinite(v)) snprintf(out, 32, "%.6g", v);
+  else strcpy(out, "null");
+}
+
+static int usage(const char *msg) {
+  fprintf(stderr, "bench_train_step: %s\nusage: bench_train_step MODEL.pock --data "
+                  "X.npy[,X2.npy]:Y.npy [--test X[,X2]:Y] [--threads T] [--warmup W] "
+                  "[--steps K | --epochs E] [--lr LR]\n", msg);
+  return 2;
+}
+
+/* A non-negative int option value, or -1. */
+static int int_arg(const char *v) {
+  char *e;
+  long n = strtol(v, &e, 10);
+  return *v && !*e && n >= 0 && n < 1000000000 ? (int)n : -1;
+}
+
+static int fail(pkrt_model *m) {
+  fprintf(stderr, "bench_train_step: %s\n", pkrt_model_error(m));
+  pkrt_model_close(m);
+  return 1;
 }
 
 int main(int argc, char **argv) {
-  if (argc != 7) {
-    fprintf(stderr, "usage: bench_train_step MODEL.pock TRAIN_X.npy TRAIN_Y.npy TEST_X.npy "
-                    "TEST_Y.npy EPOCHS\n");
-    return 2;
+  const char *model = NULL, *train = NULL, *test = NULL;
+  int threads = 1, warmup = 2, steps = -1, epochs = -1;
+  double lr = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (a[0] != '-') {
+      if (model) return usage("one MODEL.pock expected");
+      model = a;
+      continue;
+    }
+    if (!v) return usage("an option needs a value");
+    i++;
+    if (!strcmp(a, "--data")) train = v;
+    else if (!strcmp(a, "--test")) test = v;
+    else if (!strcmp(a, "--threads")) threads = int_arg(v);
+    else if (!strcmp(a, "--warmup")) warmup = int_arg(v);
+    else if (!strcmp(a, "--steps")) steps = int_arg(v);
+    else if (!strcmp(a, "--epochs")) epochs = int_arg(v);
+    else if (!strcmp(a, "--lr")) lr = strtod(v, NULL);
+    else return usage("unknown option");
   }
-  arr x, y, tx, ty;
-  if (npy_load(argv[2], &x) || npy_load(argv[3], &y) || npy_load(argv[4], &tx) ||
-      npy_load(argv[5], &ty))
-    return 1;
-  if (!y.i4 || !ty.i4 || x.rows != y.rows || tx.rows != ty.rows || tx.cols != x.cols)
-    return fprintf(stderr, "bench_train_step: X/Y files disagree\n"), 1;
-  int epochs = atoi(argv[6]);
-  pkrt_model *m;
+  if (!model || !train) return usage("MODEL.pock and --data are required");
+  if (threads < 1 || warmup < 0 || (steps < 1) == (epochs < 1))
+    return usage("--threads >= 1, --warmup >= 0, and one of --steps K >= 1 or --epochs E >= 1");
+
   char err[512];
-  if (pkrt_model_open(argv[1], NULL, &m, err, sizeof err) != 0)
+  pkrt_model *m;
+  pkrt_open_options oo = {.nthreads = threads};
+  if (pkrt_model_open(model, &oo, &m, err, sizeof err) != 0)
     return fprintf(stderr, "bench_train_step: %s\n", err), 1;
-  int64_t b = pkrt_model_batch(m), per = x.rows / b;
-  int64_t oshape[8];
-  pkrt_model_output_shape(m, oshape);
-  int64_t classes = oshape[1];
-  double *ms = malloc(sizeof(double) * (size_t)(per * epochs + 1)), sum = 0, lsum = 0;
-  int64_t steps = 0;
-  for (int ep = 0; ep < epochs; ep++) {
-    lsum = 0;
-    for (int64_t s = 0; s < per; s++) {
-      double t0 = now_ms(), loss;
-      fill(m, &x, s * b, b, b);
-      if (pkrt_model_set_labels(m, (int32_t *)y.data + s * b, b) != 0 ||
-          pkrt_model_train_step(m, &loss) != 0)
-        return fprintf(stderr, "bench_train_step: %s\n", pkrt_model_error(m)), 1;
-      ms[steps++] = now_ms() - t0;
-      sum += ms[steps - 1];
-      lsum += loss;
-    }
+  if (lr > 0 && pkrt_model_set_lr(m, lr) != 0) return fail(m);
+  pkrt_dataset *d = NULL, *t = NULL;
+  pkrt_data_options dopt = {.label_column = -1, .model = m};
+  if (pkrt_dataset_load(train, &dopt, &d, err, sizeof err) != 0 ||
+      (test && pkrt_dataset_load(test, &dopt, &t, err, sizeof err) != 0)) {
+    fprintf(stderr, "bench_train_step: %s\n", err);
+    pkrt_dataset_free(d);
+    pkrt_model_close(m);
+    return 1;
   }
-  /* test accuracy: padded last batch, only valid rows count */
-  int64_t correct = 0;
-  double tloss = 0;
-  int f32 = pkrt_model_dtype(m) == PKRT_DTYPE_F32;
-  for (int64_t r0 = 0; r0 < tx.rows; r0 += b) {
-    int64_t n = tx.rows - r0 < b ? tx.rows - r0 : b;
-    double loss;
-    fill(m, &tx, r0, n, b);
-    if (pkrt_model_set_labels(m, (int32_t *)ty.data + r0, n) != 0 ||
-        pkrt_model_eval_step(m, &loss) != 0)
-      return fprintf(stderr, "bench_train_step: %s\n", pkrt_model_error(m)), 1;
-    tloss += loss * (double)n;
-    const void *out = pkrt_model_output(m);
-    for (int64_t i = 0; i < n; i++) {
-      int64_t best = 0;
-      for (int64_t k = 1; k < classes; k++) {
-        double v = f32 ? ((const float *)out)[i * classes + k] : ((const double *)out)[i * classes + k];
-        double w = f32 ? ((const float *)out)[i * classes + best]
-                       : ((const double *)out)[i * classes + best];
-        if (v > w) best = k;
-      }
-      correct += best == ((int32_t *)ty.data)[r0 + i];
-    }
+  int64_t b = pkrt_model_batch(m), per = pkrt_dataset_rows(d) / b;
+  int64_t lw = pkrt_dataset_label_width(d);
+  if (per < 1) {
+    fprintf(stderr, "bench_train_step: %s: fewer rows than the batch (%lld)\n", train, (long long)b);
+    pkrt_dataset_free(d), pkrt_dataset_free(t), pkrt_model_close(m);
+    return 1;
   }
-  double mean = steps ? sum / (double)steps : NAN;
-  qsort(ms, (size_t)steps, sizeof *ms, cmp_d);
-  double med = steps ? (steps % 2 ? ms[steps / 2] : (ms[steps / 2 - 1] + ms[steps / 2]) / 2) : NAN;
-  printf("{\"steps\": %lld, \"ms_median\": %.6f, \"ms_mean\": %.6f, \"loss\": %.6g, "
-         "\"acc\": %.6f, \"test_loss\": %.6g, \"peak_rss_kb\": %ld, \"arena_bytes\": %lld}\n",
-         (long long)steps, med, mean, per ? lsum / (double)per : NAN,
-         tx.rows ? (double)correct / (double)tx.rows : NAN,
-         tx.rows ? tloss / (double)tx.rows : NAN, peak_rss_kb(),
-         (long long)pkrt_model_arena_bytes(m));
-  pkrt_model_close(m);
+  int64_t timed = steps > 0 ? steps : per * epochs, total = steps > 0 ? warmup + steps : timed;
+  double *ms = malloc(sizeof(double) * (size_t)timed), sum = 0, lsum = 0;
+  const int32_t *labels = pkrt_dataset_labels(d);
+  int rc = 0;
+  for (int64_t s = 0, k = 0; s < total && ms; s++) {
+    int64_t r0 = (s % per) * b;
+    double t0 = now_ms(), loss;
+    if (pkrt_model_feed(m, d, r0, b) != 0 || pkrt_model_set_labels(m, labels + r0 * lw, b) != 0 ||
+        pkrt_model_train_step(m, &loss) != 0) {
+      rc = 1;
+      break;
+    }
+    double dt = now_ms() - t0;
+    if (steps > 0 && s < warmup) continue;
+    ms[k++] = dt, sum += dt, lsum += loss;
+  }
+  double tloss = NAN, tacc = NAN;
+  if (!rc && t && pkrt_eval_run(m, t, &tloss, &tacc) != 0) rc = 1;
+  if (rc || !ms) {
+    free(ms);
+    pkrt_dataset_free(d), pkrt_dataset_free(t);
+    return ms ? fail(m) : (pkrt_model_close(m), 1);
+  }
+  qsort(ms, (size_t)timed, sizeof *ms, cmp_d);
+  double med = timed % 2 ? ms[timed / 2] : (ms[timed / 2 - 1] + ms[timed / 2]) / 2;
+  char acc[32], tl[32], ls[32];
+  num(acc, tacc), num(tl, tloss), num(ls, lsum / (double)timed);
+  printf("{\"steps\": %lld, \"ms_median\": %.6f, \"ms_min\": %.6f, \"ms_max\": %.6f, "
+         "\"ms_mean\": %.6f, \"loss\": %s, \"acc\": %s, \"test_loss\": %s, "
+         "\"peak_rss_kb\": %ld, \"arena_bytes\": %lld, \"threads\": %d}\n",
+         (long long)timed, med, ms[0], ms[timed - 1], sum / (double)timed,
+         ls, acc, tl, peak_rss_kb(), (long long)pkrt_model_arena_bytes(m),
+         threads);
   free(ms);
-  free(x.data), free(y.data), free(tx.data), free(ty.data);
+  pkrt_dataset_free(d), pkrt_dataset_free(t);
+  pkrt_model_close(m);
   return 0;
 }

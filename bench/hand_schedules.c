@@ -10,16 +10,16 @@
 
 /* Which dimension of B (t1) C's column axis indexes: 1 for B[K, N], 0 for B[N, K]. Read
  * from the index expressions, since extents alone are ambiguous when N == K. */
-static int matmul_b_column_dim(const pk_te_program *p) {
+static int matmul_operand_dim(const pk_te_program *p, int operand, int axis, int fallback) {
   const pk_te_tensor *c = p->tensors[2];
   const pk_expr *mul = c->body->args[0];
   for (int side = 0; side < 2; side++) {
     const pk_expr *read = mul->args[side];
-    if (read->kind != PK_EXPR_READ || read->tensor != p->tensors[1]) continue;
+    if (read->kind != PK_EXPR_READ || read->tensor != p->tensors[operand]) continue;
     for (int d = 0; d < read->nargs; d++)
-      if (read->args[d]->kind == PK_EXPR_AXIS && read->args[d]->axis == c->axes[1]) return d;
+      if (read->args[d]->kind == PK_EXPR_AXIS && read->args[d]->axis == c->axes[axis]) return d;
   }
-  return 1;
+  return fallback;
 }
 
 /* f32 lanes of this machine's widest vector: the benchmarks build for "c" (native). */
@@ -41,8 +41,12 @@ pk_status pk_hand_schedule_matmul(pk_schedule *s) {
   const char *readers[] = {"t2"};
   /* B packed as [N/32][K][32]: the micro-kernel reads 32 contiguous floats per k. The
    * block dim is B's column dim: 1 for B[K, N], 0 for B[N, K] (trans_b). */
-  int b_cols_dim = matmul_b_column_dim(s->orig);
+  int b_cols_dim = matmul_operand_dim(s->orig, 1, 1, 1);
   TRY(pk_sched_cache_read(s, "t1", "ws", 1, readers, b_cols_dim, NR));
+  /* A stored (K, M) (trans_a: a weight gradient X^T dY): packed as [M/6][K][6] too, or
+   * each k step of the 6 rows would touch a new cache line. */
+  int a_rows_dim = matmul_operand_dim(s->orig, 0, 0, 0);
+  if (a_rows_dim == 1) TRY(pk_sched_cache_read(s, "t0", "ws", 1, readers, a_rows_dim, MR));
   TRY(pk_sched_cache_write(s, "t2", "local"));
   /* C's tiles: columns outermost so one packed B panel (K × 32) stays in L2 while every
    * row tile streams past it. */

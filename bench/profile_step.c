@@ -131,15 +131,26 @@ int main(int argc, char **argv) {
 
   /* a batch of pseudo-random inputs and labels: kernels' speed does not depend on values,
    * but max-pool and ReLU branches should see realistic mixes of signs */
-  int64_t b = pkrt_model_batch(m), feats = pkrt_model_features(m), classes = pkrt_model_classes(m);
-  float *x = pkrt_model_input(m, NULL);
+  int64_t b = pkrt_model_batch(m), classes = pkrt_model_classes(m);
   uint64_t seed = 1;
-  for (int64_t i = 0; i < b * feats; i++) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    x[i] = (float)((seed >> 40) & 0xffff) / 65536.0f - 0.25f;
+  for (int k = 0; k < m->mf.ninputs; k++) { /* every input: floats, or small token ids */
+    const rt_tensor *t = &m->mf.tensors[m->mf.inputs[k]];
+    void *in = pkrt_model_input(m, t->name);
+    for (int64_t i = 0; in && i < t->numel; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      float v = (float)((seed >> 40) & 0xffff) / 65536.0f - 0.25f;
+      switch (t->dtype) {
+        case PKRT_DTYPE_F32: ((float *)in)[i] = v; break;
+        case PKRT_DTYPE_F64: ((double *)in)[i] = v; break;
+        case PKRT_DTYPE_I32: ((int32_t *)in)[i] = (int32_t)(i % 7); break;
+        case PKRT_DTYPE_I64: ((int64_t *)in)[i] = i % 7; break;
+        default: break;
+      }
+    }
   }
-  int32_t *labels = calloc((size_t)b, sizeof *labels);
-  for (int64_t r = 0; r < b; r++) labels[r] = classes > 0 ? (int32_t)(r % classes) : 0;
+  int64_t width = m->mf.label_width > 1 ? m->mf.label_width : 1; /* per-token labels: (b, T) */
+  int32_t *labels = calloc((size_t)(b * width), sizeof *labels);
+  for (int64_t r = 0; r < b * width; r++) labels[r] = classes > 0 ? (int32_t)(r % classes) : 0;
   if (classes > 0 && pkrt_model_set_labels(m, labels, b) != 0)
     return fprintf(stderr, "profile_step: %s\n", pkrt_model_error(m)), 1;
 

@@ -78,6 +78,7 @@ static inline int pk_buffer_ok(const pkrt_buffer *b, int32_t dtype, int32_t ndim
  *   PK_VEC_MASK(N)             masks pk_i32xN (lanes -1 or 0) and pk_any_N / pk_all_N
  *   PK_VEC_FAMILY(S, T, N, I)  loads, stores, select, min/max of pk_SxN (pk_IxN: the signed
  *                              integer vector of T's width)
+ *   PK_VEC_EXP_F32(N)          exp and sigmoid of pk_f32xN (after the f32 and i32 families)
  * A part may have padding lanes [n, N) where a loop's lanes do not fill it: they are never
  * read from or written to memory, and pk_any/pk_all ignore them. */
 
@@ -193,4 +194,34 @@ static inline int32_t pk_clamp32(int64_t x) {
     pk_##S##x##N r = pk_vblend_##S##x##N((pk_##I##x##N)(a > b), a, b);                     \
     r = pk_vblend_##S##x##N((pk_##I##x##N)(b != b), b, r);                                 \
     return pk_vblend_##S##x##N((pk_##I##x##N)(a != a), a, r);                              \
+  }
+
+/* exp of f32 lanes: libm has no vector form GCC calls without -ffast-math, and a call per
+ * lane made softmax, SiLU and GELU's gradient the slowest kernels of a transformer step.
+ * x = n ln2 + r with |r| <= ln2 / 2 (ln2 in two parts, so r is exact); exp(r) by Cephes
+ * expf's degree-6 polynomial (about 1 ulp); times 2^n built in the exponent field, in two
+ * factors so that results down to the subnormals come out right. x is clamped first:
+ * above 88.8 the product overflows to inf, below -104 it rounds to 0; NaN stays NaN. */
+#define PK_VEC_EXP_F32(N)                                                                  \
+  static inline pk_f32x##N pk_vexp_f32x##N(pk_f32x##N x) {                                 \
+    const pk_f32x##N one = pk_vbc_f32x##N(1.0f);                                           \
+    pk_f32x##N c = pk_vblend_f32x##N((pk_i32x##N)(x > 88.8f), pk_vbc_f32x##N(88.8f), x);   \
+    c = pk_vblend_f32x##N((pk_i32x##N)(c < -104.0f), pk_vbc_f32x##N(-104.0f), c);          \
+    /* round to nearest: 1.5 * 2^23 added and taken away */                                \
+    pk_f32x##N n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;                 \
+    pk_f32x##N r = c - n * 0.693359375f;                                                   \
+    r = r - n * -2.12194440e-4f;                                                           \
+    pk_f32x##N p = 1.9875691500e-4f * r + 1.3981999507e-3f;                                \
+    p = p * r + 8.3334519073e-3f;                                                          \
+    p = p * r + 4.1665795894e-2f;                                                          \
+    p = p * r + 1.6666665459e-1f;                                                          \
+    p = p * r + 5.0000001201e-1f;                                                          \
+    p = p * (r * r) + r + one;                                                             \
+    pk_i32x##N ni = __builtin_convertvector(n, pk_i32x##N), n1 = ni >> 1, n2 = ni - n1;    \
+    pk_f32x##N s1 = (pk_f32x##N)((n1 + 127) << 23), s2 = (pk_f32x##N)((n2 + 127) << 23);   \
+    return pk_vblend_f32x##N((pk_i32x##N)(x != x), x, p * s1 * s2);                        \
+  }                                                                                        \
+  /* 1 / (1 + exp(-x)): exp(-x) = inf gives 0, exp(-x) = 0 gives 1 */                      \
+  static inline pk_f32x##N pk_vsigmoid_f32x##N(pk_f32x##N x) {                             \
+    return pk_vbc_f32x##N(1.0f) / (pk_vbc_f32x##N(1.0f) + pk_vexp_f32x##N(-x));            \
   }

@@ -394,6 +394,17 @@ static vx lane_counter(cg *E, const pk_lvar *v) {
   return define(E, PKRT_DTYPE_I64, parts);
 }
 
+/* exp and sigmoid of f32 lanes: the prelude's polynomial (PK_VEC_EXP_F32), not libm per lane. */
+static vx vector_exp(cg *E, const pk_lexpr *e, vx a) {
+  vx_type(E, PKRT_DTYPE_F32);
+  int n = E->vl->g.part_lanes;
+  if (need(E, pk_sprintf(E->ctx, "exp f32 %d", n))) pk_strbuf_printf(&E->helpers, "PK_VEC_EXP_F32(%d)\n", n);
+  const char *fn = e->op == PK_EOP_EXP ? "vexp" : "vsigmoid", *parts[CG_MAX_LANES];
+  for (int p = 0; p < E->vl->g.parts; p++)
+    parts[p] = pk_sprintf(E->ctx, "%s(%s)", vx_helper(E, fn, PKRT_DTYPE_F32), vx_part(E, a, PKRT_DTYPE_F32, p));
+  return define(E, PKRT_DTYPE_F32, parts);
+}
+
 vx vexpr(cg *E, const pk_lexpr *e, const vmask *m) {
   if (E->status != PK_OK) return (vx){false, "0"};
   if (!cg_vec_of(E, e)) return uniform(E, e, m);
@@ -409,6 +420,8 @@ vx vexpr(cg *E, const pk_lexpr *e, const vmask *m) {
   case PK_LX_CALL: {
     vx args[3] = {{0}};
     for (int i = 0; i < e->nargs && i < 3; i++) args[i] = vexpr(E, e->args[i], m);
+    if (e->dtype == PKRT_DTYPE_F32 && (e->op == PK_EOP_EXP || e->op == PK_EOP_SIGMOID))
+      return vector_exp(E, e, args[0]);
     return op_per_lane(E, e, args); /* libm has no vector form GCC can call without -ffast-math */
   }
   default: break;

@@ -4,6 +4,7 @@
  * and bit-identical resume. All buffers are allocated before the first step. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,6 +256,10 @@ static void progress(FILE *out, int epoch, int epochs, int64_t done, int64_t tot
   fflush(out);
 }
 
+/* Step times kept for the median: 4 MiB of floats (twice, with the working copy) covers
+ * a million steps; a longer run's median is over its latest million. */
+#define MAX_TIMED ((int64_t)1 << 20)
+
 typedef struct loop {
   pkrt_model *m;
   const pkrt_dataset *d;
@@ -265,6 +270,11 @@ typedef struct loop {
   int64_t *perm;
   int32_t *labels;
   int64_t step_ns;
+  /* Every step's time of this run, for the median: sized in setup for the most steps the
+   * run can take (at most MAX_TIMED: a longer run keeps its latest, as a ring), so a step
+   * allocates nothing; scratch is the median's working copy. nt counts every step. */
+  float *step_ms, *scratch;
+  int64_t cap, nt;
   int64_t start_steps;          /* the model's step count when this run began */
   prng rng;
   rt_loop_state ls;             /* the position a checkpoint records; ls.perm is perm */
@@ -308,7 +318,9 @@ static pkrt_status run_epoch(loop *L, int epoch, double *loss, double *acc, bool
                            "step %lld (epoch %d): the loss is %g: training stopped, weights not "
                            "saved (lower the learning rate, or check the data's scale)",
                            (long long)m->steps, epoch, l);
-    L->step_ns += pkrt_now_ns() - t0;
+    int64_t dt = pkrt_now_ns() - t0;
+    L->step_ns += dt;
+    if (L->cap) L->step_ms[L->nt++ % L->cap] = (float)((double)dt / 1e6);
     /* sums over the labels the loss counts (rows; tokens for per-token labels) */
     int64_t n, c = count_correct(m, L->labels, valid, &n);
     ls->loss_sum += l * (double)n;
@@ -365,6 +377,16 @@ static pkrt_status setup(loop *L, pkrt_train_result *r) {
     /* An explicit lr still wins over the one the checkpoint restored. */
     if (o->lr > 0 && (st = (pkrt_status)pkrt_model_set_lr(m, o->lr)) != PKRT_OK) return st;
   }
+  /* The most steps this run can take: the epochs left (less the steps of the resumed
+   * epoch already taken), or max_steps when that is fewer. */
+  int64_t b = m->mf.batch, per = (L->d->rows + b - 1) / b;
+  int64_t left = ((int64_t)o->epochs - L->ls.epochs_done) * per - L->ls.pos;
+  L->cap = left < 0 ? 0 : left;
+  if (o->max_steps > 0 && o->max_steps < L->cap) L->cap = o->max_steps;
+  if (L->cap > MAX_TIMED) L->cap = MAX_TIMED;
+  L->step_ms = malloc(sizeof(float) * (size_t)(L->cap + 1));
+  L->scratch = malloc(sizeof(float) * (size_t)(L->cap + 1));
+  if (!L->step_ms || !L->scratch) return pkrt_ctx_fail(m->rt, PKRT_ERR_NOMEM, "out of memory");
   /* Outputs are checked before the first step (rt_file.h), so a bad path costs no
    * training; the checkpoint may be the file resumed from (in-place update). A resumed
    * run appends to the log of the run it continues; the log may be a pipe. */
@@ -395,13 +417,60 @@ static int64_t last_opt_step(const pkrt_model *m) {
   return (m->steps + k - 1) / k;
 }
 
+/* The median of the run's step times so far (0 before any step): a quickselect on a copy,
+ * O(steps) once an epoch; the mean alone hides a few slow steps' noise (issue 23). */
+static double median_ms(loop *L) {
+  int64_t n = L->nt < L->cap ? L->nt : L->cap;
+  if (n == 0) return 0;
+  float *a = L->scratch;
+  memcpy(a, L->step_ms, sizeof(float) * (size_t)n);
+  int64_t k = (n - 1) / 2, lo = 0, hi = n - 1;
+  while (lo < hi) { /* Hoare partition around the middle element until a[k] is in place */
+    float pivot = a[lo + (hi - lo) / 2];
+    int64_t i = lo, j = hi;
+    while (i <= j) {
+      while (a[i] < pivot) i++;
+      while (a[j] > pivot) j--;
+      if (i <= j) {
+        float t = a[i];
+        a[i++] = a[j];
+        a[j--] = t;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else break;
+  }
+  if (n % 2) return a[k];
+  float up = a[k + 1]; /* even count: the mean of a[k] and the smallest above it */
+  for (int64_t i = k + 2; i < n; i++)
+    if (a[i] < up) up = a[i];
+  return ((double)a[k] + (double)up) / 2;
+}
+
+/* The process's peak resident set in KiB (VmHWM of /proc/self/status), -1 where the
+ * system has none. read(2) into a stack buffer: no allocation, once an epoch. */
+static int64_t peak_rss_kb(void) {
+  char buf[4096];
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  const char *p = strstr(buf, "VmHWM:");
+  long long kb;
+  return p && sscanf(p, "VmHWM: %lld kB", &kb) == 1 ? (int64_t)kb : -1;
+}
+
 static void print_epoch(loop *L, int epoch, const pkrt_train_result *r, double ms) {
   const pkrt_train_options *o = L->o;
+  double median = median_ms(L);
   if (!o->quiet) {
     if (L->bar) fputs("\r\033[K", L->out);
     fprintf(L->out, "epoch %d/%d loss %.4f acc %.4f", epoch, o->epochs, r->loss, r->acc);
     if (o->val) fprintf(L->out, " val_loss %.4f val_acc %.4f", r->val_loss, r->val_acc);
-    fprintf(L->out, " ms/step %.3f\n", ms);
+    fprintf(L->out, " ms/step %.3f median %.3f\n", ms, median);
     fflush(L->out);
   }
   if (L->metrics) {
@@ -412,8 +481,11 @@ static void print_epoch(loop *L, int epoch, const pkrt_train_result *r, double m
     if (o->val && rc >= 0)
       rc = fprintf(L->metrics, ", \"val_loss\": %.17g, \"val_acc\": %.17g", r->val_loss, r->val_acc);
     if (rc >= 0)
-      rc = fprintf(L->metrics, ", \"ms_per_step\": %.6f, \"lr\": %.17g}\n", ms,
-                   rt_lr_at(&L->m->mf.opt, L->m->lr, last_opt_step(L->m)));
+      rc = fprintf(L->metrics, ", \"ms_per_step\": %.6f, \"lr\": %.17g, \"ms_median\": %.6f",
+                   ms, rt_lr_at(&L->m->mf.opt, L->m->lr, last_opt_step(L->m)), median);
+    int64_t rss = peak_rss_kb();
+    if (rc >= 0 && rss >= 0) rc = fprintf(L->metrics, ", \"peak_rss_kb\": %lld", (long long)rss);
+    if (rc >= 0) rc = fputs("}\n", L->metrics);
     metrics_check(L, rc);
   }
 }
@@ -422,7 +494,10 @@ static void print_end(loop *L, const pkrt_train_result *r, pkrt_status wst, pkrt
   const pkrt_train_options *o = L->o;
   if (o->quiet) return;
   if (!r->interrupted) {
-    fprintf(L->out, "trained %lld steps, ms/step %.3f\n", (long long)r->steps, r->ms_per_step);
+    fprintf(L->out, "trained %lld steps, ms/step %.3f median %.3f", (long long)r->steps,
+            r->ms_per_step, r->ms_median);
+    if (r->peak_rss_kb >= 0) fprintf(L->out, ", peak RSS %lld kB", (long long)r->peak_rss_kb);
+    fputc('\n', L->out);
   } else {
     fprintf(L->out, "%s after %lld steps", o->stop && *o->stop ? "interrupted" : "stopped",
             (long long)r->steps);
@@ -478,6 +553,8 @@ int pkrt_train_run(pkrt_model *m, const pkrt_dataset *train, const pkrt_train_op
   }
   r->steps = m->steps - L.start_steps;
   r->ms_per_step = r->steps ? (double)L.step_ns / 1e6 / (double)r->steps : 0;
+  r->ms_median = median_ms(&L);
+  r->peak_rss_kb = peak_rss_kb();
   if (L.bar && r->interrupted) fputs("\r\033[K", L.out);
   /* Weights and the checkpoint are saved after an interrupt too: the steps taken are not
    * lost. */
@@ -489,6 +566,8 @@ int pkrt_train_run(pkrt_model *m, const pkrt_dataset *train, const pkrt_train_op
   if (L.metrics && fclose(L.metrics) != 0 && !L.metrics_errno) L.metrics_errno = errno;
   free(L.perm);
   free(L.labels);
+  free(L.step_ms);
+  free(L.scratch);
   if (st == PKRT_OK && cst == PKRT_OK && wst == PKRT_OK && L.metrics_errno)
     return pkrt_ctx_fail(m->rt, PKRT_ERR_IO, "%s: write: %s", opts->metrics_path,
                          strerror(L.metrics_errno));

@@ -1429,6 +1429,42 @@ static void test_train_loop(void) {
   PASS();
 }
 
+/* The median step time without depending on timing: of one step it is that step, of two
+ * their mean, so both equal ms_per_step (steps kept as float: 1e-6). The metrics line
+ * carries it and the peak RSS (VmHWM: a training process has one on Linux). */
+static void test_step_median(void) {
+  const char *csv = write_csv();
+  const char *met = pk_test_path("median.jsonl");
+  for (int64_t n = 1; n <= 2; n++) {
+    pkrt_train_options o = {.epochs = 1, .seed = 7, .quiet = 1, .max_steps = n,
+                            .metrics_path = met};
+    pkrt_train_result r;
+    int rc;
+    pkrt_model *m = train_fresh(csv, o, &r, &rc);
+    CHECK(m && rc == 0 && r.steps == n, "%lld steps: %s", (long long)n,
+          m ? pkrt_model_error(m) : "open");
+    pkrt_model_close(m);
+    CHECK(r.ms_median > 0 && close_to(r.ms_median, r.ms_per_step, 1e-6),
+          "%lld steps: median %.9g, mean %.9g", (long long)n, r.ms_median, r.ms_per_step);
+    CHECK(r.peak_rss_kb > 0, "peak RSS %lld kB", (long long)r.peak_rss_kb);
+  }
+  pkrt_train_result r;
+  int rc;
+  pkrt_train_options o = {.epochs = 3, .seed = 7, .quiet = 1, .metrics_path = met};
+  pkrt_model *m = train_fresh(csv, o, &r, &rc);
+  CHECK(m && rc == 0 && r.steps == 9 && r.ms_median > 0, "3 epochs: %s",
+        m ? pkrt_model_error(m) : "open");
+  pkrt_model_close(m);
+  char *text = slurp(met);
+  int lines = 0;
+  for (char *q = text; q && (q = strstr(q, "\"ms_median\": ")); q++) lines++;
+  bool rss = text && strstr(text, ", \"peak_rss_kb\": ");
+  free(text);
+  CHECK(lines == 3 && rss, "metrics: %d lines with ms_median, peak_rss_kb %s", lines,
+        rss ? "present" : "missing");
+  PASS();
+}
+
 /* ---------------------------------------------------------------- main */
 int main(void) {
   if (pk_test_tmpdir_make("pk_test_model_rt.") != 0) return 1;
@@ -1443,6 +1479,7 @@ int main(void) {
   test_manifest_fuzz();
   test_no_malloc_per_step();
   test_train_loop();
+  test_step_median();
   pk_test_tmpdir_remove();
   cJSON_Delete(g_manifest);
   free(g_so);

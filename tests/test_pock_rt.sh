@@ -99,6 +99,12 @@ expect 0 "train" "$RT" train "$T/cnn.pock" --data "$D/target_train.csv" --val "$
   --epochs 3 --seed 3 --save "$T/a.pkw" --metrics "$T/a.jsonl"
 has "^epoch 3/3 loss [0-9.]* acc [0-9.]* val_loss" "train prints one line per epoch"
 has "^trained 45 steps" "train prints the step count"
+has "^epoch 3/3 .* ms/step [0-9.]* median [0-9.]*$" "an epoch line ends with the mean and median step time"
+has "^trained 45 steps, ms/step [0-9.]* median [0-9.]*, peak RSS [1-9][0-9]* kB$" \
+  "the last line has the mean and median step time and the peak RSS"
+if [ "$(grep -c '"ms_per_step": [0-9.]*, "lr": [0-9.e-]*, "ms_median": [0-9.]*, "peak_rss_kb": [1-9][0-9]*}$' \
+  "$T/a.jsonl")" -eq 3 ]; then pass "every metrics line has ms_median and peak_rss_kb after lr"
+else fail "metrics lines without ms_median or peak_rss_kb:"; sed 's/^/    /' "$T/a.jsonl"; fi
 expect 0 "eval with the trained weights" "$RT" eval "$T/cnn.pock" --data "$D/target_test.csv" $S --weights "$T/a.pkw"
 has "^loss [0-9.]* accuracy [0-9.]* rows 222$" "eval prints loss, accuracy, rows"
 eval_acc=$(sed -n 's/.*accuracy \([0-9.]*\).*/\1/p' "$T/out")
@@ -131,8 +137,10 @@ expect 0 "resume to the end" "$RT" train "$T/cnn.pock" $TR --resume "$T/c.ckpt" 
   --metrics "$T/b.jsonl" --save "$T/b.pkw"
 has "^trained 18 steps" "the last part trains the remaining steps"
 same "$T/a.pkw" "$T/b.pkw" "resumed weights equal the uninterrupted run's, byte for byte"
-sed 's/"ms_per_step": [0-9.]*, //' "$T/a.jsonl" >"$T/a.cmp"
-sed 's/"ms_per_step": [0-9.]*, //' "$T/b.jsonl" >"$T/b.cmp"
+# timings and memory differ between runs: everything else must not
+untimed='s/"ms_per_step": [0-9.]*, //; s/, "ms_median": [0-9.]*//; s/, "peak_rss_kb": [0-9]*//'
+sed "$untimed" "$T/a.jsonl" >"$T/a.cmp"
+sed "$untimed" "$T/b.jsonl" >"$T/b.cmp"
 same "$T/a.cmp" "$T/b.cmp" "resumed losses and accuracies (%.17g) equal the uninterrupted run's"
 expect 1 "a checkpoint of another artifact" "$RT" train "$T/mlp.pock" $TR --resume "$T/c.ckpt"
 has "belongs to another model" "the message says it is another model's"

@@ -214,14 +214,16 @@ int64_t pkrt_dataset_label_width(const pkrt_dataset *d);  /* 1, or T per-token l
  * zeros with label -1 (ignored; old one-hot artifacts: weight 0), so the loss averages
  * over its real rows only. Per epoch it
  * prints (to `out`, stdout when NULL)
- *   epoch 3/30 loss 0.1234 acc 0.9512 val_loss 0.2000 val_acc 0.9300 ms/step 0.123
- * (val_* only with a validation set), with a progress bar in between when `out` is a
+ *   epoch 3/30 loss 0.1234 acc 0.9512 val_loss 0.2 val_acc 0.93 ms/step 0.123 median 0.120
+ * (val_* only with a validation set; ms/step is the mean and median the median step time
+ * over the run's steps so far), with a progress bar in between when `out` is a
  * terminal; loss and accuracy are the means over the epoch's counted labels (its rows;
  * its tokens for per-token labels; labels equal to ignore_index do not count), accuracy
  * the argmax of the output against the label, measured during the step (before its
- * update). At the end
- * it prints "trained N steps, ms/step X". When *stop becomes non-zero (a SIGINT handler)
- * the loop ends after the current step, saves the weights (save_path), prints
+ * update). At the end it prints "trained N steps, ms/step X median Y, peak RSS K kB" (the
+ * peak RSS is the process's VmHWM; left out where /proc/self/status has none). When *stop
+ * becomes non-zero (a SIGINT handler) the loop ends after the current step, saves the
+ * weights (save_path), prints
  * "interrupted after N steps" and returns 0 with result->interrupted set. A step whose
  * loss is not finite (inf or NaN: the learning rate or the data's scale is too large) ends
  * the run with PKRT_ERR_INPUT naming the step; its update already ran in place, so neither
@@ -268,6 +270,9 @@ typedef struct pkrt_train_result {
   double val_loss, val_acc;        /* NAN without a validation set */
   double ms_per_step;              /* mean wall time of a training step (data copy included) */
   int interrupted;
+  double ms_median;                /* median wall time of a training step (the same steps) */
+  int64_t peak_rss_kb;             /* the process's peak RSS at the end (VmHWM, KiB); -1
+                                      where the system does not report it */
 } pkrt_train_result;
 
 int pkrt_train_run(pkrt_model *m, const pkrt_dataset *train, const pkrt_train_options *opts,
