@@ -375,9 +375,15 @@ static vx select_(cg *E, const pk_lexpr *e, const vmask *m) {
 static vx cast(cg *E, const pk_lexpr *e, const vmask *m) {
   pkrt_dtype from = e->args[0]->dtype, to = e->dtype;
   vx a = vexpr(E, e->args[0], m);
+  const char *parts[CG_MAX_LANES];
+  if (from == PKRT_DTYPE_BOOL && pk_dtype_is_float(to)) { /* a ReLU's gradient: mask ? 1 : 0 */
+    for (int p = 0; p < E->vl->g.parts; p++)
+      parts[p] = pk_sprintf(E->ctx, "%s(%s, %s(1), %s(0))", vx_helper(E, "vsel", to),
+                            vx_part(E, a, from, p), vx_helper(E, "vbc", to), vx_helper(E, "vbc", to));
+    return define(E, to, parts);
+  }
   if (from == PKRT_DTYPE_BOOL || (pk_dtype_is_int(to) && pk_dtype_is_float(from)))
     return op_per_lane(E, e, &a); /* 0/1 from masks; saturating float-to-int */
-  const char *parts[CG_MAX_LANES];
   for (int p = 0; p < E->vl->g.parts; p++)
     parts[p] = pk_sprintf(E->ctx, "__builtin_convertvector(%s, %s)", vx_part(E, a, from, p),
                           vx_type(E, to));
