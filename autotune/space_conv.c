@@ -263,7 +263,6 @@ static bool conv_preset(const pk_space *sp, int64_t *v) {
   v[CV_VECTOR] = space_pick(sp, CV_VECTOR, v[CV_TILE_W]);
   int64_t oc = space_stage_extent(sp, p->n.stage, p->oc);
   v[CV_RFACTOR_THREADS] = space_thread_preset(sp, CV_RFACTOR_THREADS, (oc + v[CV_TILE_OC] - 1) / v[CV_TILE_OC]);
-  v[CV_PARALLEL] = space_parallel_preset(sp, CV_PARALLEL, sp->task->flops, 1 << 20);
   return true;
 }
 

@@ -172,7 +172,6 @@ static bool reduction_preset(const pk_space *sp, int64_t *v) {
   memset(v, 0, RD_NKNOBS * sizeof *v);
   v[RD_UNROLL] = 1;
   v[RD_VECTOR] = space_pick(sp, RD_VECTOR, L);
-  v[RD_PARALLEL] = space_parallel_preset(sp, RD_PARALLEL, (double)pk_te_tensor_numel(r) * (double)ext, 1 << 17);
   if (inner == 1 && ext >= 2 * L) {
     v[RD_RFACTOR] = space_pick(sp, RD_RFACTOR, L);
     return v[RD_RFACTOR] > 1;
@@ -254,11 +253,6 @@ static bool injective_preset(const pk_space *sp, int64_t *v) {
   v[IJ_VECTOR] = space_pick(sp, IJ_VECTOR, 2 * (int64_t)sp->lanes);
   v[IJ_FUSE] = 1;
   v[IJ_UNROLL] = 1;
-  double numel = 0;
-  for (int i = 0; i < prog->ntensors; i++)
-    if (prog->tensors[i]->kind == PK_TE_COMPUTE && pk_te_tensor_numel(prog->tensors[i]) > numel)
-      numel = (double)pk_te_tensor_numel(prog->tensors[i]);
-  v[IJ_PARALLEL] = space_parallel_preset(sp, IJ_PARALLEL, numel, 1 << 17);
   return true;
 }
 

@@ -113,10 +113,6 @@ int space_thread_values(const pk_space *sp, const pk_te_tensor *t, int64_t *out)
  * parallel has at least as many iterations as the target has cores (cores from the target
  * description; 4 when it does not say), else the knob's value nearest the core count. */
 int64_t space_thread_preset(const pk_space *sp, int k, int64_t parallel_extent);
-/* A preset's "parallel" knob: 1 where the space offers it (allow_parallel: the driver's
- * default schedules) and the kernel has work enough (work >= min_work) that splitting its
- * outer loop across the pool beats the pool's start-up cost; else 0. */
-int64_t space_parallel_preset(const pk_space *sp, int k, double work, double min_work);
 /* Splits the longest reduce axis of n->stage by threads and rfactors the inner part, so
  * "<stage>.rf" computes `threads` partial results (its last dim, each from every
  * threads-th point of that axis) and <stage> sums them. out gets the names of the .rf

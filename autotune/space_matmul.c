@@ -388,7 +388,6 @@ static bool matmul_preset(const pk_space *sp, int64_t *v) {
   /* few column tiles to run in parallel (a small weight gradient): split the reduction */
   int64_t N = space_stage_extent(sp, p->stage, p->ndim - 1);
   v[MM_RFACTOR_THREADS] = space_thread_preset(sp, MM_RFACTOR_THREADS, (N + v[MM_TILE_N] - 1) / v[MM_TILE_N]);
-  v[MM_PARALLEL] = space_parallel_preset(sp, MM_PARALLEL, sp->task->flops, 1 << 20);
   return true;
 }
 
