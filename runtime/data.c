@@ -69,12 +69,21 @@ static int64_t parse_fields(const char *p, const char *end, double *vals, int64_
     double v = 0;
     int ok = 0;
     if (p < end && *p != ',') {
-      char *e;
-      v = strtod(p, &e);
-      ok = e != p && e <= end && isfinite(v);
-      p = e > end ? end : e;
-      while (p < end && is_blank(*p)) p++;
-      ok = ok && (p == end || *p == ',');
+      /* strtod needs a terminated string and the buffer is not one (a number at its very
+       * end would be read past it): the field, up to its comma, is copied first */
+      const char *fe = p;
+      while (fe < end && *fe != ',') fe++;
+      const char *te = fe;
+      while (te > p && is_blank(te[-1])) te--;
+      char num[128], *e;
+      size_t len = (size_t)(te - p);
+      if (len < sizeof num) {
+        memcpy(num, p, len);
+        num[len] = '\0';
+        v = strtod(num, &e);
+        ok = len > 0 && e == num + len && isfinite(v);
+      }
+      p = fe;
     }
     if (!ok) {
       *bad = n + 1;
