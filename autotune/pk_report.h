@@ -45,4 +45,32 @@ typedef struct pk_report_task {
 pk_status pk_report_write(pk_ctx *ctx, const pk_report_task *tasks, int n, pk_report_format fmt,
                           FILE *out);
 
+/* ---- the SVG chart code of every HTML report (report_svg.c) ----
+ *   pk_svg_chart c = {.id = "acc", .width = 560, .height = 220, .xmax = 10, .ymax = 1,
+ *                     .x_label = "trials", .y_label = "GFLOP/s", .y_decimals = 1};
+ *   pk_svg_begin(out, &c); pk_svg_polyline(out, &c, "curve", "#1f6fd1", xs, ys, n);
+ *   pk_svg_end(out, &c, "10");
+ * Coordinates are data values; every text is HTML-escaped. */
+typedef struct pk_svg_chart {
+  const char *id;           /* the svg element's id (Pock-made) */
+  int width, height;        /* pixels */
+  double xmin, xmax, ymin, ymax;
+  const char *x_label, *y_label;
+  int y_decimals;           /* of the y grid labels */
+} pk_svg_chart;
+void pk_report_html_text(FILE *out, const char *s); /* s with <>&"' escaped */
+void pk_svg_begin(FILE *out, const pk_svg_chart *c); /* frame, y grid with labels, titles */
+double pk_svg_x(const pk_svg_chart *c, double v);
+double pk_svg_y(const pk_svg_chart *c, double v);
+void pk_svg_hline(FILE *out, const pk_svg_chart *c, double y, const char *cls, const char *color,
+                  const char *dash);
+void pk_svg_vline(FILE *out, const pk_svg_chart *c, double x, const char *cls, const char *color,
+                  const char *dash);
+void pk_svg_polyline(FILE *out, const pk_svg_chart *c, const char *cls, const char *color,
+                     const double *xs, const double *ys, int n);
+/* A circle of radius r (pixels); title (may be NULL) is its tooltip. */
+void pk_svg_point(FILE *out, const pk_svg_chart *c, double x, double y, double r, const char *cls,
+                  const char *fill, const char *stroke, const char *title);
+void pk_svg_end(FILE *out, const pk_svg_chart *c, const char *xmax_label); /* closes the svg */
+
 #endif

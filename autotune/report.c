@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool pk_report_format_from_name(const char *name, pk_report_format *out) {
@@ -103,21 +104,8 @@ static pk_status write_json(pk_ctx *ctx, const pk_report_task *tasks, int n, FIL
   return PK_OK;
 }
 
-/* ---- HTML with inline SVG ---- */
-static void html_text(FILE *out, const char *s) {
-  for (const char *p = s ? s : ""; *p; p++) {
-    switch (*p) {
-    case '<': fputs("&lt;", out); break;
-    case '>': fputs("&gt;", out); break;
-    case '&': fputs("&amp;", out); break;
-    case '"': fputs("&quot;", out); break;
-    case '\'': fputs("&#39;", out); break;
-    default: fputc(*p, out);
-    }
-  }
-}
-
-enum { CHART_W = 560, CHART_H = 220, PAD_L = 56, PAD_B = 32, PAD_T = 14, PAD_R = 16 };
+/* ---- HTML with inline SVG (report_svg.c) ---- */
+#define html_text pk_report_html_text
 
 /* One chart per task: the best-so-far curve, with the default schedule and the extern
  * kernel as horizontal reference lines. */
@@ -127,40 +115,21 @@ static void svg_chart(FILE *out, const pk_report_task *t, int index) {
   ymax = ymax > 0 ? ymax * 1.1 : 1;
   double xmax = t->npoints ? (double)t->curve[t->npoints - 1].trial : 1;
   if (xmax < 1) xmax = 1;
-  const double pw = CHART_W - PAD_L - PAD_R, ph = CHART_H - PAD_T - PAD_B;
-#define X(v) (PAD_L + (v) / xmax * pw)
-#define Y(v) (PAD_T + ph - (v) / ymax * ph)
-  fprintf(out, "<svg class=\"chart\" id=\"chart%d\" width=\"%d\" height=\"%d\" "
-               "viewBox=\"0 0 %d %d\" role=\"img\">\n", index, CHART_W, CHART_H, CHART_W, CHART_H);
-  fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\" fill=\"#fafafa\" stroke=\"#999\"/>\n",
-          PAD_L, PAD_T, pw, ph);
-  for (int g = 0; g <= 4; g++) { /* y grid and labels */
-    double v = ymax * g / 4;
-    fprintf(out, "<line x1=\"%d\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                 "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%.1f</text>\n",
-            PAD_L, PAD_L + pw, Y(v), Y(v), PAD_L - 4, Y(v) + 3, v);
-  }
-  fprintf(out, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">trials</text>\n",
-          PAD_L + pw / 2, CHART_H - 6);
-  fprintf(out, "<text x=\"12\" y=\"%.1f\" font-size=\"11\" transform=\"rotate(-90 12 %.1f)\" "
-               "text-anchor=\"middle\">GFLOP/s</text>\n", PAD_T + ph / 2, PAD_T + ph / 2);
-  if (t->default_gflops > 0)
-    fprintf(out, "<line class=\"default\" x1=\"%d\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" "
-                 "stroke-dasharray=\"4 3\"/>\n", PAD_L, PAD_L + pw, Y(t->default_gflops), Y(t->default_gflops));
-  if (t->extern_gflops > 0)
-    fprintf(out, "<line class=\"extern\" x1=\"%d\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c33\" "
-                 "stroke-dasharray=\"6 3\"/>\n", PAD_L, PAD_L + pw, Y(t->extern_gflops), Y(t->extern_gflops));
+  char id[32], xlab[32];
+  snprintf(id, sizeof id, "chart%d", index);
+  snprintf(xlab, sizeof xlab, "%lld", (long long)xmax);
+  pk_svg_chart c = {.id = id, .width = 560, .height = 220, .xmax = xmax, .ymax = ymax,
+                    .x_label = "trials", .y_label = "GFLOP/s", .y_decimals = 1};
+  pk_svg_begin(out, &c);
+  if (t->default_gflops > 0) pk_svg_hline(out, &c, t->default_gflops, "default", "#888", "4 3");
+  if (t->extern_gflops > 0) pk_svg_hline(out, &c, t->extern_gflops, "extern", "#c33", "6 3");
   if (t->npoints > 0) {
-    fputs("<polyline class=\"curve\" fill=\"none\" stroke=\"#1f6fd1\" stroke-width=\"2\" points=\"", out);
-    for (int p = 0; p < t->npoints; p++)
-      fprintf(out, "%s%.1f,%.1f", p ? " " : "", X((double)t->curve[p].trial), Y(t->curve[p].best_gflops));
-    fputs("\"/>\n", out);
+    double *xs = pk_xmalloc(sizeof *xs * 2 * (size_t)t->npoints), *ys = xs + t->npoints;
+    for (int p = 0; p < t->npoints; p++) xs[p] = (double)t->curve[p].trial, ys[p] = t->curve[p].best_gflops;
+    pk_svg_polyline(out, &c, "curve", "#1f6fd1", xs, ys, t->npoints);
+    free(xs);
   }
-  fprintf(out, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" text-anchor=\"end\">%lld</text>\n", PAD_L + pw,
-          CHART_H - PAD_B + 12, (long long)xmax);
-  fputs("</svg>\n", out);
-#undef X
-#undef Y
+  pk_svg_end(out, &c, xlab);
 }
 
 static void write_html(const pk_report_task *tasks, int n, FILE *out) {

@@ -26,6 +26,7 @@ int pk_cmd_sign(int argc, char **argv);
 int pk_cmd_verify(int argc, char **argv);
 int pk_cmd_inspect(int argc, char **argv); /* cmd_inspect.c */
 int pk_cmd_export(int argc, char **argv);  /* cmd_export.c: fine-tuned weights into ONNX */
+int pk_cmd_sparse_search(int argc, char **argv); /* cmd_sparse_search.c (issue 22) */
 /* Parses one `--input-shape NAME=D0,D1,...` (cli_input_shape.c): PK_EXIT_OK, or
  * PK_EXIT_USAGE after the message. On success arg is cut at its '=' and out->name points
  * into it. */

@@ -38,6 +38,10 @@ static const char usage[] =
     "                           [--input-shape NAME=D0,D1,...] [--json]\n"
     "  export FT.pock --weights FT.pkw --onnx MODEL.onnx -o FT.onnx   the ONNX model with\n"
     "                           the fine-tuned weights, in inference mode\n"
+    "  sparse-search MODEL --data TRAIN --val VAL --budget-memory BYTES -o SPEC.json\n"
+    "                           the most accurate sparse-update scheme within a budget\n"
+    "                           [--budget-step-ms MS] [--weights W.pkw] [--reinit GLOB]\n"
+    "                           [--epochs E] [--seed S] [--cache FILE] [--html R.html] ...\n"
     "  tune INPUT --db DB       autotune on this device into a SQLite database; INPUT is a TE\n"
     "                           file or a model (every kernel of its training graph)\n"
     "                           [--tuner evo|random|grid] [--trials N] [--total-trials N]\n"
@@ -98,6 +102,7 @@ static int dispatch(int argc, char **argv) {
   if (!strcmp(cmd, "eval")) return pkrt_cli_train("pock", PKRT_CLI_EVAL, argc - 2, argv + 2);
   if (!strcmp(cmd, "inspect")) return pk_cmd_inspect(argc - 2, argv + 2);
   if (!strcmp(cmd, "export")) return pk_cmd_export(argc - 2, argv + 2);
+  if (!strcmp(cmd, "sparse-search")) return pk_cmd_sparse_search(argc - 2, argv + 2);
   if (!strcmp(cmd, "report")) return pk_cmd_report(argc - 2, argv + 2);
   if (!strcmp(cmd, "keygen")) return pk_cmd_keygen(argc - 2, argv + 2);
   if (!strcmp(cmd, "sign")) return pk_cmd_sign(argc - 2, argv + 2);

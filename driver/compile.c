@@ -98,6 +98,19 @@ static pk_status check_output(pk_ctx *ctx, const pk_compile_options *o) {
   return s;
 }
 
+pk_status drv_compile_to(pk_ctx *ctx, const pk_compile_options *o, const char *last,
+                         drv_state *S) {
+  int end = stage_index(last), unused;
+  pk_status s = check_options(ctx, o, &unused);
+  if (s != PK_OK) return s;
+  *S = (drv_state){.ctx = ctx, .o = o, .log = o->log ? o->log : stderr};
+  if ((s = open_target(S)) != PK_OK) return s;
+  for (int i = 0; i <= end && s == PK_OK; i++) s = stages[i].run(S);
+  pk_cgen_unit_free(S->unit);
+  S->unit = NULL;
+  return s;
+}
+
 pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *opts, pk_compile_result *out) {
   pk_compile_options o = *opts;
   if (!o.target) o.target = "c";

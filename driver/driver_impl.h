@@ -39,6 +39,7 @@ typedef struct drv_kernel {
   pk_schedule *sched;         /* NULL: the default */
   drv_sched_source source;
   const char *record_id;      /* the tuning record used, or NULL */
+  double record_ns;           /* its measured median (ns), when record_id is set */
   const char *note;           /* why a database choice fell back (logged), or NULL */
   const char *why_default;    /* why the preset was not taken (--dump-after schedule) */
   pk_lfunc *func;             /* lowered as "k<i>" */
@@ -69,6 +70,12 @@ typedef struct drv_state {
   char *manifest;             /* artifact */
   int64_t artifact_bytes;
 } drv_state;
+
+/* Runs pk_compile's checks and its stages up to and including `last` (a stage name) into
+ * *S, printing no dump and no table: for callers inside driver/ that need the structures
+ * themselves (search_cost.c). o must outlive S; S->unit is freed before returning. */
+pk_status drv_compile_to(pk_ctx *ctx, const pk_compile_options *o, const char *last,
+                         drv_state *S);
 
 /* ---- stage_graph.c: load, sparse, train ---- */
 pk_status drv_load(drv_state *S);

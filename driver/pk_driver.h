@@ -11,6 +11,7 @@
 #ifndef PK_DRIVER_H
 #define PK_DRIVER_H
 
+#include <signal.h>
 #include <stdio.h>
 
 #include "pk_frontend.h"
@@ -86,5 +87,70 @@ typedef struct pk_model_tasks {
   const char **names;       /* readable: "conv2d_grad1(conv3)" */
 } pk_model_tasks;
 pk_status pk_model_tasks_of(pk_ctx *ctx, const pk_compile_options *o, pk_model_tasks *out);
+
+/* ---- `pock sparse-search` (issue 22; search*.c, docs/sparse-search.md) ----
+ * Finds the sparse-update scheme with the best validation accuracy that fits a budget of
+ * backward-pass memory (and optionally of step time):
+ *   1. contribution analysis: fine-tune the head alone, then the head with each candidate
+ *      alone (each non-head layer's bias; its weight at 1/8, 1/4, 1/2 and all of its input
+ *      channels), all from the same start; a candidate's gain is its validation accuracy
+ *      minus head-only's. Runs are kept in the cache file (keyed by the model, weights,
+ *      data and settings), so a rerun trains nothing;
+ *   2. cost of a scheme from the compiler's own stages: BP memory as --print-memory prints
+ *      it, the planned peak, and step time from the tuning database's records, else from
+ *      one timing of each distinct kernel's schedule (the measurer; cached too);
+ *   3. search: every scheme when the space is small, else a seeded evolutionary search,
+ *      for the best summed gain within the budgets; the top `verify` are fine-tuned for
+ *      real and the best measured validation accuracy wins.
+ * Usage:
+ *   pk_search_options so = pk_search_defaults();
+ *   so.compile.model = "cnn.json"; so.data = "train.csv"; so.val = "val.csv";
+ *   so.budget_bytes = 100000; so.cache = "search.cache.json";
+ *   pk_search_result r;
+ *   if (pk_sparse_search(ctx, &so, &r) == PK_OK) ... write r.spec, r.report, r.html
+ */
+typedef struct pk_measurer pk_measurer;
+
+typedef struct pk_search_options {
+  pk_compile_options compile; /* model, weights, reinit, batch, db, target, optimizer; sparse,
+                                 out, dump_after and print_memory are the search's own */
+  const char *data, *val;     /* training and validation data (as `pock train --data`) */
+  double scale;               /* every feature times this (1: none) */
+  int label_column;           /* as `pock train --label-column` (-1: last) */
+  int64_t budget_bytes;       /* BP memory (saved activations + gradients + optimizer state) */
+  double budget_step_ms;      /* <= 0: no time budget */
+  int epochs;                 /* each contribution run (default 10) */
+  int verify_epochs;          /* each verification run (0: epochs) */
+  int verify;                 /* schemes verified by fine-tuning (default 3) */
+  uint64_t seed;              /* shuffling and the evolutionary search */
+  const char *cache;          /* the cache file (read if present, rewritten after each run) */
+  bool html;                  /* also make the one-file HTML report */
+  pk_measurer *measurer;      /* times kernels without a tuning record; NULL: step time is
+                                 unknown where a record is missing (and --budget-step-ms is
+                                 refused) */
+  volatile sig_atomic_t *stop; /* set (Ctrl-C): stop after the current step; the cache stays */
+  FILE *log;                  /* progress lines and the report; NULL: stderr */
+} pk_search_options;
+
+pk_search_options pk_search_defaults(void);
+
+typedef struct pk_search_result {
+  int64_t head_bp_bytes;      /* the smallest BP memory of any scheme (head only) */
+  int64_t full_bp_bytes;      /* every candidate on */
+  int runs_trained;           /* fine-tunes this call ran (0 when the cache had them all) */
+  int runs_cached;            /* fine-tunes found in the cache */
+  int schemes;                /* schemes costed */
+  double chosen_val_acc;      /* measured */
+  int64_t chosen_bp_bytes;
+  const char *chosen;         /* readable: "conv3.weight[:8] conv3.bias" ("head only") */
+  const char *spec;           /* the chosen scheme's sparse-update spec (JSON text) */
+  const char *report;         /* the text report (also printed to log) */
+  const char *html;           /* the HTML report (o->html), else NULL */
+} pk_search_result;
+
+/* PK_ERR_CHECK when no scheme fits (the message names the smallest budget that would),
+ * PK_ERR_IO for the files, a compile's status for a bad model or data; interrupted:
+ * PK_ERR_RUNTIME "interrupted", the cache written. */
+pk_status pk_sparse_search(pk_ctx *ctx, const pk_search_options *o, pk_search_result *out);
 
 #endif

@@ -81,6 +81,7 @@ static bool try_record(drv_state *S, int i, const pk_record *r, drv_sched_source
   }
   K->source = src;
   K->record_id = r->id;
+  K->record_ns = r->meas.timing.median_ns;
   return true;
 }
 
