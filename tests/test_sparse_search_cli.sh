@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# test_sparse_search_cli.sh — `pock sparse-search` on the digits MLP with one-epoch runs:
+# a budget no scheme fits names the smallest possible (the head alone's BP memory, as
+# `pock compile --print-memory` prints it); the chosen spec fits the budget by the same
+# measure; a rerun with the cache trains nothing and chooses the same; bad options and
+# files are refused. With HTML=FILE in the environment the report is also written there.
+# Usage: test_sparse_search_cli.sh POCK SOURCE_DIR
+set -u
+. "$(dirname "$0")/cli_test_lib.sh"
+pock=$1
+d=$2/examples/digits
+model=$d/models/mlp.json
+data=(--data "$d/target_train.csv" --val "$d/target_val.csv" --scale 0.0625)
+fast=(--epochs 1 --verify 2 --no-timing --cache "$tmp/c.json")
+bp_of() { # the bp_total `pock compile --print-memory` prints for spec $1
+  "$pock" compile "$model" --sparse "$1" --print-memory --dump-after memplan 2>/dev/null |
+    awk '$1 == "bp_total" { print $2; exit }'
+}
+
+head_bp=$(bp_of "$d/specs/mlp_head.json")
+expect no_fit 1 "no scheme fits --budget-memory 1000 bytes: the smallest possible is $head_bp bytes" \
+  "$pock" sparse-search "$model" "${data[@]}" "${fast[@]}" --budget-memory 1000 -o "$tmp/s.json"
+[ ! -e "$tmp/s.json" ] && pass no_fit_no_spec || fail no_fit_no_spec "a spec was written"
+
+budget=$(($(bp_of "$d/specs/mlp_full.json") / 3))
+expect search 0 'wrote .*s\.json \([1-9][0-9]* fine-tunes run' "$pock" sparse-search "$model" \
+  "${data[@]}" "${fast[@]}" --budget-memory "$budget" -o "$tmp/s.json" --report "$tmp/r.txt" \
+  --html "${HTML:-$tmp/r.html}"
+chosen=$(grep '^chosen' "$tmp/out")
+bp=$(bp_of "$tmp/s.json")
+[ -n "$bp" ] && [ "$bp" -le "$budget" ] && pass spec_fits || fail spec_fits "bp '$bp' > budget $budget"
+grep -q "^chosen" "$tmp/r.txt" && pass report_file || fail report_file "no chosen line"
+
+expect rerun_cached 0 'wrote .*\(0 fine-tunes run, [1-9][0-9]* from the cache' "$pock" sparse-search \
+  "$model" "${data[@]}" "${fast[@]}" --budget-memory "$budget" -o "$tmp/s2.json"
+[ "$(grep '^chosen' "$tmp/out")" = "$chosen" ] && cmp -s "$tmp/s.json" "$tmp/s2.json" &&
+  pass rerun_same || fail rerun_same "$(grep '^chosen' "$tmp/out") vs $chosen"
+
+expect no_val 2 'required' "$pock" sparse-search "$model" --data "$d/target_train.csv" \
+  --budget-memory 1000 -o "$tmp/x.json"
+expect bad_budget 2 'budget-memory needs an integer' "$pock" sparse-search "$model" "${data[@]}" \
+  --budget-memory -5 -o "$tmp/x.json"
+echo 'not json' >"$tmp/bad.json"
+expect bad_cache 1 'bad.json: not a sparse-search cache' "$pock" sparse-search "$model" \
+  "${data[@]}" --epochs 1 --no-timing --cache "$tmp/bad.json" --budget-memory "$budget" -o "$tmp/x.json"
+grep -q 'not json' "$tmp/bad.json" && pass bad_cache_kept || fail bad_cache_kept "overwritten"
+expect out_is_input 1 'target_val.csv' "$pock" sparse-search "$model" "${data[@]}" "${fast[@]}" \
+  --budget-memory "$budget" -o "$d/target_val.csv"
+finish
