@@ -9,6 +9,9 @@ packages=(build-essential cmake pkg-config libsqlite3-dev libcjson-dev libffi-de
 packages+=(strace clang libclang-rt-14-dev)
 # Tests: the venv of the ONNX reference tools (scripts/onnx_venv.sh: onnx, onnxruntime).
 packages+=(python3-venv)
+# Tests: headless Chromium renders the HTML reports (scripts/report-screenshot.sh: the
+# tuning report, issue 22's sparse-search report; both skip without it).
+packages+=(chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
