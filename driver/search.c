@@ -330,7 +330,7 @@ static pk_status run_search(search *Q, pk_search_result *out) {
   PK_ASSERT(chosen); /* the head alone fits (check_budget) */
   srch_report R = {.o = o, .sp = &Q->sp, .head_acc = Q->head_acc, .tried = Q->tried,
                    .ntried = Q->ntried, .verified = rank, .nverified = nv, .chosen = chosen,
-                   .seconds = now_s() - Q->t0, .step_source = step_source(Q)};
+                   .full_bp_bytes = full->cost.bp_bytes, .seconds = now_s() - Q->t0, .step_source = step_source(Q)};
   out->runs_trained = Q->trained;
   out->runs_cached = Q->cached;
   out->schemes = Q->ntried;
@@ -358,7 +358,7 @@ pk_status pk_sparse_search(pk_ctx *ctx, const pk_search_options *o, pk_search_re
   Q.E.sp = &Q.sp;
   if ((st = srch_space_build(ctx, &o->compile, &Q.sp)) != PK_OK) return st;
   srch_cache cache;
-  if ((st = srch_cache_open(ctx, o, &cache)) != PK_OK) return st;
+  if ((st = srch_cache_open(ctx, o, &Q.sp.train, &cache)) != PK_OK) return st;
   Q.E.cache = &cache;
   const char *tmp = getenv("TMPDIR");
   char *dir = pk_sprintf(ctx, "%s/pock-search-XXXXXX", tmp && *tmp ? tmp : "/tmp");

@@ -35,7 +35,8 @@ static pk_status hash_into(pk_ctx *ctx, pk_strbuf *b, const char *what, const ch
   return PK_OK;
 }
 
-static pk_status entry_key(pk_ctx *ctx, const pk_search_options *o, const char **key) {
+static pk_status entry_key(pk_ctx *ctx, const pk_search_options *o, const pk_train_spec *t,
+                           const char **key) {
   const pk_compile_options *c = &o->compile;
   pk_strbuf b;
   pk_strbuf_init(&b);
@@ -44,9 +45,9 @@ static pk_status entry_key(pk_ctx *ctx, const pk_search_options *o, const char *
   if (s == PK_OK) s = hash_into(ctx, &b, "weights", c->weights);
   if (s == PK_OK) s = hash_into(ctx, &b, "data", o->data);
   if (s == PK_OK) s = hash_into(ctx, &b, "val", o->val);
-  pk_strbuf_printf(&b, "reinit=%s batch=%lld lr=%.17g optimizer=%s momentum=%.17g wd=%.17g\n",
-                   c->reinit ? c->reinit : "-", (long long)c->batch, c->lr,
-                   c->optimizer ? c->optimizer : "-", c->momentum, c->weight_decay);
+  pk_strbuf_printf(&b, "reinit=%s batch=%lld lr=%.17g optimizer=%d momentum=%.17g wd=%.17g\n",
+                   c->reinit ? c->reinit : "-", (long long)c->batch, t->lr, (int)t->optim,
+                   t->momentum, t->weight_decay);
   pk_strbuf_printf(&b, "scale=%.17g label_column=%d seed=%llu target=%s cc=%s\n", o->scale,
                    o->label_column, (unsigned long long)o->seed, c->target ? c->target : "c",
                    c->cc ? c->cc : "-");
@@ -68,10 +69,11 @@ static cJSON *object_in(cJSON *parent, const char *name) {
   return o;
 }
 
-pk_status srch_cache_open(pk_ctx *ctx, const pk_search_options *o, srch_cache *c) {
+pk_status srch_cache_open(pk_ctx *ctx, const pk_search_options *o, const pk_train_spec *train,
+                          srch_cache *c) {
   memset(c, 0, sizeof *c);
   c->path = o->cache;
-  pk_status s = entry_key(ctx, o, &c->key);
+  pk_status s = entry_key(ctx, o, train, &c->key);
   if (s != PK_OK) return s;
   char *text = NULL;
   size_t len = 0;

@@ -38,6 +38,7 @@ typedef struct srch_space {
   srch_item *items;
   int nhead;
   const char **head;          /* the head's params: always trained */
+  pk_train_spec train;        /* the model's training object with the overrides applied */
 } srch_space;
 
 /* A scheme: per layer a weight option and bias on/off. */
@@ -79,8 +80,10 @@ typedef struct srch_cache {
   const char *key;
 } srch_cache;
 /* Reads path when it exists (a malformed file is an error naming it, never overwritten
- * silently); the entry key hashes the model, weights, data and settings. */
-pk_status srch_cache_open(pk_ctx *ctx, const pk_search_options *o, srch_cache *c);
+ * silently); the entry key hashes the model, weights, data and settings (the optimizer's
+ * as they take effect: an option that repeats the model's value changes nothing). */
+pk_status srch_cache_open(pk_ctx *ctx, const pk_search_options *o, const pk_train_spec *train,
+                          srch_cache *c);
 /* A run's validation accuracy and median ms/step by "E@scheme key"; false if absent. */
 bool srch_cache_run(const srch_cache *c, const char *run_key, double *val_acc, double *ms);
 void srch_cache_put_run(srch_cache *c, const char *run_key, double val_acc, double ms,
@@ -121,6 +124,7 @@ typedef struct srch_report {
   srch_scheme **verified;
   int nverified;
   const srch_scheme *chosen;
+  int64_t full_bp_bytes;      /* every candidate on */
   double seconds;
   const char *step_source;    /* "tuning records", "timed kernels", ... */
 } srch_report;

@@ -21,6 +21,7 @@ char *srch_report_text(pk_ctx *ctx, const srch_report *r) {
   pk_strbuf_printf(&b, "\nsparse-search report: %s\n", o->compile.model);
   pk_strbuf_printf(&b, "budget: %lld bytes of BP memory", (long long)o->budget_bytes);
   if (o->budget_step_ms > 0) pk_strbuf_printf(&b, ", %g ms per step", o->budget_step_ms);
+  pk_strbuf_printf(&b, " (the full update: %lld bytes)", (long long)r->full_bp_bytes);
   pk_strbuf_printf(&b, "\nhead alone (always trained:");
   for (int i = 0; i < r->sp->nhead; i++) pk_strbuf_printf(&b, " %s", r->sp->head[i]);
   pk_strbuf_printf(&b, "): val_acc %.4f\n\n", r->head_acc);
@@ -70,7 +71,7 @@ static void chart(FILE *out, const srch_report *r) {
   char xlab[64];
   snprintf(xlab, sizeof xlab, "%.0f bytes", xmax * 1.05);
   pk_svg_chart c = {.id = "accuracy-memory", .width = 720, .height = 320, .xmin = 0,
-                    .xmax = xmax * 1.05, .ymin = ymin - pad, .ymax = fmin(1, ymax + pad),
+                    .xmax = xmax * 1.05, .ymin = ymin - pad, .ymax = ymax + pad,
                     .x_label = "BP memory (bytes)", .y_label = "validation accuracy",
                     .y_decimals = 3};
   if (c.ymax <= c.ymin) c.ymax = c.ymin + 0.01;
@@ -112,7 +113,8 @@ char *srch_report_html(pk_ctx *ctx, const srch_report *r) {
         "tr.chosen{background:#fde8e8}\n</style></head><body>\n"
         "<h1>Pock sparse-search report</h1>\n<p>", out);
   pk_report_html_text(out, r->o->compile.model);
-  fprintf(out, ": budget %lld bytes of BP memory", (long long)r->o->budget_bytes);
+  fprintf(out, ": budget %lld bytes of BP memory (the full update: %lld)",
+          (long long)r->o->budget_bytes, (long long)r->full_bp_bytes);
   if (r->o->budget_step_ms > 0) fprintf(out, ", %g ms per step", r->o->budget_step_ms);
   fprintf(out, "; %d schemes costed; step time from ", r->ntried);
   pk_report_html_text(out, r->step_source);

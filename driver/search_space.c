@@ -33,6 +33,7 @@ pk_status srch_space_build(pk_ctx *ctx, const pk_compile_options *co, srch_space
                        "%s: no layer (a conv2d or matmul reading a param): nothing to search",
                        o.model);
   memset(sp, 0, sizeof *sp);
+  sp->train = S.spec;
   int cap = (nl - 1) * (SRCH_NRATIOS + 1) + 1;
   sp->items = pk_alloc(ctx, sizeof *sp->items * (size_t)cap);
   sp->layers = pk_alloc(ctx, sizeof *sp->layers * (size_t)(nl > 1 ? nl - 1 : 1));
