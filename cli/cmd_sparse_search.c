@@ -36,6 +36,8 @@ static const char search_help[] =
     "  --epochs E              epochs of each contribution run (default 10)\n"
     "  --verify K              schemes verified by fine-tuning (default 3)\n"
     "  --verify-epochs E       epochs of each verification run (default: --epochs)\n"
+    "  --verify-lrs X,Y,...    fine-tune each verified scheme at each learning rate and keep\n"
+    "                          its best (default: the one lr, --lr or the model's)\n"
     "  --seed S                shuffling and search seed (default 0)\n"
     "  --cache FILE            the cache (default: sparse-search.cache.json beside -o)\n"
     "  --report R.txt          also write the text report there\n"
@@ -47,8 +49,11 @@ static const char search_help[] =
     "\n"
     "Exit status: 0 success, 1 error (no scheme fits, bad model or data, interrupted), 2 usage.\n";
 
+#define MAX_LRS 16
+
 typedef struct cli_search {
   pk_search_options so;
+  double lrs[MAX_LRS];
   const char *out, *report, *html;
   bool no_timing;
 } cli_search;
@@ -87,6 +92,16 @@ static int parse_valued(cli_search *c, const char *a, char *v) {
     if ((rc = parse_int(a, v, 1, 100000, &n)) == PK_EXIT_OK)
       *(!strcmp(a, "--epochs") ? &o->epochs : !strcmp(a, "--verify") ? &o->verify
                                                                       : &o->verify_epochs) = (int)n;
+  } else if (!strcmp(a, "--verify-lrs")) {
+    o->nverify_lrs = 0;
+    for (char *p = strtok(v, ","); p; p = strtok(NULL, ",")) {
+      if (o->nverify_lrs == MAX_LRS)
+        return pk_cli_usage("sparse-search: --verify-lrs takes at most %d rates", MAX_LRS);
+      if ((rc = parse_number(a, p, 1e-30, 1e6, &d)) != PK_EXIT_OK) return rc;
+      c->lrs[o->nverify_lrs++] = d;
+    }
+    if (!o->nverify_lrs) return pk_cli_usage("sparse-search: --verify-lrs needs rates: X,Y,...");
+    o->verify_lrs = c->lrs;
   } else if (!strcmp(a, "--seed")) {
     if ((rc = parse_int(a, v, 0, INT64_MAX, &n)) == PK_EXIT_OK) o->seed = (uint64_t)n;
   } else if (!strcmp(a, "--batch")) {

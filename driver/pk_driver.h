@@ -122,6 +122,10 @@ typedef struct pk_search_options {
   int epochs;                 /* each contribution run (default 10) */
   int verify_epochs;          /* each verification run (0: epochs) */
   int verify;                 /* schemes verified by fine-tuning (default 3) */
+  const double *verify_lrs;   /* each verified scheme is fine-tuned at each of these learning
+                                 rates and keeps its best (NULL: the one lr of the training
+                                 object), as a user would tune a hand-written spec's */
+  int nverify_lrs;
   uint64_t seed;              /* shuffling and the evolutionary search */
   const char *cache;          /* the cache file (read if present, rewritten after each run) */
   bool html;                  /* also make the one-file HTML report */
@@ -141,6 +145,7 @@ typedef struct pk_search_result {
   int runs_cached;            /* fine-tunes found in the cache */
   int schemes;                /* schemes costed */
   double chosen_val_acc;      /* measured */
+  double chosen_lr;           /* the learning rate it was measured with (0: the default) */
   int64_t chosen_bp_bytes;
   const char *chosen;         /* readable: "conv3.weight[:8] conv3.bias" ("head only") */
   const char *spec;           /* the chosen scheme's sparse-update spec (JSON text) */

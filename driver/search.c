@@ -69,11 +69,11 @@ static pk_status costed(search *Q, srch_scheme *s, srch_scheme **out) {
 }
 
 /* Fine-tunes s (or finds it in the cache), with a progress line and the time left. */
-static pk_status finetune(search *Q, srch_scheme *s, int epochs, const char *what, int k, int n,
-                          int left_to_train, double *acc, double *ms) {
+static pk_status finetune(search *Q, srch_scheme *s, int epochs, double lr, const char *what,
+                          int k, int n, int left_to_train, double *acc, double *ms) {
   double t = now_s();
   bool cached;
-  pk_status st = srch_finetune(&Q->E, s, epochs, acc, ms, &cached);
+  pk_status st = srch_finetune(&Q->E, s, epochs, lr, acc, ms, &cached);
   if (st != PK_OK) return st;
   if (cached) {
     Q->cached++;
@@ -82,7 +82,8 @@ static pk_status finetune(search *Q, srch_scheme *s, int epochs, const char *wha
     Q->train_s += now_s() - t;
   }
   double per = Q->trained ? Q->train_s / Q->trained : 0;
-  fprintf(Q->log, "[%s %d/%d] %-34s val_acc %.4f  %s", what, k, n, s->key, *acc,
+  const char *name = lr > 0 ? pk_sprintf(Q->E.ctx, "%s (lr %g)", s->key, lr) : s->key;
+  fprintf(Q->log, "[%s %d/%d] %-34s val_acc %.4f  %s", what, k, n, name, *acc,
           cached ? "(cached)" : "");
   if (!cached) fprintf(Q->log, "%.1f s", now_s() - t);
   if (left_to_train > 0 && per > 0) fprintf(Q->log, ", ETA %.0f s", per * left_to_train);
@@ -91,13 +92,17 @@ static pk_status finetune(search *Q, srch_scheme *s, int epochs, const char *wha
   return PK_OK;
 }
 
-static int runs_missing(search *Q, srch_scheme **s, int n, int epochs) {
+/* Runs of s[0..n) at each of lrs[0..nlr) not in the cache yet (for the ETA). */
+static int runs_missing(search *Q, srch_scheme **s, int n, int epochs, const double *lrs, int nlr) {
   int m = 0;
   double a, b;
   for (int i = 0; i < n; i++)
-    m += !srch_cache_run(Q->E.cache, pk_sprintf(Q->E.ctx, "%d@%s", epochs, s[i]->key), &a, &b);
+    for (int j = 0; j < nlr; j++)
+      m += !srch_cache_run(Q->E.cache, srch_run_key(Q->E.ctx, s[i], epochs, lrs[j]), &a, &b);
   return m;
 }
+
+static const double default_lr[1] = {0};
 
 /* 1. Head alone, then head + each candidate alone, from the same start. */
 static pk_status contributions(search *Q) {
@@ -105,13 +110,14 @@ static pk_status contributions(search *Q) {
   int n = Q->sp.nitems + 1, epochs = Q->E.o->epochs;
   srch_scheme **s = pk_alloc(ctx, sizeof *s * (size_t)n);
   for (int i = 0; i < n; i++) s[i] = srch_scheme_of_item(ctx, &Q->sp, i - 1);
-  int left = runs_missing(Q, s, n, epochs);
+  int left = runs_missing(Q, s, n, epochs, default_lr, 1);
   fprintf(Q->log, "sparse-search: contribution analysis, %d runs of %d epochs (%d cached)\n", n,
           epochs, n - left);
   for (int i = 0; i < n; i++) {
     double acc, ms;
-    pk_status st = finetune(Q, s[i], epochs, "contribution", i + 1, n,
-                            runs_missing(Q, s + i + 1, n - i - 1, epochs), &acc, &ms);
+    pk_status st = finetune(Q, s[i], epochs, 0, "contribution", i + 1, n,
+                            runs_missing(Q, s + i + 1, n - i - 1, epochs, default_lr, 1), &acc,
+                            &ms);
     if (st != PK_OK) return st;
     if (i == 0) {
       Q->head_acc = acc;
@@ -243,9 +249,9 @@ static const char *step_source(const search *Q) {
     unknown |= isnan(Q->tried[i]->cost.step_ms);
   }
   if (unknown) return "unknown for some schemes (kernels without a tuning record, none timed)";
-  if (!timed) return "tuning-database records";
-  if (!tuned) return "one timing of each distinct kernel's schedule (no tuning records)";
-  return "tuning-database records where present, else one timing of the kernel's schedule";
+  if (!timed) return "from tuning-database records";
+  if (!tuned) return "from one timing of each distinct kernel's schedule (no tuning records)";
+  return "from tuning-database records where present, else one timing of the kernel's schedule";
 }
 
 static pk_status check_options(pk_ctx *ctx, const pk_search_options *o) {
@@ -316,16 +322,26 @@ static pk_status run_search(search *Q, pk_search_result *out) {
   int nv = 0;
   while (nv < o->verify && nv < Q->ntried && rank[nv]->fits) nv++;
   int epochs = o->verify_epochs ? o->verify_epochs : o->epochs;
-  fprintf(Q->log, "sparse-search: verifying the best %d by fine-tuning (%d epochs)\n", nv, epochs);
+  const double *lrs = o->nverify_lrs ? o->verify_lrs : default_lr;
+  int nlr = o->nverify_lrs ? o->nverify_lrs : 1;
+  fprintf(Q->log, "sparse-search: verifying the best %d by fine-tuning (%d epochs, %d learning "
+          "rate%s)\n", nv, epochs, nlr, nlr > 1 ? "s" : "");
   srch_scheme *chosen = NULL;
   for (int i = 0; i < nv; i++) {
-    if ((st = finetune(Q, rank[i], epochs, "verify", i + 1, nv,
-                       runs_missing(Q, rank + i + 1, nv - i - 1, epochs), &rank[i]->measured,
-                       &rank[i]->measured_ms)) != PK_OK)
-      return st;
-    if (!chosen || rank[i]->measured > chosen->measured ||
-        (rank[i]->measured == chosen->measured && rank[i]->cost.bp_bytes < chosen->cost.bp_bytes))
-      chosen = rank[i];
+    srch_scheme *s = rank[i];
+    for (int j = 0; j < nlr; j++) {
+      double acc, ms;
+      int left = runs_missing(Q, rank + i, 1, epochs, lrs + j + 1, nlr - j - 1) +
+                 runs_missing(Q, rank + i + 1, nv - i - 1, epochs, lrs, nlr);
+      if ((st = finetune(Q, s, epochs, lrs[j], "verify", i * nlr + j + 1, nv * nlr, left, &acc,
+                         &ms)) != PK_OK)
+        return st;
+      if (isnan(s->measured) || acc > s->measured)
+        s->measured = acc, s->measured_ms = ms, s->measured_lr = lrs[j];
+    }
+    if (!chosen || s->measured > chosen->measured ||
+        (s->measured == chosen->measured && s->cost.bp_bytes < chosen->cost.bp_bytes))
+      chosen = s;
   }
   PK_ASSERT(chosen); /* the head alone fits (check_budget) */
   srch_report R = {.o = o, .sp = &Q->sp, .head_acc = Q->head_acc, .tried = Q->tried,
@@ -336,12 +352,14 @@ static pk_status run_search(search *Q, pk_search_result *out) {
   out->schemes = Q->ntried;
   out->chosen = chosen->key;
   out->chosen_val_acc = chosen->measured;
+  out->chosen_lr = chosen->measured_lr;
   out->chosen_bp_bytes = chosen->cost.bp_bytes;
   out->spec = srch_scheme_spec(
       ctx, &Q->sp, chosen,
       pk_sprintf(ctx, "pock sparse-search: %s; BP memory %lld bytes (budget %lld); validation "
-                 "accuracy %.4f measured, %.4f predicted", chosen->key,
+                 "accuracy %.4f measured%s, %.4f predicted", chosen->key,
                  (long long)chosen->cost.bp_bytes, (long long)o->budget_bytes, chosen->measured,
+                 chosen->measured_lr > 0 ? pk_sprintf(ctx, " at lr %g", chosen->measured_lr) : "",
                  chosen->predicted));
   out->report = srch_report_text(ctx, &R);
   out->html = o->html ? srch_report_html(ctx, &R) : NULL;

@@ -56,6 +56,7 @@ typedef struct srch_scheme {
   bool fits;
   double measured;            /* verified validation accuracy (NAN: not verified) */
   double measured_ms;         /* verified run's median ms/step */
+  double measured_lr;         /* the learning rate of the best verified run (0: default) */
 } srch_scheme;
 
 /* ---- search_space.c ---- */
@@ -107,10 +108,13 @@ typedef struct srch_run_env {
 pk_status srch_cost_of(srch_run_env *E, srch_scheme *s);
 
 /* ---- search_train.c ---- */
-/* Compiles the scheme and fine-tunes it `epochs` epochs; *val_acc and *ms (median ms/step)
- * from the run (or the cache: *cached). PK_ERR_RUNTIME "interrupted" when stopped. */
-pk_status srch_finetune(srch_run_env *E, const srch_scheme *s, int epochs, double *val_acc,
-                        double *ms, bool *cached);
+/* Compiles the scheme and fine-tunes it `epochs` epochs at learning rate lr (0: the
+ * compiled one); *val_acc and *ms (median ms/step) from the run (or the cache: *cached).
+ * PK_ERR_RUNTIME "interrupted" when stopped. */
+pk_status srch_finetune(srch_run_env *E, const srch_scheme *s, int epochs, double lr,
+                        double *val_acc, double *ms, bool *cached);
+/* The cache's name of that run: "E@KEY", or "E@lrX@KEY". */
+const char *srch_run_key(pk_ctx *ctx, const srch_scheme *s, int epochs, double lr);
 /* A temp file in the work dir for this scheme ("spec.json", "pock"). */
 const char *srch_work_file(srch_run_env *E, const char *ext);
 

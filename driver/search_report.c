@@ -14,6 +14,10 @@ static const char *ms_text(pk_ctx *ctx, double ms) {
   return isfinite(ms) ? pk_sprintf(ctx, "%.3f", ms) : "?";
 }
 
+static const char *lr_text(pk_ctx *ctx, double lr) {
+  return lr > 0 ? pk_sprintf(ctx, "%g", lr) : "default";
+}
+
 char *srch_report_text(pk_ctx *ctx, const srch_report *r) {
   const pk_search_options *o = r->o;
   pk_strbuf b;
@@ -36,16 +40,17 @@ char *srch_report_text(pk_ctx *ctx, const srch_report *r) {
   }
   int nfit = 0;
   for (int i = 0; i < r->ntried; i++) nfit += r->tried[i]->fits;
-  pk_strbuf_printf(&b, "\nschemes costed: %d, %d within the budget; step time from %s\n",
+  pk_strbuf_printf(&b, "\nschemes costed: %d, %d within the budget; step time %s\n",
                    r->ntried, nfit, r->step_source);
   int epochs = o->verify_epochs ? o->verify_epochs : o->epochs;
   pk_strbuf_printf(&b, "verified (%d epochs):\n", epochs);
-  pk_strbuf_printf(&b, "  %-44s %9s %9s %10s %10s %9s %9s\n", "scheme", "predicted", "measured",
-                   "bp bytes", "peak bytes", "ms pred", "ms meas");
+  pk_strbuf_printf(&b, "  %-44s %9s %9s %8s %10s %10s %9s %9s\n", "scheme", "predicted",
+                   "measured", "lr", "bp bytes", "peak bytes", "ms pred", "ms meas");
   for (int i = 0; i < r->nverified; i++) {
     const srch_scheme *s = r->verified[i];
-    pk_strbuf_printf(&b, "%s %-44s %9.4f %9.4f %10lld %10lld %9s %9s\n",
+    pk_strbuf_printf(&b, "%s %-44s %9.4f %9.4f %8s %10lld %10lld %9s %9s\n",
                      s == r->chosen ? "*" : " ", s->key, s->predicted, s->measured,
+                     lr_text(ctx, s->measured_lr),
                      (long long)s->cost.bp_bytes, (long long)s->cost.peak_bytes,
                      ms_text(ctx, s->cost.step_ms), ms_text(ctx, s->measured_ms));
   }
@@ -116,7 +121,7 @@ char *srch_report_html(pk_ctx *ctx, const srch_report *r) {
   fprintf(out, ": budget %lld bytes of BP memory (the full update: %lld)",
           (long long)r->o->budget_bytes, (long long)r->full_bp_bytes);
   if (r->o->budget_step_ms > 0) fprintf(out, ", %g ms per step", r->o->budget_step_ms);
-  fprintf(out, "; %d schemes costed; step time from ", r->ntried);
+  fprintf(out, "; %d schemes costed; step time ", r->ntried);
   pk_report_html_text(out, r->step_source);
   fprintf(out, "; search wall time %.1f s.</p>\n", r->seconds);
   chart(out, r);
@@ -130,8 +135,9 @@ char *srch_report_html(pk_ctx *ctx, const srch_report *r) {
     const srch_scheme *s = r->verified[i];
     fprintf(out, "<tr class=\"%s\"><td class=\"name\">", s == r->chosen ? "chosen" : "verified");
     pk_report_html_text(out, s->key);
-    fprintf(out, "</td><td>%.4f</td><td>%.4f</td><td>%lld</td><td>%lld</td><td>%s</td><td>%s</td></tr>\n",
-            s->predicted, s->measured, (long long)s->cost.bp_bytes, (long long)s->cost.peak_bytes,
+    fprintf(out, "</td><td>%.4f</td><td>%.4f</td><td>%s</td><td>%lld</td><td>%lld</td><td>%s</td>"
+                 "<td>%s</td></tr>\n",
+            s->predicted, s->measured, lr_text(ctx, s->measured_lr), (long long)s->cost.bp_bytes, (long long)s->cost.peak_bytes,
             ms_text(ctx, s->cost.step_ms), ms_text(ctx, s->measured_ms));
   }
   fprintf(out, "</table>\n<h2>Contributions</h2>\n<p>Head alone: %.4f.</p>\n<table id=\"contrib\">\n"

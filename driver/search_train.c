@@ -18,8 +18,13 @@ static double now_s(void) {
   return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static pk_status train_artifact(srch_run_env *E, const char *path, int epochs, double *val_acc,
-                                double *ms) {
+const char *srch_run_key(pk_ctx *ctx, const srch_scheme *s, int epochs, double lr) {
+  return lr > 0 ? pk_sprintf(ctx, "%d@lr%.17g@%s", epochs, lr, s->key)
+                : pk_sprintf(ctx, "%d@%s", epochs, s->key);
+}
+
+static pk_status train_artifact(srch_run_env *E, const char *path, int epochs, double lr,
+                                double *val_acc, double *ms) {
   const pk_search_options *o = E->o;
   pk_ctx *ctx = E->ctx;
   char err[512];
@@ -34,7 +39,7 @@ static pk_status train_artifact(srch_run_env *E, const char *path, int epochs, d
     s = pk_ctx_fail(ctx, PK_ERR_IO, "sparse-search: %s", err);
   } else {
     pkrt_train_options t = {.epochs = epochs, .seed = o->seed, .val = val, .quiet = 1,
-                            .progress = -1, .stop = o->stop};
+                            .progress = -1, .stop = o->stop, .lr = lr};
     pkrt_train_result r;
     if (pkrt_train_run(m, data, &t, &r) != 0)
       s = pk_ctx_fail(ctx, PK_ERR_RUNTIME, "sparse-search: %s", pkrt_model_error(m));
@@ -49,10 +54,10 @@ static pk_status train_artifact(srch_run_env *E, const char *path, int epochs, d
   return s;
 }
 
-pk_status srch_finetune(srch_run_env *E, const srch_scheme *s, int epochs, double *val_acc,
-                        double *ms, bool *cached) {
+pk_status srch_finetune(srch_run_env *E, const srch_scheme *s, int epochs, double lr,
+                        double *val_acc, double *ms, bool *cached) {
   pk_ctx *ctx = E->ctx;
-  const char *run_key = pk_sprintf(ctx, "%d@%s", epochs, s->key);
+  const char *run_key = srch_run_key(ctx, s, epochs, lr);
   *cached = srch_cache_run(E->cache, run_key, val_acc, ms);
   if (*cached) return PK_OK;
   if (E->o->stop && *E->o->stop) return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "sparse-search: interrupted");
@@ -71,7 +76,7 @@ pk_status srch_finetune(srch_run_env *E, const srch_scheme *s, int epochs, doubl
   o.log = devnull ? devnull : E->o->log;
   pk_status st = pk_compile(ctx, &o, NULL);
   if (devnull) fclose(devnull);
-  if (st == PK_OK) st = train_artifact(E, art, epochs, val_acc, ms);
+  if (st == PK_OK) st = train_artifact(E, art, epochs, lr, val_acc, ms);
   remove(spec);
   remove(art);
   if (st != PK_OK) return st;

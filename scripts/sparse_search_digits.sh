@@ -8,6 +8,7 @@
 #
 #   scripts/sparse_search_digits.sh            # the CNN (a few minutes on 2 cores)
 #   SS_MODEL=mlp scripts/sparse_search_digits.sh
+#   SS_VERIFY_LRS=0.003,0.01,0.03,0.1 scripts/...   # the search's verification sweeps the lr too
 #
 # Everything goes to $BUILD_DIR/sparse-search-digits/ (default build/...).
 set -euo pipefail
@@ -18,6 +19,8 @@ LRS=${SS_LRS:-0.003 0.01 0.03 0.1}
 SEARCH_LR=${SS_SEARCH_LR:-0.03}
 EPOCHS=${SS_EPOCHS:-10}       # each contribution run
 FT_EPOCHS=${SS_FT_EPOCHS:-30} # verification and the final fine-tunes
+VERIFY_LRS=()
+[ -n "${SS_VERIFY_LRS:-}" ] && VERIFY_LRS=(--verify-lrs "$SS_VERIFY_LRS")
 DATA=examples/digits
 OUT=$BUILD_DIR/sparse-search-digits
 POCK=$BUILD_DIR/cli/pock
@@ -48,7 +51,7 @@ start=$(date +%s.%N)
 "$POCK" sparse-search "$model" --weights "$OUT/$M-pretrained.pkw" --reinit "$head" \
   --data "$DATA/target_train.csv" --val "$DATA/target_val.csv" --scale $SCALE "${OPT[@]}" \
   --lr "$SEARCH_LR" --budget-memory "$budget" --epochs "$EPOCHS" --verify-epochs "$FT_EPOCHS" \
-  --seed 0 --cache "$OUT/$M.cache.json" -o "$OUT/${M}_searched.json" --report "$OUT/$M-report.txt" \
+  "${VERIFY_LRS[@]}" --seed 0 --cache "$OUT/$M.cache.json" -o "$OUT/${M}_searched.json" --report "$OUT/$M-report.txt" \
   --html "$OUT/$M-report.html" >"$OUT/$M-search.log"
 wall=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN {printf "%.1f", e - s}')
 grep '^chosen' "$OUT/$M-search.log"
