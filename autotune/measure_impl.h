@@ -27,6 +27,7 @@ typedef struct meas_job {
   const char *error;
   const char *so_path;
   const char *check_mask; /* per tensor of the program: '1' = compare this output */
+  bool cut;               /* cut off by the settings' deadline: not a result, not recorded */
 } meas_job;
 
 struct pk_measurer {
@@ -61,6 +62,12 @@ typedef struct meas_reply {
   pk_timing timing;
   char error[MEAS_ERROR_BYTES];
 } meas_reply;
+
+/* ---- the deadline (settings.deadline_ns) ---- */
+/* Nanoseconds left before the deadline (INT64_MAX: none; <= 0: passed). */
+int64_t meas_time_left(const pk_measurer *m);
+/* Marks a job cut off by the deadline. */
+void meas_cut(pk_ctx *run, meas_job *job);
 
 /* ---- build phase (measure_build.c) ---- */
 /* Lowers, emits and compiles the ready-to-build jobs in child processes, up to m->jobs at

@@ -34,11 +34,27 @@ static void plan_extern(pk_ctx *run, const pk_te_program *prog, const pk_candida
   job->ready = true;
 }
 
-/* Sends one job to the worker and waits for its verdict; false if the worker is gone. */
-static bool ask_worker(pk_measurer *m, const char *te, const meas_job *job, meas_reply *r) {
+int64_t meas_time_left(const pk_measurer *m) {
+  return m->settings.deadline_ns > 0 ? m->settings.deadline_ns - pkrt_now_ns() : INT64_MAX;
+}
+
+void meas_cut(pk_ctx *run, meas_job *job) {
+  job->ready = false;
+  job->cut = true;
+  job->status = PK_MEAS_TIMEOUT;
+  job->error = pk_strdup(run, "not measured: the run's time budget ran out");
+}
+
+/* Sends one job to the worker and waits for its verdict; false if the worker is gone.
+ * The time limit is the candidate's, or what is left before the deadline when that is
+ * less (*by_budget then says so: a timeout is the budget's, not the candidate's). */
+static bool ask_worker(pk_measurer *m, const char *te, const meas_job *job, meas_reply *r,
+                       bool *by_budget) {
+  double left_s = (double)meas_time_left(m) * 1e-9, limit_s = m->settings.timeout_s;
+  *by_budget = left_s < limit_s;
   meas_request rq = {.kind = job->is_extern ? MEAS_REQ_SGEMM : MEAS_REQ_KERNEL,
                      .pin = m->settings.pin, .seed = m->settings.seed,
-                     .min_ns = m->settings.min_ns, .timeout_s = m->settings.timeout_s,
+                     .min_ns = m->settings.min_ns, .timeout_s = *by_budget ? left_s : limit_s,
                      .sgemm = job->sgemm};
   const char *str[5] = {te, job->is_extern ? job->lib : job->so_path,
                         job->is_extern ? job->sym : "k0", job->check_mask,
@@ -69,14 +85,24 @@ static pk_status measure_jobs(pk_measurer *m, pk_ctx *run, const pk_task *task,
     pk_measurement *o = &out[i];
     *o = (pk_measurement){.status = jobs[i].status};
     meas_reply r;
+    bool by_budget = false;
+    if (jobs[i].ready && meas_time_left(m) <= 0) meas_cut(run, &jobs[i]);
+    if (jobs[i].cut) {
+      *o = (pk_measurement){.status = PK_MEAS_TIMEOUT, .error = pk_strdup(m->ctx, jobs[i].error)};
+      continue; /* not a result: no on_measured */
+    }
     if (!jobs[i].ready) {
       o->error = pk_strdup(m->ctx, jobs[i].error);
-    } else if (m->broken || !ask_worker(m, task->canonical, &jobs[i], &r)) {
+    } else if (m->broken || !ask_worker(m, task->canonical, &jobs[i], &r, &by_budget)) {
       if (!m->broken) break_measurer(m);
       for (int j = i; j < n; j++)
         out[j] = (pk_measurement){.status = PK_MEAS_RUNTIME_ERROR,
                                   .error = "not measured: the measurement worker is gone"};
       return pk_ctx_fail(m->ctx, PK_ERR_RUNTIME, "measurer: the measurement worker died");
+    } else if (by_budget && r.status == PK_MEAS_TIMEOUT) {
+      meas_cut(run, &jobs[i]);
+      *o = (pk_measurement){.status = PK_MEAS_TIMEOUT, .error = pk_strdup(m->ctx, jobs[i].error)};
+      continue;
     } else {
       o->status = (pk_meas_status)r.status;
       if (o->status == PK_MEAS_OK) {

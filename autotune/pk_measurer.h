@@ -38,6 +38,11 @@ typedef struct pk_measure_settings {
   uint64_t seed;          /* random inputs; the reference is computed once per task + seed */
   pk_cc_options cc;       /* compiler, flags, kernel cache (NULL fields: the defaults) */
   const pk_target *target; /* what candidates are built for; NULL: this machine ("c") */
+  /* pkrt_now_ns() after which nothing more is built or measured (0: none): a time budget
+   * that holds. A candidate the deadline cuts off (not started, its build killed, or its
+   * measurement stopped at the deadline) gets PK_MEAS_TIMEOUT "not measured: ..." and no
+   * on_measured call: it is not a result, and must not be recorded. */
+  int64_t deadline_ns;
   /* Called after each candidate's result is final, in index order, while the batch goes
    * on: commit the record and print progress here. NULL: no call. */
   void (*on_measured)(void *arg, int index, const pk_measurement *meas);
@@ -57,7 +62,8 @@ pk_status pk_measurer_new(pk_ctx *ctx, const pk_measure_settings *settings, pk_m
  * and the call still returns PK_OK. It fails only when the measurer itself does: the
  * task's canonical text does not parse, or the worker died (then the measurer is unusable,
  * and candidates not measured get PK_MEAS_RUNTIME_ERROR "not measured: ..." and no
- * on_measured call: do not record them). The message is in ctx. */
+ * on_measured call: do not record them). The message is in ctx. Past the settings'
+ * deadline_ns, the rest of the batch is cut off the same way (and the call returns PK_OK). */
 pk_status pk_measurer_run(pk_measurer *m, const pk_task *task, const pk_candidate *cands, int n,
                           pk_measurement *out);
 

@@ -39,7 +39,8 @@ static const char tune_help[] =
     "                        (pk_budget_split), each batch going to the task expected to gain\n"
     "                        most; replaces --trials\n"
     "  --tuner evo|random|grid   (default evo)\n"
-    "  --time-budget S       stop after S seconds\n"
+    "  --time-budget S       stop S seconds after the start, loading the model included:\n"
+    "                        nothing is built or measured past it (a batch is cut short)\n"
     "  --timeout S           per candidate (default 10)\n"
     "  --build-timeout S     per candidate build: lowering + compiling (default 120)\n"
     "  --tune-batch N        candidates built and measured per batch (default 16)\n"
@@ -169,19 +170,33 @@ static void print_plan(void *arg, const pk_tune_report *r) {
   fflush(stdout); /* before the progress lines on stderr */
 }
 
+/* The model's predicted step (pk_tune_step_estimate) for the progress line, "" for one TE. */
+static const char *step_text(const pk_tune_report *r, char *buf, size_t n) {
+  double def_ms, best_ms;
+  int covered;
+  pk_tune_step_estimate(r, &def_ms, &best_ms, &covered);
+  if (r->ntasks < 2 || !covered) return "";
+  snprintf(buf, n, " step %.3f -> %.3f ms (%d/%d kernels)", def_ms, best_ms, covered, r->ntasks);
+  return buf;
+}
+
 static void print_progress(void *arg, const pk_tune_report *r, int i, double elapsed_s, bool final) {
-  (void)arg;
+  const tune_output *out = arg;
   const pk_tune_task_report *R = &r->tasks[i];
+  double budget = out->o->time_budget_s;
   double eta = R->done > 0 && R->cap > R->done ? elapsed_s / (double)R->done * (double)(R->cap - R->done) : 0;
+  if (budget > 0 && eta > budget - elapsed_s) eta = budget > elapsed_s ? budget - elapsed_s : 0;
+  char sb[96];
+  const char *step = step_text(r, sb, sizeof sb);
   if (isatty(STDERR_FILENO)) {
-    fprintf(stderr, "\r[tune] task %d/%d %-28.28s trial %lld/%lld  best %7.2f GFLOP/s  failed %lld  ETA %4.0fs ",
+    fprintf(stderr, "\r[tune] task %d/%d %-28.28s trial %lld/%lld  best %7.2f GFLOP/s  failed %lld %s ETA %4.0fs ",
             i + 1, r->ntasks, R->label, (long long)R->done, (long long)R->cap, R->best_gflops,
-            (long long)R->failed, eta);
+            (long long)R->failed, step, eta);
     if (final) fputc('\n', stderr);
   } else if (!final) {
-    fprintf(stderr, "[tune] task %d/%d %s trial %lld/%lld best %.2f GFLOP/s failed %lld elapsed %.0fs\n",
+    fprintf(stderr, "[tune] task %d/%d %s trial %lld/%lld best %.2f GFLOP/s failed %lld%s elapsed %.0fs\n",
             i + 1, r->ntasks, R->label, (long long)R->done, (long long)R->cap, R->best_gflops,
-            (long long)R->failed, elapsed_s);
+            (long long)R->failed, step, elapsed_s);
   }
 }
 
@@ -206,12 +221,17 @@ static void summary(const pk_tune_report *r) {
       printf("%s: no candidate measured successfully\n", end);
     }
   }
-  if (r->ntasks > 1)
+  if (r->ntasks > 1) {
     printf("%s: %lld new records (%lld failed) over %d tasks\n", end, (long long)r->committed,
            (long long)r->failed, r->ntasks);
+    char sb[96];
+    const char *step = step_text(r, sb, sizeof sb);
+    if (*step) printf("predicted%s\n", step);
+  }
 }
 
 int pk_cmd_tune(int argc, char **argv) {
+  int64_t start_ns = pkrt_now_ns(); /* the budget counts loading the model too */
   tune_options o;
   int rc = parse_options(argc, argv, &o);
   if (rc < 0) return PK_EXIT_OK; /* --help */
@@ -228,6 +248,7 @@ int pk_cmd_tune(int argc, char **argv) {
   to.patience = o.patience;
   to.seed = o.seed;
   to.time_budget_s = o.time_budget_s;
+  to.start_ns = start_ns;
   to.resume = o.resume;
   to.allow_untunable = o.model; /* a TE file with nothing to tune is an error */
   to.measure.timeout_s = o.timeout_s;
