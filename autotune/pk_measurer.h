@@ -47,6 +47,13 @@ typedef struct pk_measure_settings {
    * on: commit the record and print progress here. NULL: no call. */
   void (*on_measured)(void *arg, int index, const pk_measurement *meas);
   void *on_measured_arg;
+  /* Tests only: replaces each timing as it comes back (median and min, in ns) — a
+   * candidate's own measurement (confirming false) or its confirmation — so that what the
+   * tuner makes of timings is tested without real ones. c is NULL for hand-written
+   * sources. NULL: no hook. */
+  void (*test_timing)(void *arg, const pk_candidate *c, bool confirming, double *median_ns,
+                      double *min_ns);
+  void *test_timing_arg;
 } pk_measure_settings;
 
 void pk_measure_settings_default(pk_measure_settings *s);
@@ -66,6 +73,14 @@ pk_status pk_measurer_new(pk_ctx *ctx, const pk_measure_settings *settings, pk_m
  * deadline_ns, the rest of the batch is cut off the same way (and the call returns PK_OK). */
 pk_status pk_measurer_run(pk_measurer *m, const pk_task *task, const pk_candidate *cands, int n,
                           pk_measurement *out);
+
+/* Re-times n (<= PK_CONFIRM_MAX) candidates that measured OK before, in interleaved rounds
+ * (pk_measure_rounds, the re-timer bench/ uses) in one fresh process, so passing load falls
+ * on all of them alike: out[i].rounds is 0 where candidate i could not be re-timed (build
+ * failed, run failed, the deadline cut it off). Fails only as pk_measurer_run does. */
+#define PK_CONFIRM_MAX 8
+pk_status pk_measurer_confirm(pk_measurer *m, const pk_task *task, const pk_candidate *cands,
+                              int n, int rounds, pk_confirmation *out);
 
 /* Test hook: measures hand-written kernel objects (C source, each exporting a kernel "k0"
  * that computes every output of the task) exactly as generated candidates are measured. */

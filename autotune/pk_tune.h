@@ -34,7 +34,9 @@ typedef struct pk_tune_task_report {
   int64_t committed, failed;
   double best_gflops;      /* the best so far, old records included */
   double default_gflops;   /* the default schedule's (0: not measured, in this run or before) */
-  bool has_best;           /* at the end: best holds the database's best for the target */
+  int confirmed;           /* leaders re-timed side by side at the end of this run */
+  bool has_best;           /* at the end: best holds the database's best for the target
+                              (confirmed records first: pk_db_best) */
   pk_record best;
 } pk_tune_task_report;
 
@@ -60,6 +62,11 @@ typedef struct pk_tune_options {
                               built or measured past it (the measurer's deadline_ns) */
   int64_t start_ns;        /* pkrt_now_ns() when the budget's clock started (0: pk_tune's
                               entry); the CLI passes its own start, so loading counts */
+  int confirm_top;         /* at the end, each task that gained records has its best this
+                              many (default 3; 0: none, 1: the best alone) re-timed side by
+                              side (pk_measurer_confirm), and db best prefers those timings;
+                              with a time budget, the last 15 % of it is kept for this */
+  int confirm_rounds;      /* interleaved rounds of the re-timing (default 5) */
   bool resume;
   bool allow_untunable;    /* a task with no space gets only its default measured (models);
                               otherwise it is an error, as for a lone TE file */

@@ -8,14 +8,14 @@
 
 #include "pk_tune.h"
 
-#define DEFAULT_TRACE "{\"version\":1,\"steps\":[]}"
-
 void pk_tune_options_default(pk_tune_options *o) {
   memset(o, 0, sizeof *o);
   o->tuner = "evo";
   o->trials = 64;
   o->batch = 16;
   o->seed = 1;
+  o->confirm_top = 3;
+  o->confirm_rounds = 5;
   pk_measure_settings_default(&o->measure);
 }
 
@@ -117,19 +117,6 @@ static pk_status measure_batch(tuning *T, const pk_candidate *cands, int n, int 
   return s != PK_OK ? s : T->commit_status;
 }
 
-/* The task's baseline candidate: its preset, else (no space, no preset, or a preset that
- * does not build) the default loop nest, as pk_space_default_schedule chooses. */
-static void baseline_of(tuning *T, task_run *R) {
-  pk_config c;
-  if (R->space && pk_space_preset(R->space, &c) && pk_space_build(R->space, &c, &R->base) == PK_OK)
-    return;
-  if (R->space) pk_ctx_clear_error(T->ctx);
-  char hex[2 * PKRT_SHA256_BYTES + 1];
-  pkrt_sha256_hex(DEFAULT_TRACE, strlen(DEFAULT_TRACE), hex);
-  R->base = (pk_candidate){.kind = PK_CAND_SCHEDULE, .trace = DEFAULT_TRACE, .knobs = "{}",
-                           .trace_hash = pk_strdup(T->ctx, hex)};
-}
-
 /* History, space and tuner of one task. */
 static pk_status prepare_task(tuning *T, task_run *R, int64_t cap) {
   const pk_tune_options *o = T->o;
@@ -149,7 +136,7 @@ static pk_status prepare_task(tuning *T, task_run *R, int64_t cap) {
     s = PK_OK;
   }
   if (s != PK_OK) return s;
-  baseline_of(T, R);
+  pk_task_baseline(T->ctx, &rep->task, &R->base);
   for (int64_t i = 0; i < nold; i++) {
     if (old[i].meas.status != PK_MEAS_OK) continue;
     if (old[i].meas.gflops > rep->best_gflops) rep->best_gflops = old[i].meas.gflops;
@@ -167,10 +154,94 @@ static pk_status prepare_task(tuning *T, task_run *R, int64_t cap) {
   return PK_OK;
 }
 
-/* Seconds left of the run's budget (a large number without one). */
+static bool stopped(const pk_tune_options *o) { return o->stop && *o->stop; }
+
+/* The share of a time budget kept for confirming the leaders at the end. */
+#define CONFIRM_SHARE 0.15
+
+/* Seconds left of the run's budget for tuning (a large number without one). */
 static double budget_left_s(const tuning *T) {
   if (!(T->o->time_budget_s > 0)) return 1e300;
-  return T->o->time_budget_s - (double)(pkrt_now_ns() - T->start_ns) * 1e-9;
+  double budget = T->o->time_budget_s * (T->o->confirm_top > 0 ? 1 - CONFIRM_SHARE : 1);
+  return budget - (double)(pkrt_now_ns() - T->start_ns) * 1e-9;
+}
+
+/* Leaders first: the faster OK record (ties: id) of two. */
+static int by_median(const void *a, const void *b) {
+  const pk_record *x = *(const pk_record *const *)a, *y = *(const pk_record *const *)b;
+  if (x->meas.timing.median_ns != y->meas.timing.median_ns)
+    return x->meas.timing.median_ns < y->meas.timing.median_ns ? -1 : 1;
+  return strcmp(x->id, y->id);
+}
+
+/* Re-times a task's leaders side by side: its fastest OK records built as this measurer
+ * builds (or extern), old ones included, and stores each confirmation. */
+static pk_status confirm_task(tuning *T, task_run *R) {
+  pk_tune_task_report *rep = R->rep;
+  pk_record *recs;
+  int64_t n;
+  pk_status s = pk_db_history(T->db, rep->task.workload, T->rep->fp.key, &recs, &n);
+  if (s != PK_OK) return s;
+  const pk_record **lead = pk_alloc(T->ctx, sizeof *lead * (size_t)(n + 1));
+  int nlead = 0;
+  const char *cc = pk_measurer_compiler(T->measurer), *flags = pk_measurer_flags(T->measurer);
+  for (int64_t i = 0; i < n; i++) {
+    const pk_record *r = &recs[i];
+    if (r->meas.status != PK_MEAS_OK) continue;
+    if (r->cand.kind != PK_CAND_EXTERN &&
+        (!r->compiler || strcmp(r->compiler, cc) || !r->flags || strcmp(r->flags, flags) ||
+         r->codegen_version != pk_measurer_codegen_version(T->measurer)))
+      continue; /* rebuilt now, it would be another kernel than the record's */
+    lead[nlead++] = r;
+  }
+  if (nlead < 2) return PK_OK; /* nothing to compare */
+  qsort(lead, (size_t)nlead, sizeof *lead, by_median);
+  int k = nlead < T->o->confirm_top ? nlead : T->o->confirm_top;
+  if (k > PK_CONFIRM_MAX) k = PK_CONFIRM_MAX;
+  pk_candidate *cands = pk_alloc(T->ctx, sizeof *cands * (size_t)k);
+  pk_confirmation *out = pk_alloc(T->ctx, sizeof *out * (size_t)k);
+  for (int i = 0; i < k; i++) cands[i] = lead[i]->cand;
+  s = pk_measurer_confirm(T->measurer, &rep->task, cands, k, T->o->confirm_rounds, out);
+  for (int i = 0; i < k && s == PK_OK; i++) {
+    if (!out[i].rounds) continue;
+    s = pk_db_record_confirm(T->db, lead[i]->id, &out[i]);
+    rep->confirmed += s == PK_OK;
+  }
+  return s;
+}
+
+/* A task and the time its best costs per step, to confirm the costliest first. */
+typedef struct task_share {
+  double ns;
+  int task;
+} task_share;
+
+static int by_share(const void *a, const void *b) {
+  const task_share *x = a, *y = b;
+  return x->ns != y->ns ? (x->ns < y->ns) - (x->ns > y->ns) : x->task - y->task;
+}
+
+/* The end of a run: tasks that gained records this run, costliest first, until the
+ * deadline (the measurer's) or a stop. */
+static pk_status confirm_leaders(tuning *T, task_run *R) {
+  const pk_tune_report *rep = T->rep;
+  if (T->o->confirm_top < 1) return PK_OK;
+  task_share *order = pk_alloc(T->ctx, sizeof *order * (size_t)(rep->ntasks + 1));
+  int n = 0;
+  for (int i = 0; i < rep->ntasks; i++) {
+    const pk_tune_task_report *t = &rep->tasks[i];
+    if (t->committed > 0 && t->best_gflops > 0)
+      order[n++] = (task_share){t->task.weight * t->task.flops / t->best_gflops, i};
+  }
+  qsort(order, (size_t)n, sizeof *order, by_share);
+  pk_status s = PK_OK;
+  for (int i = 0; i < n && s == PK_OK && !stopped(T->o); i++) {
+    if (T->o->time_budget_s > 0 &&
+        pkrt_now_ns() >= T->start_ns + (int64_t)(T->o->time_budget_s * 1e9))
+      break;
+    s = confirm_task(T, &R[order[i].task]);
+  }
+  return s;
 }
 
 /* One batch of a task: its default schedule first (the baseline), then the tuner's, no
@@ -211,8 +282,6 @@ static pk_status tune_batch(tuning *T, task_run *R, bool *progressed) {
   if (pk_tuner_done(R->tuner)) R->finished = true;
   return s;
 }
-
-static bool stopped(const pk_tune_options *o) { return o->stop && *o->stop; }
 
 /* Caps: trials each, or total_trials split by calls x FLOPs. */
 static int64_t *task_caps(pk_ctx *ctx, const pk_tune_options *o, const pk_tune_report *rep) {
@@ -277,6 +346,7 @@ static pk_status run_loop(tuning *T, task_run *R) {
       o->on_progress(o->arg, rep, i, (double)(pkrt_now_ns() - t0) * 1e-9, false);
   }
   pk_budget_free(budget);
+  if (s == PK_OK) s = confirm_leaders(T, R);
   if (last >= 0 && o->on_progress) o->on_progress(o->arg, rep, last, (double)(pkrt_now_ns() - t0) * 1e-9, true);
   rep->interrupted = stopped(o);
 
