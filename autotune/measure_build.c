@@ -19,6 +19,7 @@ typedef struct builder {
   int fd;           /* read end of the pipe its result comes through */
   pk_strbuf out;    /* what it wrote so far */
   int64_t deadline; /* pkrt_now_ns() after which its process group is killed */
+  bool by_budget;   /* that deadline is the measurer's (the run's budget), not the build's */
   bool killed;
 } builder;
 
@@ -110,8 +111,10 @@ static bool start_builder(pk_measurer *m, pk_ctx *run, const pk_te_program *prog
     return false;
   }
   setpgid(pid, pid); /* also here: the kill below must not race the child's own call */
-  *b = (builder){.job = job, .pid = pid, .fd = fds[0],
-                 .deadline = pkrt_now_ns() + (int64_t)(m->settings.build_timeout_s * 1e9)};
+  int64_t own = pkrt_now_ns() + (int64_t)(m->settings.build_timeout_s * 1e9);
+  bool by_budget = m->settings.deadline_ns > 0 && m->settings.deadline_ns < own;
+  *b = (builder){.job = job, .pid = pid, .fd = fds[0], .by_budget = by_budget,
+                 .deadline = by_budget ? m->settings.deadline_ns : own};
   pk_strbuf_init(&b->out);
   pk_strbuf_append(&b->out, "");
   return true;
@@ -120,6 +123,10 @@ static bool start_builder(pk_measurer *m, pk_ctx *run, const pk_te_program *prog
 /* Parses the builder's "STATUS\nMASK\nSO\nERROR" into its job. */
 static void take_result(pk_measurer *m, pk_ctx *run, builder *b, int wstatus) {
   meas_job *job = b->job;
+  if (b->killed && b->by_budget) {
+    meas_cut(run, job);
+    return;
+  }
   if (b->killed) {
     fail_job(run, job, PK_MEAS_COMPILE_ERROR,
              pk_sprintf(run, "the build took longer than %g s and was killed", m->settings.build_timeout_s));
@@ -187,10 +194,12 @@ void meas_build_batch(pk_measurer *m, pk_ctx *run, const pk_te_program *prog, me
   struct pollfd *pfds = pk_alloc(run, sizeof(struct pollfd) * (size_t)m->jobs);
   int next = 0, nrun = 0;
   for (;;) {
-    for (; nrun < m->jobs && next < n; next++)
-      if (!jobs[next].ready && jobs[next].status == PK_MEAS_OK &&
-          start_builder(m, run, prog, &jobs[next], &running[nrun]))
-        nrun++;
+    for (; nrun < m->jobs && next < n; next++) {
+      meas_job *job = &jobs[next];
+      if (job->ready || job->status != PK_MEAS_OK) continue;
+      if (meas_time_left(m) <= 0) meas_cut(run, job);
+      else if (start_builder(m, run, prog, job, &running[nrun])) nrun++;
+    }
     if (nrun == 0) break;
     for (int i = 0; i < nrun; i++) pfds[i] = (struct pollfd){.fd = running[i].fd, .events = POLLIN};
     if (poll(pfds, (nfds_t)nrun, poll_timeout_ms(running, nrun)) < 0 && errno != EINTR) {

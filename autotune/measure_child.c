@@ -1,6 +1,7 @@
 /* measure_child.c — one candidate's measuring process: loads the kernel through the runtime
  * loader (or opens the extern through libffi), runs it once on the task's inputs, compares
  * every output with the interpreter's, times it pinned to one CPU, and writes one reply.
+ * A confirmation's process times several such candidates in interleaved rounds instead.
  * Anything that goes wrong here dies with this process, never with the tuner. */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -40,6 +41,77 @@ static noreturn void finish(int fd, meas_reply *r, pk_meas_status st, const char
   _exit(meas_write_full(fd, r, sizeof *r) == 0 ? 0 : 1);
 }
 
+/* A candidate ready to call: a generated kernel or a cblas_sgemm extern. */
+typedef struct contestant {
+  int (*call)(void *);
+  void *arg;
+} contestant;
+
+/* Loads kernel "name" of the object at path (is_kernel), or opens extern sym of library
+ * path with signature sig; on failure the process finishes with the reason. */
+static void open_contestant(pk_ctx *ctx, pkrt_ctx *rt, const pk_host_buffers *hb,
+                            const meas_request *rq, bool is_kernel, const char *path,
+                            const char *name, const char *sig, contestant *out, int fd,
+                            meas_reply *r) {
+  if (is_kernel) {
+    pkrt_module *mod;
+    if (pkrt_module_load_file(rt, path, &mod) != PKRT_OK)
+      finish(fd, r, PK_MEAS_RUNTIME_ERROR, pkrt_ctx_error(rt));
+    const pkrt_kernel_desc *k = pkrt_module_find(mod, name);
+    if (!k) finish(fd, r, PK_MEAS_RUNTIME_ERROR, "the kernel object has no kernel k0");
+    if (k->workspace_bytes < 0 || k->workspace_bytes % 64)
+      finish(fd, r, PK_MEAS_RUNTIME_ERROR, "the kernel asks for a malformed workspace");
+    void *ws = k->workspace_bytes ? aligned_alloc(64, (size_t)k->workspace_bytes) : NULL;
+    if (k->workspace_bytes && !ws)
+      finish(fd, r, PK_MEAS_RUNTIME_ERROR, "out of memory for the kernel's workspace");
+    if (ws) memset(ws, 0xff, (size_t)k->workspace_bytes); /* no reliance on zeros */
+    kernel_call *kc = pk_alloc(ctx, sizeof *kc);
+    *kc = (kernel_call){k, hb, ws, pkrt_ctx_exec(rt)};
+    *out = (contestant){call_kernel, kc};
+    return;
+  }
+  pkrt_extern *fn;
+  if (pkrt_extern_open(rt, path, name, sig, &fn) != PKRT_OK)
+    finish(fd, r, PK_MEAS_RUNTIME_ERROR, pkrt_ctx_error(rt));
+  if (pkrt_extern_nargs(fn) != 14)
+    finish(fd, r, PK_MEAS_RUNTIME_ERROR, "the extern's signature is not cblas_sgemm's");
+  sgemm_call *sc = pk_alloc(ctx, sizeof *sc);
+  *sc = (sgemm_call){fn, &rq->sgemm, hb->data};
+  *out = (contestant){call_sgemm, sc};
+}
+
+/* ROUNDS: the listed candidates (checked when first measured) timed in interleaved rounds;
+ * each one's median and fastest round in the reply (0 where it failed). */
+static noreturn void time_rounds(pk_ctx *ctx, pkrt_ctx *rt, const pk_host_buffers *hb,
+                                 const meas_request *rq, char *const *str, int fd,
+                                 meas_reply *r) {
+  pk_measure_contestant c[PK_CONFIRM_MAX];
+  double *round_ns = pk_alloc(ctx, sizeof(double) * PK_CONFIRM_MAX * (size_t)(rq->rounds + 1));
+  int n = 0;
+  for (char *line = str[1], *next; line && *line; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    char *path = strchr(line, '\t'), *sym = path ? strchr(path + 1, '\t') : NULL;
+    if (n == PK_CONFIRM_MAX || !path || (line[0] != 'k' && line[0] != 'e') || (line[0] == 'e' && !sym))
+      finish(fd, r, PK_MEAS_RUNTIME_ERROR, "a malformed confirmation request");
+    *path++ = '\0';
+    if (sym) *sym++ = '\0';
+    contestant one;
+    open_contestant(ctx, rt, hb, rq, line[0] == 'k', path, line[0] == 'k' ? "k0" : sym, str[4],
+                    &one, fd, r);
+    c[n] = (pk_measure_contestant){.fn = one.call, .arg = one.arg,
+                                   .round_ns = round_ns + (size_t)n * (size_t)(rq->rounds + 1)};
+    n++;
+  }
+  if (rq->rounds < 1) finish(fd, r, PK_MEAS_RUNTIME_ERROR, "a confirmation needs rounds >= 1");
+  pk_measure_rounds(c, n, rq->rounds, rq->min_ns);
+  for (int i = 0; i < n; i++) {
+    r->round_median_ns[i] = c[i].median_ns;
+    r->round_min_ns[i] = c[i].min_ns;
+  }
+  finish(fd, r, PK_MEAS_OK, NULL);
+}
+
 noreturn void meas_child_main(pk_ctx *ctx, const pk_te_program *prog, const pk_te_ref *ref,
                               const meas_request *rq, char *const *str, int result_fd) {
   meas_reply r = {.status = PK_MEAS_OK};
@@ -63,35 +135,12 @@ noreturn void meas_child_main(pk_ctx *ctx, const pk_te_program *prog, const pk_t
     }
   }
 
-  int (*call)(void *);
-  void *arg;
-  kernel_call kc;
-  sgemm_call sc;
-  if (rq->kind == MEAS_REQ_KERNEL) {
-    pkrt_module *mod;
-    if (pkrt_module_load_file(rt, str[1], &mod) != PKRT_OK)
-      finish(result_fd, &r, PK_MEAS_RUNTIME_ERROR, pkrt_ctx_error(rt));
-    const pkrt_kernel_desc *k = pkrt_module_find(mod, str[2]);
-    if (!k) finish(result_fd, &r, PK_MEAS_RUNTIME_ERROR, "the kernel object has no kernel k0");
-    if (k->workspace_bytes < 0 || k->workspace_bytes % 64)
-      finish(result_fd, &r, PK_MEAS_RUNTIME_ERROR, "the kernel asks for a malformed workspace");
-    void *ws = k->workspace_bytes ? aligned_alloc(64, (size_t)k->workspace_bytes) : NULL;
-    if (k->workspace_bytes && !ws)
-      finish(result_fd, &r, PK_MEAS_RUNTIME_ERROR, "out of memory for the kernel's workspace");
-    if (ws) memset(ws, 0xff, (size_t)k->workspace_bytes); /* no reliance on zeros */
-    kc = (kernel_call){k, &hb, ws, pkrt_ctx_exec(rt)};
-    call = call_kernel;
-    arg = &kc;
-  } else {
-    pkrt_extern *fn;
-    if (pkrt_extern_open(rt, str[1], str[2], str[4], &fn) != PKRT_OK)
-      finish(result_fd, &r, PK_MEAS_RUNTIME_ERROR, pkrt_ctx_error(rt));
-    if (pkrt_extern_nargs(fn) != 14)
-      finish(result_fd, &r, PK_MEAS_RUNTIME_ERROR, "the extern's signature is not cblas_sgemm's");
-    sc = (sgemm_call){fn, &rq->sgemm, hb.data};
-    call = call_sgemm;
-    arg = &sc;
-  }
+  if (rq->kind == MEAS_REQ_ROUNDS) time_rounds(ctx, rt, &hb, rq, str, result_fd, &r);
+  contestant one;
+  open_contestant(ctx, rt, &hb, rq, rq->kind == MEAS_REQ_KERNEL, str[1], str[2], str[4], &one,
+                  result_fd, &r);
+  int (*call)(void *) = one.call;
+  void *arg = one.arg;
 
   int rc = call(arg);
   if (rc != 0) {

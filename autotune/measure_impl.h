@@ -27,6 +27,8 @@ typedef struct meas_job {
   const char *error;
   const char *so_path;
   const char *check_mask; /* per tensor of the program: '1' = compare this output */
+  bool cut;               /* cut off by the settings' deadline: not a result, not recorded */
+  const pk_candidate *cand; /* the candidate (NULL: hand-written source), for test_timing */
 } meas_job;
 
 struct pk_measurer {
@@ -44,7 +46,11 @@ struct pk_measurer {
 };
 
 /* ---- the worker's protocol: a fixed head, then the strings it counts ---- */
-enum { MEAS_REQ_KERNEL = 1, MEAS_REQ_SGEMM = 2 };
+/* KERNEL and SGEMM: one candidate, checked then timed. ROUNDS: up to PK_CONFIRM_MAX
+ * candidates already checked, timed in interleaved rounds (pk_measure_rounds): str[1]
+ * lists them one per line, "k\t<kernel object>" or "e\t<library>\t<symbol>" (the
+ * signature in str[4]). */
+enum { MEAS_REQ_KERNEL = 1, MEAS_REQ_SGEMM = 2, MEAS_REQ_ROUNDS = 3 };
 
 typedef struct meas_request {
   int32_t kind;
@@ -52,15 +58,24 @@ typedef struct meas_request {
   uint64_t seed;
   int64_t min_ns;
   double timeout_s;
-  pk_sgemm_shape sgemm;  /* SGEMM: the call */
+  int32_t rounds;        /* ROUNDS: how many */
+  pk_sgemm_shape sgemm;  /* SGEMM (and ROUNDS' externs): the call */
   uint32_t len[5]; /* strings that follow, NUL included: te, so/lib, kernel/sym, mask, sig */
 } meas_request;
 
 typedef struct meas_reply {
   int32_t status;  /* pk_meas_status */
   pk_timing timing;
+  double round_median_ns[PK_CONFIRM_MAX], round_min_ns[PK_CONFIRM_MAX]; /* ROUNDS: per
+                      candidate, the median and the fastest of its rounds; 0: it failed */
   char error[MEAS_ERROR_BYTES];
 } meas_reply;
+
+/* ---- the deadline (settings.deadline_ns) ---- */
+/* Nanoseconds left before the deadline (INT64_MAX: none; <= 0: passed). */
+int64_t meas_time_left(const pk_measurer *m);
+/* Marks a job cut off by the deadline. */
+void meas_cut(pk_ctx *run, meas_job *job);
 
 /* ---- build phase (measure_build.c) ---- */
 /* Lowers, emits and compiles the ready-to-build jobs in child processes, up to m->jobs at

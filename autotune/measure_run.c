@@ -1,5 +1,6 @@
 /* measure_run.c — one batch: candidates become jobs, every job is built (in parallel),
- * then the worker measures those that built, one at a time, with nothing else compiling. */
+ * then the worker measures those that built, one at a time, with nothing else compiling;
+ * a confirmation: leaders rebuilt (cached) and re-timed together in interleaved rounds. */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <string.h>
@@ -34,20 +35,50 @@ static void plan_extern(pk_ctx *run, const pk_te_program *prog, const pk_candida
   job->ready = true;
 }
 
-/* Sends one job to the worker and waits for its verdict; false if the worker is gone. */
-static bool ask_worker(pk_measurer *m, const char *te, const meas_job *job, meas_reply *r) {
-  meas_request rq = {.kind = job->is_extern ? MEAS_REQ_SGEMM : MEAS_REQ_KERNEL,
-                     .pin = m->settings.pin, .seed = m->settings.seed,
-                     .min_ns = m->settings.min_ns, .timeout_s = m->settings.timeout_s,
-                     .sgemm = job->sgemm};
+int64_t meas_time_left(const pk_measurer *m) {
+  return m->settings.deadline_ns > 0 ? m->settings.deadline_ns - pkrt_now_ns() : INT64_MAX;
+}
+
+void meas_cut(pk_ctx *run, meas_job *job) {
+  job->ready = false;
+  job->cut = true;
+  job->status = PK_MEAS_TIMEOUT;
+  job->error = pk_strdup(run, "not measured: the run's time budget ran out");
+}
+
+/* Sends a request (its kind, rounds and call filled) to the worker and waits for the
+ * verdict; false if the worker is gone. The time limit is limit_s, or what is left before
+ * the deadline when that is less (*by_budget then says so: a timeout is the budget's, not
+ * the candidate's). */
+static bool ask_worker(pk_measurer *m, meas_request *rq, const char *const str[5],
+                       double limit_s, meas_reply *r, bool *by_budget) {
+  double left_s = (double)meas_time_left(m) * 1e-9;
+  *by_budget = left_s < limit_s;
+  rq->pin = m->settings.pin;
+  rq->seed = m->settings.seed;
+  rq->min_ns = m->settings.min_ns;
+  rq->timeout_s = *by_budget ? left_s : limit_s;
+  for (int i = 0; i < 5; i++) rq->len[i] = (uint32_t)strlen(str[i]) + 1;
+  if (meas_write_full(m->link, rq, sizeof *rq) != 0) return false;
+  for (int i = 0; i < 5; i++)
+    if (meas_write_full(m->link, str[i], rq->len[i]) != 0) return false;
+  return meas_read_full(m->link, r, sizeof *r) == 1;
+}
+
+static bool ask_job(pk_measurer *m, const char *te, const meas_job *job, meas_reply *r,
+                    bool *by_budget) {
+  meas_request rq = {.kind = job->is_extern ? MEAS_REQ_SGEMM : MEAS_REQ_KERNEL, .sgemm = job->sgemm};
   const char *str[5] = {te, job->is_extern ? job->lib : job->so_path,
                         job->is_extern ? job->sym : "k0", job->check_mask,
                         job->is_extern ? job->sig : ""};
-  for (int i = 0; i < 5; i++) rq.len[i] = (uint32_t)strlen(str[i]) + 1;
-  if (meas_write_full(m->link, &rq, sizeof rq) != 0) return false;
-  for (int i = 0; i < 5; i++)
-    if (meas_write_full(m->link, str[i], rq.len[i]) != 0) return false;
-  return meas_read_full(m->link, r, sizeof *r) == 1;
+  return ask_worker(m, &rq, str, m->settings.timeout_s, r, by_budget);
+}
+
+/* The test hook on a timing that came back. */
+static void hook_timing(pk_measurer *m, const pk_candidate *c, bool confirming, double *median_ns,
+                        double *min_ns) {
+  if (m->settings.test_timing)
+    m->settings.test_timing(m->settings.test_timing_arg, c, confirming, median_ns, min_ns);
 }
 
 /* The worker never dies of a candidate (each runs in its own child): if it is gone, so is
@@ -69,17 +100,28 @@ static pk_status measure_jobs(pk_measurer *m, pk_ctx *run, const pk_task *task,
     pk_measurement *o = &out[i];
     *o = (pk_measurement){.status = jobs[i].status};
     meas_reply r;
+    bool by_budget = false;
+    if (jobs[i].ready && meas_time_left(m) <= 0) meas_cut(run, &jobs[i]);
+    if (jobs[i].cut) {
+      *o = (pk_measurement){.status = PK_MEAS_TIMEOUT, .error = pk_strdup(m->ctx, jobs[i].error)};
+      continue; /* not a result: no on_measured */
+    }
     if (!jobs[i].ready) {
       o->error = pk_strdup(m->ctx, jobs[i].error);
-    } else if (m->broken || !ask_worker(m, task->canonical, &jobs[i], &r)) {
+    } else if (m->broken || !ask_job(m, task->canonical, &jobs[i], &r, &by_budget)) {
       if (!m->broken) break_measurer(m);
       for (int j = i; j < n; j++)
         out[j] = (pk_measurement){.status = PK_MEAS_RUNTIME_ERROR,
                                   .error = "not measured: the measurement worker is gone"};
       return pk_ctx_fail(m->ctx, PK_ERR_RUNTIME, "measurer: the measurement worker died");
+    } else if (by_budget && r.status == PK_MEAS_TIMEOUT) {
+      meas_cut(run, &jobs[i]);
+      *o = (pk_measurement){.status = PK_MEAS_TIMEOUT, .error = pk_strdup(m->ctx, jobs[i].error)};
+      continue;
     } else {
       o->status = (pk_meas_status)r.status;
       if (o->status == PK_MEAS_OK) {
+        hook_timing(m, jobs[i].cand, false, &r.timing.median_ns, &r.timing.min_ns);
         o->timing = r.timing;
         o->gflops = r.timing.median_ns > 0 ? task->flops / r.timing.median_ns : 0;
       } else {
@@ -89,6 +131,13 @@ static pk_status measure_jobs(pk_measurer *m, pk_ctx *run, const pk_task *task,
     if (m->settings.on_measured) m->settings.on_measured(m->settings.on_measured_arg, i, o);
   }
   return PK_OK;
+}
+
+/* A candidate's job: an extern planned, a schedule's trace to build. */
+static void plan_job(pk_ctx *run, const pk_te_program *prog, const pk_candidate *c, meas_job *job) {
+  if (c->kind == PK_CAND_EXTERN) plan_extern(run, prog, c, job);
+  else job->trace = c->trace;
+  job->cand = c;
 }
 
 /* Parses the task's canonical text: the worker parses the same text, so kernel parameters
@@ -115,11 +164,69 @@ pk_status pk_measurer_run(pk_measurer *m, const pk_task *task, const pk_candidat
   pk_status s = parse_task(m, run, task, n, out, &prog);
   if (s == PK_OK) {
     meas_job *jobs = pk_alloc(run, sizeof(meas_job) * (size_t)(n > 0 ? n : 1));
-    for (int i = 0; i < n; i++) {
-      if (cands[i].kind == PK_CAND_EXTERN) plan_extern(run, prog, &cands[i], &jobs[i]);
-      else jobs[i].trace = cands[i].trace;
-    }
+    for (int i = 0; i < n; i++) plan_job(run, prog, &cands[i], &jobs[i]);
     s = measure_jobs(m, run, task, prog, jobs, n, out);
+  }
+  pk_ctx_free(run);
+  return s;
+}
+
+/* The ROUNDS request's list: one line per job that is ready. */
+static const char *rounds_list(pk_ctx *run, const meas_job *jobs, int n) {
+  pk_strbuf b;
+  pk_strbuf_init(&b);
+  pk_strbuf_append(&b, "");
+  for (int i = 0; i < n; i++) {
+    if (!jobs[i].ready) continue;
+    if (jobs[i].is_extern) pk_strbuf_printf(&b, "e\t%s\t%s\n", jobs[i].lib, jobs[i].sym);
+    else pk_strbuf_printf(&b, "k\t%s\n", jobs[i].so_path);
+  }
+  return pk_strbuf_finish(run, &b);
+}
+
+pk_status pk_measurer_confirm(pk_measurer *m, const pk_task *task, const pk_candidate *cands,
+                              int n, int rounds, pk_confirmation *out) {
+  PK_ASSERT(n >= 0 && n <= PK_CONFIRM_MAX && rounds >= 1);
+  memset(out, 0, sizeof *out * (size_t)n);
+  pk_ctx *run = pk_ctx_new();
+  pk_measurement *ignored = pk_alloc(run, sizeof *ignored * (size_t)(n + 1));
+  pk_te_program *prog;
+  pk_status s = parse_task(m, run, task, n, ignored, &prog);
+  meas_job *jobs = pk_alloc(run, sizeof(meas_job) * (size_t)(n > 0 ? n : 1));
+  const char *sig = "";
+  int ready = 0;
+  if (s == PK_OK) {
+    for (int i = 0; i < n; i++) {
+      plan_job(run, prog, &cands[i], &jobs[i]);
+      if (jobs[i].is_extern) sig = jobs[i].sig;
+    }
+    meas_build_batch(m, run, prog, jobs, n);
+    for (int i = 0; i < n; i++) ready += jobs[i].ready;
+  }
+  meas_reply r;
+  bool by_budget;
+  if (s == PK_OK && ready > 0 && meas_time_left(m) > 0 && !m->broken) {
+    char *mask = pk_alloc(run, (size_t)prog->ntensors + 1); /* checked when first measured */
+    memset(mask, '0', (size_t)prog->ntensors);
+    mask[prog->ntensors] = '\0';
+    meas_request rq = {.kind = MEAS_REQ_ROUNDS, .rounds = rounds, .sgemm = jobs[0].sgemm};
+    for (int i = 0; i < n; i++)
+      if (jobs[i].is_extern && jobs[i].ready) rq.sgemm = jobs[i].sgemm;
+    const char *str[5] = {task->canonical, rounds_list(run, jobs, n), "k0", mask, sig};
+    /* each candidate's own limit covers its rounds' timings many times over */
+    if (!ask_worker(m, &rq, str, m->settings.timeout_s * ready, &r, &by_budget)) {
+      break_measurer(m);
+      s = pk_ctx_fail(m->ctx, PK_ERR_RUNTIME, "measurer: the measurement worker died");
+    } else if (r.status == PK_MEAS_OK) {
+      for (int i = 0, k = 0; i < n; i++) {
+        if (!jobs[i].ready) continue;
+        double med = r.round_median_ns[k], min = r.round_min_ns[k];
+        k++;
+        if (!(med > 0)) continue;
+        hook_timing(m, &cands[i], true, &med, &min);
+        out[i] = (pk_confirmation){.median_ns = med, .min_ns = min, .rounds = rounds};
+      }
+    }
   }
   pk_ctx_free(run);
   return s;

@@ -99,6 +99,14 @@ typedef struct pk_measurement {
 } pk_measurement;
 
 /* ---- records: one measured candidate, as stored ---- */
+/* A leading candidate re-timed in interleaved rounds beside the task's other leaders, in
+ * a fresh process (pk_measurer_confirm): a timing one lucky sample cannot make. */
+typedef struct pk_confirmation {
+  double median_ns; /* median over the rounds of each round's median */
+  double min_ns;    /* the fastest round */
+  int rounds;       /* 0: not confirmed */
+} pk_confirmation;
+
 typedef struct pk_record {
   const char *id;            /* content hash: workload, target key, trace hash, compiler,
                                 codegen version (stable across merge) */
@@ -116,6 +124,7 @@ typedef struct pk_record {
   const char *host;
   const char *features;      /* JSON array of the cost model's features for this candidate */
   const char *measure_settings; /* JSON: repeats, min_ns, pinned cpu, timeout */
+  pk_confirmation confirmed; /* the re-timing beside the task's other leaders (rounds 0: none) */
 } pk_record;
 
 /* Fills r->id from the content fields (call after filling them). */

@@ -38,10 +38,22 @@ typedef struct pk_measure_settings {
   uint64_t seed;          /* random inputs; the reference is computed once per task + seed */
   pk_cc_options cc;       /* compiler, flags, kernel cache (NULL fields: the defaults) */
   const pk_target *target; /* what candidates are built for; NULL: this machine ("c") */
+  /* pkrt_now_ns() after which nothing more is built or measured (0: none): a time budget
+   * that holds. A candidate the deadline cuts off (not started, its build killed, or its
+   * measurement stopped at the deadline) gets PK_MEAS_TIMEOUT "not measured: ..." and no
+   * on_measured call: it is not a result, and must not be recorded. */
+  int64_t deadline_ns;
   /* Called after each candidate's result is final, in index order, while the batch goes
    * on: commit the record and print progress here. NULL: no call. */
   void (*on_measured)(void *arg, int index, const pk_measurement *meas);
   void *on_measured_arg;
+  /* Tests only: replaces each timing as it comes back (median and min, in ns) — a
+   * candidate's own measurement (confirming false) or its confirmation — so that what the
+   * tuner makes of timings is tested without real ones. c is NULL for hand-written
+   * sources. NULL: no hook. */
+  void (*test_timing)(void *arg, const pk_candidate *c, bool confirming, double *median_ns,
+                      double *min_ns);
+  void *test_timing_arg;
 } pk_measure_settings;
 
 void pk_measure_settings_default(pk_measure_settings *s);
@@ -57,9 +69,18 @@ pk_status pk_measurer_new(pk_ctx *ctx, const pk_measure_settings *settings, pk_m
  * and the call still returns PK_OK. It fails only when the measurer itself does: the
  * task's canonical text does not parse, or the worker died (then the measurer is unusable,
  * and candidates not measured get PK_MEAS_RUNTIME_ERROR "not measured: ..." and no
- * on_measured call: do not record them). The message is in ctx. */
+ * on_measured call: do not record them). The message is in ctx. Past the settings'
+ * deadline_ns, the rest of the batch is cut off the same way (and the call returns PK_OK). */
 pk_status pk_measurer_run(pk_measurer *m, const pk_task *task, const pk_candidate *cands, int n,
                           pk_measurement *out);
+
+/* Re-times n (<= PK_CONFIRM_MAX) candidates that measured OK before, in interleaved rounds
+ * (pk_measure_rounds, the re-timer bench/ uses) in one fresh process, so passing load falls
+ * on all of them alike: out[i].rounds is 0 where candidate i could not be re-timed (build
+ * failed, run failed, the deadline cut it off). Fails only as pk_measurer_run does. */
+#define PK_CONFIRM_MAX 8
+pk_status pk_measurer_confirm(pk_measurer *m, const pk_task *task, const pk_candidate *cands,
+                              int n, int rounds, pk_confirmation *out);
 
 /* Test hook: measures hand-written kernel objects (C source, each exporting a kernel "k0"
  * that computes every output of the task) exactly as generated candidates are measured. */

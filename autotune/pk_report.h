@@ -33,6 +33,8 @@ typedef struct pk_report_task {
   double default_gflops;    /* 0: not measured */
   double best_gflops;       /* best generated kernel; 0: none */
   double extern_gflops;     /* best extern kernel; 0: none */
+  double measured_gflops;   /* db best (what an artifact gets): its own measurement ... */
+  double confirmed_gflops;  /* ... and its re-timing beside the task's leaders; 0: none */
   const char *best_trace;   /* JSON trace of the best generated kernel, may be NULL */
   int64_t trials;
   int64_t failures[PK_MEAS_RUNTIME_ERROR + 1]; /* records by pk_meas_status (index 0 = ok) */

@@ -101,6 +101,10 @@ bool pk_space_preset(const pk_space *sp, pk_config *out);
  * else NULL, the default loop nest, and *why (may be NULL) says why. Never fails: a task
  * that cannot be scheduled falls back, and ctx's error is left clear. */
 pk_schedule *pk_space_default_schedule(pk_ctx *ctx, const pk_task *task, const char **why);
+/* The same choice as a candidate (in ctx): what tuning measures first as the task's
+ * baseline and reports call "default" — the preset's, else the trace with no steps. */
+void pk_task_baseline(pk_ctx *ctx, const pk_task *task, pk_candidate *out);
+#define PK_EMPTY_TRACE "{\"version\":1,\"steps\":[]}" /* the default loop nest */
 bool pk_config_equal(const pk_config *a, const pk_config *b);
 uint64_t pk_config_hash(const pk_config *c);
 

@@ -33,7 +33,10 @@ typedef struct pk_tune_task_report {
   int64_t cap, done;       /* trials allowed and counted (old ones too with resume) */
   int64_t committed, failed;
   double best_gflops;      /* the best so far, old records included */
-  bool has_best;           /* at the end: best holds the database's best for the target */
+  double default_gflops;   /* the default schedule's (0: not measured, in this run or before) */
+  int confirmed;           /* leaders re-timed side by side at the end of this run */
+  bool has_best;           /* at the end: best holds the database's best for the target
+                              (confirmed records first: pk_db_best) */
   pk_record best;
 } pk_tune_task_report;
 
@@ -55,7 +58,15 @@ typedef struct pk_tune_options {
   int64_t batch;           /* candidates built and measured per batch (default 16) */
   int64_t patience;        /* stop a task after this many batches without a better result */
   int64_t seed;
-  double time_budget_s;    /* > 0: stop after this long */
+  double time_budget_s;    /* > 0: stop after this long, counted from start_ns: nothing is
+                              built or measured past it (the measurer's deadline_ns) */
+  int64_t start_ns;        /* pkrt_now_ns() when the budget's clock started (0: pk_tune's
+                              entry); the CLI passes its own start, so loading counts */
+  int confirm_top;         /* at the end, each task that gained records has its best this
+                              many (default 3; 0: none, 1: the best alone) re-timed side by
+                              side (pk_measurer_confirm), and db best prefers those timings;
+                              with a time budget, the last 15 % of it is kept for this */
+  int confirm_rounds;      /* interleaved rounds of the re-timing (default 5) */
   bool resume;
   bool allow_untunable;    /* a task with no space gets only its default measured (models);
                               otherwise it is an error, as for a lone TE file */
@@ -78,6 +89,12 @@ typedef struct pk_tune_input {
   const double *calls;
   const char *const *labels;
 } pk_tune_input;
+
+/* The step time the report predicts: the sum over tasks of calls x FLOPs / GFLOP/s with
+ * each task's default schedule (*default_ms) and its best so far (*best_ms), over the
+ * *covered tasks whose default has been measured (the others are not in either sum). */
+void pk_tune_step_estimate(const pk_tune_report *r, double *default_ms, double *best_ms,
+                           int *covered);
 
 /* Runs the loop; *out (in ctx) says what happened, also after an error or a stop. */
 pk_status pk_tune(pk_ctx *ctx, const pk_tune_options *o, const pk_tune_input *in,

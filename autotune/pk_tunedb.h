@@ -30,7 +30,7 @@
 
 #include "pk_autotune.h"
 
-#define PK_DB_SCHEMA_VERSION 1      /* PRAGMA user_version this Pock writes */
+#define PK_DB_SCHEMA_VERSION 2      /* PRAGMA user_version this Pock writes */
 #define PK_DB_JSONL_VERSION 1       /* "jsonl_version" of exported lines */
 #define PK_DB_NSTATUS (PK_MEAS_RUNTIME_ERROR + 1) /* number of pk_meas_status values */
 #define PK_DB_ANY_STATUS (-1)
@@ -58,6 +58,8 @@ pk_status pk_db_target_add(pk_tunedb *db, const pk_target_fp *fp);
 pk_status pk_db_workload_add(pk_tunedb *db, const pk_task *task);
 /* The full workload key for a unique hex prefix of one (PK_ERR_CHECK: none or several). */
 pk_status pk_db_workload_resolve(pk_tunedb *db, const char *hex_prefix, const char **key);
+/* The canonical TE text of workload key (PK_ERR_CHECK when it is not in the database). */
+pk_status pk_db_workload_text(pk_tunedb *db, const char *key, const char **canonical);
 
 /* ---- tuning runs ---- */
 typedef enum pk_db_run_status {
@@ -79,6 +81,9 @@ pk_status pk_db_run_finish(pk_tunedb *db, int64_t run_id, pk_db_run_status statu
  * left as it is (*inserted false; pass NULL if you do not care). */
 pk_status pk_db_record_commit(pk_tunedb *db, const pk_record *r, bool *inserted);
 pk_status pk_db_record_has(pk_tunedb *db, const char *id, bool *has);
+/* Stores a confirmation (re-timing) of the stored record id, replacing an older one, in a
+ * transaction of its own; PK_ERR_CHECK when no such record exists or c is not a timing. */
+pk_status pk_db_record_confirm(pk_tunedb *db, const char *id, const pk_confirmation *c);
 /* Counts records; workload, target_key NULL and status PK_DB_ANY_STATUS match all. */
 pk_status pk_db_record_count(pk_tunedb *db, const char *workload, const char *target_key,
                              int status, int64_t *n);
@@ -90,7 +95,9 @@ typedef enum pk_db_match {
   PK_DB_MATCH_GENERIC  /* fallback: same target string, another fingerprint */
 } pk_db_match;
 
-/* The fastest OK record (least median_ns; ties: least id) of workload on target_key. When
+/* The fastest OK record of workload on target_key: confirmed records first, by confirmed
+ * time (a lucky single timing cannot win over a re-timed leader), then the others by
+ * median_ns; ties: least id. When
  * there is none and fallback_target is non-NULL, the fastest OK record of workload on
  * any fingerprint whose target string equals fallback_target (PK_DB_MATCH_GENERIC): a
  * schedule trace is rebuilt for this device, so it is correct anywhere, only perhaps not

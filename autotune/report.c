@@ -28,15 +28,18 @@ static int64_t failed_total(const pk_report_task *t) {
 
 /* ---- text ---- */
 static void write_text(const pk_report_task *tasks, int n, FILE *out) {
-  fprintf(out, "%-36s %9s %9s %9s %8s %7s %7s\n", "task", "default", "best", "extern", "speedup",
-          "trials", "failed");
+  fprintf(out, "%-36s %9s %9s %9s %8s %9s %9s %7s %7s\n", "task", "default", "best", "extern",
+          "speedup", "measured", "confirmed", "trials", "failed");
   for (int i = 0; i < n; i++) {
     const pk_report_task *t = &tasks[i];
-    fprintf(out, "%-36s %9.2f %9.2f %9.2f %7.1fx %7lld %7lld\n", t->name, t->default_gflops,
-            t->best_gflops, t->extern_gflops, speedup(t->best_gflops, t->default_gflops),
+    fprintf(out, "%-36s %9.2f %9.2f %9.2f %7.1fx %9.2f %9.2f %7lld %7lld\n", t->name,
+            t->default_gflops, t->best_gflops, t->extern_gflops,
+            speedup(t->best_gflops, t->default_gflops), t->measured_gflops, t->confirmed_gflops,
             (long long)t->trials, (long long)failed_total(t));
   }
-  fprintf(out, "(GFLOP/s; speedup = best generated / default schedule)\n");
+  fprintf(out, "(GFLOP/s; default = the untuned kernel (preset); speedup = best generated / "
+               "default; measured and confirmed: db best's own timing and its re-timing beside "
+               "the task's leaders, 0 = not confirmed)\n");
 }
 
 /* ---- CSV (RFC 4180 quoting) ---- */
@@ -50,7 +53,8 @@ static void csv_field(FILE *out, const char *s) {
 }
 
 static void write_csv(const pk_report_task *tasks, int n, FILE *out) {
-  fputs("task,workload,target,default_gflops,best_gflops,extern_gflops,trials", out);
+  fputs("task,workload,target,default_gflops,best_gflops,extern_gflops,measured_gflops,"
+        "confirmed_gflops,trials", out);
   for (int s = 1; s <= PK_MEAS_RUNTIME_ERROR; s++) fprintf(out, ",%s", pk_meas_status_name((pk_meas_status)s));
   fputc('\n', out);
   for (int i = 0; i < n; i++) {
@@ -60,8 +64,8 @@ static void write_csv(const pk_report_task *tasks, int n, FILE *out) {
     csv_field(out, t->workload);
     fputc(',', out);
     csv_field(out, t->target);
-    fprintf(out, ",%.4f,%.4f,%.4f,%lld", t->default_gflops, t->best_gflops, t->extern_gflops,
-            (long long)t->trials);
+    fprintf(out, ",%.4f,%.4f,%.4f,%.4f,%.4f,%lld", t->default_gflops, t->best_gflops,
+            t->extern_gflops, t->measured_gflops, t->confirmed_gflops, (long long)t->trials);
     for (int s = 1; s <= PK_MEAS_RUNTIME_ERROR; s++) fprintf(out, ",%lld", (long long)t->failures[s]);
     fputc('\n', out);
   }
@@ -81,6 +85,8 @@ static pk_status write_json(pk_ctx *ctx, const pk_report_task *tasks, int n, FIL
     cJSON_AddNumberToObject(o, "default_gflops", t->default_gflops);
     cJSON_AddNumberToObject(o, "best_gflops", t->best_gflops);
     cJSON_AddNumberToObject(o, "extern_gflops", t->extern_gflops);
+    cJSON_AddNumberToObject(o, "measured_gflops", t->measured_gflops);
+    cJSON_AddNumberToObject(o, "confirmed_gflops", t->confirmed_gflops);
     cJSON_AddNumberToObject(o, "trials", (double)t->trials);
     cJSON *f = cJSON_AddObjectToObject(o, "failures");
     for (int s = 1; s <= PK_MEAS_RUNTIME_ERROR; s++)
@@ -105,7 +111,6 @@ static pk_status write_json(pk_ctx *ctx, const pk_report_task *tasks, int n, FIL
 }
 
 /* ---- HTML with inline SVG (report_svg.c) ---- */
-#define html_text pk_report_html_text
 
 /* One chart per task: the best-so-far curve, with the default schedule and the extern
  * kernel as horizontal reference lines. */
@@ -141,24 +146,25 @@ static void write_html(const pk_report_task *tasks, int n, FILE *out) {
         "word-break:break-all;font-size:11px}\n</style></head><body>\n"
         "<h1>Pock tuning report</h1>\n<table id=\"summary\">\n<tr><th>task</th><th>target</th>"
         "<th>default GFLOP/s</th><th>best generated</th><th>extern</th><th>speedup</th>"
-        "<th>trials</th><th>failed</th></tr>\n", out);
+        "<th>db best measured</th><th>confirmed</th><th>trials</th><th>failed</th></tr>\n", out);
   for (int i = 0; i < n; i++) {
     const pk_report_task *t = &tasks[i];
     fputs("<tr class=\"task\"><td class=\"name\">", out);
-    html_text(out, t->name);
+    pk_report_html_text(out, t->name);
     fputs("</td><td class=\"name\">", out);
-    html_text(out, t->target);
-    fprintf(out, "</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.1f&#215;</td><td>%lld</td><td>%lld</td></tr>\n",
+    pk_report_html_text(out, t->target);
+    fprintf(out, "</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.1f&#215;</td><td>%.2f</td>"
+                 "<td>%.2f</td><td>%lld</td><td>%lld</td></tr>\n",
             t->default_gflops, t->best_gflops, t->extern_gflops,
-            speedup(t->best_gflops, t->default_gflops), (long long)t->trials,
-            (long long)failed_total(t));
+            speedup(t->best_gflops, t->default_gflops), t->measured_gflops, t->confirmed_gflops,
+            (long long)t->trials, (long long)failed_total(t));
   }
   fputs("</table>\n<p>Charts: best GFLOP/s so far (blue) over trials; dashed grey: default "
         "schedule; dashed red: extern kernel.</p>\n", out);
   for (int i = 0; i < n; i++) {
     const pk_report_task *t = &tasks[i];
     fputs("<section class=\"task\"><h2>", out);
-    html_text(out, t->name);
+    pk_report_html_text(out, t->name);
     fputs("</h2>\n", out);
     svg_chart(out, t, i);
     fputs("<p>failures:", out);
@@ -167,7 +173,7 @@ static void write_html(const pk_report_task *tasks, int n, FILE *out) {
     fputs("</p>\n", out);
     if (t->best_trace) {
       fputs("<pre>", out);
-      html_text(out, t->best_trace);
+      pk_report_html_text(out, t->best_trace);
       fputs("</pre>\n", out);
     }
     fputs("</section>\n", out);

@@ -384,6 +384,20 @@ pk_schedule *pk_space_default_schedule(pk_ctx *ctx, const pk_task *task, const c
   return reason ? NULL : sched;
 }
 
+void pk_task_baseline(pk_ctx *ctx, const pk_task *task, pk_candidate *out) {
+  pk_space *sp = NULL;
+  pk_config cfg;
+  bool built = pk_space_new(ctx, task, &sp) == PK_OK && pk_space_preset(sp, &cfg) &&
+               pk_space_build(sp, &cfg, out) == PK_OK; /* in ctx: the space's context */
+  pk_ctx_clear_error(ctx);
+  pk_space_free(sp);
+  if (built) return;
+  char hex[2 * PKRT_SHA256_BYTES + 1];
+  pkrt_sha256_hex(PK_EMPTY_TRACE, strlen(PK_EMPTY_TRACE), hex);
+  *out = (pk_candidate){.kind = PK_CAND_SCHEDULE, .trace = PK_EMPTY_TRACE, .knobs = "{}",
+                        .trace_hash = pk_strdup(ctx, hex)};
+}
+
 bool pk_config_equal(const pk_config *a, const pk_config *b) {
   if (a->n != b->n) return false;
   for (int i = 0; i < a->n; i++)

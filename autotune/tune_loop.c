@@ -8,14 +8,14 @@
 
 #include "pk_tune.h"
 
-#define DEFAULT_TRACE "{\"version\":1,\"steps\":[]}"
-
 void pk_tune_options_default(pk_tune_options *o) {
   memset(o, 0, sizeof *o);
   o->tuner = "evo";
   o->trials = 64;
   o->batch = 16;
   o->seed = 1;
+  o->confirm_top = 3;
+  o->confirm_rounds = 5;
   pk_measure_settings_default(&o->measure);
 }
 
@@ -24,8 +24,11 @@ typedef struct task_run {
   pk_tune_task_report *rep;
   pk_space *space;       /* NULL: nothing to tune beyond the default */
   pk_tuner *tuner;
-  bool baseline;         /* the default schedule was tried */
+  pk_candidate base;     /* what the kernel gets untuned: the space's preset, else the
+                            default loop nest (pk_space_default_schedule's choice) */
+  bool baseline;         /* the baseline was tried */
   bool finished;
+  double s_per_cand;     /* wall seconds per candidate in its last batch (0: none yet) */
 } task_run;
 
 /* What the measurer's callback needs to commit each record the moment it is measured. */
@@ -37,7 +40,10 @@ typedef struct tuning {
   pk_measurer *measurer;
   task_run *cur;           /* the task whose batch is being measured */
   int64_t run_id, trial;
+  int64_t start_ns;        /* the budget's clock */
   pk_record *pending;      /* the batch being measured, indexed like the candidates */
+  bool *pending_done;      /* ... and which of them were measured (not cut off) */
+  int npending;
   pk_status commit_status; /* first failure to commit (the run stops after the batch) */
   const char *host;
 } tuning;
@@ -59,6 +65,7 @@ static void commit_measured(void *arg, int index, const pk_measurement *meas) {
   tuning *T = arg;
   pk_tune_task_report *R = T->cur->rep;
   pk_record *r = &T->pending[index];
+  T->pending_done[index] = true;
   r->meas = *meas;
   r->trial = ++T->trial;
   r->time_unix = (int64_t)time(NULL);
@@ -76,15 +83,20 @@ static void commit_measured(void *arg, int index, const pk_measurement *meas) {
   if (meas->status != PK_MEAS_OK) {
     T->rep->failed++;
     R->failed++;
-  } else if (meas->gflops > R->best_gflops) {
-    R->best_gflops = meas->gflops;
+  } else {
+    if (meas->gflops > R->best_gflops) R->best_gflops = meas->gflops;
+    if (!strcmp(r->cand.trace_hash, T->cur->base.trace_hash))
+      R->default_gflops = meas->gflops;
   }
 }
 
-/* Measures the candidates whose records are not in the database yet. */
+/* Measures the candidates whose records are not in the database yet; *measured counts
+ * those measured (T->pending[0..], T->pending_done says which: the deadline may cut some). */
 static pk_status measure_batch(tuning *T, const pk_candidate *cands, int n, int *measured) {
   pk_candidate *to_measure = pk_alloc(T->ctx, sizeof *to_measure * (size_t)n);
   T->pending = pk_alloc(T->ctx, sizeof *T->pending * (size_t)n);
+  T->pending_done = pk_alloc(T->ctx, sizeof *T->pending_done * (size_t)n);
+  memset(T->pending_done, 0, sizeof *T->pending_done * (size_t)n);
   int m = 0;
   for (int i = 0; i < n; i++) {
     pk_record r;
@@ -96,10 +108,12 @@ static pk_status measure_batch(tuning *T, const pk_candidate *cands, int n, int 
     T->pending[m] = r;
     to_measure[m++] = cands[i];
   }
-  *measured = m;
+  *measured = 0;
   if (!m) return PK_OK;
   pk_measurement *out = pk_alloc(T->ctx, sizeof *out * (size_t)m);
   pk_status s = pk_measurer_run(T->measurer, &T->cur->rep->task, to_measure, m, out);
+  for (int i = 0; i < m; i++) *measured += T->pending_done[i];
+  T->npending = m;
   return s != PK_OK ? s : T->commit_status;
 }
 
@@ -112,8 +126,6 @@ static pk_status prepare_task(tuning *T, task_run *R, int64_t cap) {
   pk_status s = pk_db_workload_add(T->db, &rep->task);
   if (s == PK_OK) s = pk_db_history(T->db, rep->task.workload, T->rep->fp.key, &old, &nold);
   if (s != PK_OK) return s;
-  for (int64_t i = 0; i < nold; i++)
-    if (old[i].meas.status == PK_MEAS_OK && old[i].meas.gflops > rep->best_gflops) rep->best_gflops = old[i].meas.gflops;
   rep->done = o->resume ? nold : 0; /* trials is the total per task with resume */
   rep->cap = cap;
   if (nold > T->trial) T->trial = nold;
@@ -121,9 +133,16 @@ static pk_status prepare_task(tuning *T, task_run *R, int64_t cap) {
   if (s == PK_ERR_UNSUPPORTED && o->allow_untunable) {
     pk_ctx_clear_error(T->ctx);
     R->space = NULL;
-    return PK_OK;
+    s = PK_OK;
   }
   if (s != PK_OK) return s;
+  pk_task_baseline(T->ctx, &rep->task, &R->base);
+  for (int64_t i = 0; i < nold; i++) {
+    if (old[i].meas.status != PK_MEAS_OK) continue;
+    if (old[i].meas.gflops > rep->best_gflops) rep->best_gflops = old[i].meas.gflops;
+    if (!strcmp(old[i].cand.trace_hash, R->base.trace_hash)) rep->default_gflops = old[i].meas.gflops;
+  }
+  if (!R->space) return PK_OK;
   rep->space_size = pk_space_size(R->space);
   pk_tuner_kind kind;
   pk_tuner_kind_from_name(o->tuner, &kind);
@@ -135,7 +154,98 @@ static pk_status prepare_task(tuning *T, task_run *R, int64_t cap) {
   return PK_OK;
 }
 
-/* One batch of a task: its default schedule first (the baseline), then the tuner's. */
+static bool stopped(const pk_tune_options *o) { return o->stop && *o->stop; }
+
+/* The share of a time budget kept for confirming the leaders at the end. */
+#define CONFIRM_SHARE 0.15
+
+/* Seconds left of the run's budget for tuning (a large number without one). */
+static double budget_left_s(const tuning *T) {
+  if (!(T->o->time_budget_s > 0)) return 1e300;
+  double budget = T->o->time_budget_s * (T->o->confirm_top > 0 ? 1 - CONFIRM_SHARE : 1);
+  return budget - (double)(pkrt_now_ns() - T->start_ns) * 1e-9;
+}
+
+/* Leaders first: the faster OK record (ties: id) of two. */
+static int by_median(const void *a, const void *b) {
+  const pk_record *x = *(const pk_record *const *)a, *y = *(const pk_record *const *)b;
+  if (x->meas.timing.median_ns != y->meas.timing.median_ns)
+    return x->meas.timing.median_ns < y->meas.timing.median_ns ? -1 : 1;
+  return strcmp(x->id, y->id);
+}
+
+/* Re-times a task's leaders side by side: its fastest OK records built as this measurer
+ * builds (or extern), old ones included, and stores each confirmation. */
+static pk_status confirm_task(tuning *T, task_run *R) {
+  pk_tune_task_report *rep = R->rep;
+  pk_record *recs;
+  int64_t n;
+  pk_status s = pk_db_history(T->db, rep->task.workload, T->rep->fp.key, &recs, &n);
+  if (s != PK_OK) return s;
+  const pk_record **lead = pk_alloc(T->ctx, sizeof *lead * (size_t)(n + 1));
+  int nlead = 0;
+  const char *cc = pk_measurer_compiler(T->measurer), *flags = pk_measurer_flags(T->measurer);
+  for (int64_t i = 0; i < n; i++) {
+    const pk_record *r = &recs[i];
+    if (r->meas.status != PK_MEAS_OK) continue;
+    if (r->cand.kind != PK_CAND_EXTERN &&
+        (!r->compiler || strcmp(r->compiler, cc) || !r->flags || strcmp(r->flags, flags) ||
+         r->codegen_version != pk_measurer_codegen_version(T->measurer)))
+      continue; /* rebuilt now, it would be another kernel than the record's */
+    lead[nlead++] = r;
+  }
+  if (nlead < 2) return PK_OK; /* nothing to compare */
+  qsort(lead, (size_t)nlead, sizeof *lead, by_median);
+  int k = nlead < T->o->confirm_top ? nlead : T->o->confirm_top;
+  if (k > PK_CONFIRM_MAX) k = PK_CONFIRM_MAX;
+  pk_candidate *cands = pk_alloc(T->ctx, sizeof *cands * (size_t)k);
+  pk_confirmation *out = pk_alloc(T->ctx, sizeof *out * (size_t)k);
+  for (int i = 0; i < k; i++) cands[i] = lead[i]->cand;
+  s = pk_measurer_confirm(T->measurer, &rep->task, cands, k, T->o->confirm_rounds, out);
+  for (int i = 0; i < k && s == PK_OK; i++) {
+    if (!out[i].rounds) continue;
+    s = pk_db_record_confirm(T->db, lead[i]->id, &out[i]);
+    rep->confirmed += s == PK_OK;
+  }
+  return s;
+}
+
+/* A task and the time its best costs per step, to confirm the costliest first. */
+typedef struct task_share {
+  double ns;
+  int task;
+} task_share;
+
+static int by_share(const void *a, const void *b) {
+  const task_share *x = a, *y = b;
+  return x->ns != y->ns ? (x->ns < y->ns) - (x->ns > y->ns) : x->task - y->task;
+}
+
+/* The end of a run: tasks that gained records this run, costliest first, until the
+ * deadline (the measurer's) or a stop. */
+static pk_status confirm_leaders(tuning *T, task_run *R) {
+  const pk_tune_report *rep = T->rep;
+  if (T->o->confirm_top < 1) return PK_OK;
+  task_share *order = pk_alloc(T->ctx, sizeof *order * (size_t)(rep->ntasks + 1));
+  int n = 0;
+  for (int i = 0; i < rep->ntasks; i++) {
+    const pk_tune_task_report *t = &rep->tasks[i];
+    if (t->committed > 0 && t->best_gflops > 0)
+      order[n++] = (task_share){t->task.weight * t->task.flops / t->best_gflops, i};
+  }
+  qsort(order, (size_t)n, sizeof *order, by_share);
+  pk_status s = PK_OK;
+  for (int i = 0; i < n && s == PK_OK && !stopped(T->o); i++) {
+    if (T->o->time_budget_s > 0 &&
+        pkrt_now_ns() >= T->start_ns + (int64_t)(T->o->time_budget_s * 1e9))
+      break;
+    s = confirm_task(T, &R[order[i].task]);
+  }
+  return s;
+}
+
+/* One batch of a task: its default schedule first (the baseline), then the tuner's, no
+ * larger than the candidates that fit in the budget's time left at this task's pace. */
 static pk_status tune_batch(tuning *T, task_run *R, bool *progressed) {
   pk_ctx *ctx = T->ctx;
   pk_tune_task_report *rep = R->rep;
@@ -144,11 +254,9 @@ static pk_status tune_batch(tuning *T, task_run *R, bool *progressed) {
   *progressed = false;
   if (!R->baseline) {
     R->baseline = true;
-    pk_candidate def = {.kind = PK_CAND_SCHEDULE, .trace = DEFAULT_TRACE, .knobs = "{}"};
-    char hex[2 * PKRT_SHA256_BYTES + 1];
-    pkrt_sha256_hex(def.trace, strlen(def.trace), hex);
-    def.trace_hash = pk_strdup(ctx, hex);
-    s = measure_batch(T, &def, 1, &measured);
+    int64_t t0 = pkrt_now_ns();
+    s = measure_batch(T, &R->base, 1, &measured);
+    if (measured) R->s_per_cand = (double)(pkrt_now_ns() - t0) * 1e-9;
     rep->done += measured;
     *progressed = measured > 0;
     if (!R->tuner) R->finished = true;
@@ -156,21 +264,24 @@ static pk_status tune_batch(tuning *T, task_run *R, bool *progressed) {
   }
   int64_t left = rep->cap - rep->done;
   int want = (int)(left < T->o->batch ? left : T->o->batch), got;
+  double fit = R->s_per_cand > 0 ? budget_left_s(T) / R->s_per_cand : want;
+  if (fit < want) want = fit >= 1 ? (int)fit : 1;
   pk_candidate *cands = pk_alloc(ctx, sizeof *cands * (size_t)want);
   pk_tuner_next_batch(R->tuner, want, cands, &got);
   if (!got) {
     R->finished = true;
     return PK_OK;
   }
+  int64_t t0 = pkrt_now_ns();
   s = measure_batch(T, cands, got, &measured);
-  for (int i = 0; i < measured && s == PK_OK; i++) pk_tuner_update(R->tuner, &T->pending[i].cand, &T->pending[i].meas);
+  if (measured) R->s_per_cand = (double)(pkrt_now_ns() - t0) * 1e-9 / measured;
+  for (int i = 0; i < T->npending && s == PK_OK; i++)
+    if (T->pending_done[i]) pk_tuner_update(R->tuner, &T->pending[i].cand, &T->pending[i].meas);
   rep->done += measured;
   *progressed = *progressed || measured > 0;
   if (pk_tuner_done(R->tuner)) R->finished = true;
   return s;
 }
-
-static bool stopped(const pk_tune_options *o) { return o->stop && *o->stop; }
 
 /* Caps: trials each, or total_trials split by calls x FLOPs. */
 static int64_t *task_caps(pk_ctx *ctx, const pk_tune_options *o, const pk_tune_report *rep) {
@@ -218,11 +329,10 @@ static pk_status run_loop(tuning *T, task_run *R) {
     if (t->done > 0 || t->best_gflops > 0 || t->done >= t->cap)
       pk_budget_report(budget, i, t->done, t->best_gflops, t->done >= t->cap);
   }
-  int64_t t0 = pkrt_now_ns();
+  int64_t t0 = T->start_ns;
   int last = -1;
   while (s == PK_OK && !stopped(o)) {
-    double elapsed = (double)(pkrt_now_ns() - t0) * 1e-9;
-    if (o->time_budget_s > 0 && elapsed >= o->time_budget_s) break;
+    if (budget_left_s(T) <= 0) break;
     int i = pk_budget_next(budget);
     if (i < 0) break;
     T->cur = &R[i];
@@ -236,6 +346,7 @@ static pk_status run_loop(tuning *T, task_run *R) {
       o->on_progress(o->arg, rep, i, (double)(pkrt_now_ns() - t0) * 1e-9, false);
   }
   pk_budget_free(budget);
+  if (s == PK_OK) s = confirm_leaders(T, R);
   if (last >= 0 && o->on_progress) o->on_progress(o->arg, rep, last, (double)(pkrt_now_ns() - t0) * 1e-9, true);
   rep->interrupted = stopped(o);
 
@@ -269,6 +380,21 @@ static pk_status make_tasks(pk_ctx *ctx, const pk_target *t, const pk_tune_input
   return PK_OK;
 }
 
+void pk_tune_step_estimate(const pk_tune_report *r, double *default_ms, double *best_ms,
+                           int *covered) {
+  *default_ms = *best_ms = 0;
+  *covered = 0;
+  for (int i = 0; i < r->ntasks; i++) {
+    const pk_tune_task_report *t = &r->tasks[i];
+    if (!(t->default_gflops > 0)) continue;
+    double work = t->task.weight * t->task.flops * 1e-6; /* GFLOP/s = FLOP/ns: this is ms */
+    double best = t->best_gflops > t->default_gflops ? t->best_gflops : t->default_gflops;
+    *default_ms += work / t->default_gflops;
+    *best_ms += work / best;
+    ++*covered;
+  }
+}
+
 pk_status pk_tune(pk_ctx *ctx, const pk_tune_options *o, const pk_tune_input *in,
                   pk_tune_report *out) {
   memset(out, 0, sizeof *out);
@@ -280,13 +406,14 @@ pk_status pk_tune(pk_ctx *ctx, const pk_tune_options *o, const pk_tune_input *in
   if (o->batch < 1 || o->batch > 256) return pk_ctx_fail(ctx, PK_ERR_USAGE, "tune: batch must be in 1..256");
   tuning *T = pk_alloc(ctx, sizeof *T);
   memset(T, 0, sizeof *T);
-  *T = (tuning){.ctx = ctx, .o = o, .rep = out};
+  *T = (tuning){.ctx = ctx, .o = o, .rep = out, .start_ns = o->start_ns > 0 ? o->start_ns : pkrt_now_ns()};
   /* The measurement worker is forked before anything else exists (no threads, no open
    * database): forking a process that has threads can hang. */
   pk_measure_settings set = o->measure;
   set.seed = (uint64_t)o->seed;
   set.on_measured = commit_measured;
   set.on_measured_arg = T;
+  if (o->time_budget_s > 0) set.deadline_ns = T->start_ns + (int64_t)(o->time_budget_s * 1e9);
   const pk_target *target = o->target;
   pk_target *parsed;
   pk_status s = PK_OK;

@@ -239,6 +239,19 @@ pk_status pk_db_workload_resolve(pk_tunedb *db, const char *prefix, const char *
   return s;
 }
 
+pk_status pk_db_workload_text(pk_tunedb *db, const char *key, const char **canonical) {
+  sqlite3_stmt *st;
+  pk_status s = pk_db_prepare(db, "SELECT canonical FROM workloads WHERE key = ?1", &st);
+  if (s != PK_OK) return s;
+  pk_db_bind_text(st, 1, key);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) *canonical = pk_db_column_text(db, st, 0);
+  else if (rc == SQLITE_DONE) s = pk_ctx_fail(db->ctx, PK_ERR_CHECK, "%s: no workload %s", db->path, key);
+  else s = pk_db_fail_sql(db, "reading a workload");
+  sqlite3_finalize(st);
+  return s;
+}
+
 /* ---------------------------------------------------------------- runs */
 
 const char *pk_db_run_status_name(pk_db_run_status s) {
@@ -405,6 +418,38 @@ pk_status pk_db_record_has(pk_tunedb *db, const char *id, bool *has) {
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) s = pk_db_fail_sql(db, "looking up a record");
   sqlite3_finalize(st);
   return s;
+}
+
+pk_status pk_db_record_confirm(pk_tunedb *db, const char *id, const pk_confirmation *c) {
+  if (!(c->rounds > 0 && isfinite(c->median_ns) && c->median_ns > 0 && isfinite(c->min_ns) &&
+        c->min_ns > 0))
+    return pk_ctx_fail(db->ctx, PK_ERR_CHECK, "%s: record %s: a confirmation needs rounds > 0 "
+                       "and times > 0 (got %d rounds, %g ns)", db->path, id, c->rounds, c->median_ns);
+  sqlite3_stmt *st;
+  pk_status s = pk_db_prepare(db, "UPDATE records SET confirmed_ns = ?2, confirmed_min_ns = ?3, "
+                                  "confirmed_rounds = ?4 WHERE id = ?1 AND status = 'ok'", &st);
+  if (s != PK_OK) return s;
+  pk_db_bind_text(st, 1, id);
+  sqlite3_bind_double(st, 2, c->median_ns);
+  sqlite3_bind_double(st, 3, c->min_ns);
+  sqlite3_bind_int(st, 4, c->rounds);
+  if ((s = pk_db_begin(db)) != PK_OK) {
+    sqlite3_finalize(st);
+    return s;
+  }
+  if (sqlite3_step(st) != SQLITE_DONE) {
+    s = pk_db_fail_sql(db, "storing a confirmation");
+    sqlite3_finalize(st);
+    pk_db_rollback(db);
+    return s;
+  }
+  bool changed = sqlite3_changes(db->sq) > 0;
+  sqlite3_finalize(st);
+  if (!changed) {
+    pk_db_rollback(db);
+    return pk_ctx_fail(db->ctx, PK_ERR_CHECK, "%s: no ok record %s to confirm", db->path, id);
+  }
+  return pk_db_commit(db);
 }
 
 pk_status pk_db_record_count(pk_tunedb *db, const char *workload, const char *target_key,

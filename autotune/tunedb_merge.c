@@ -114,6 +114,17 @@ static pk_status merge_attached(pk_tunedb *db, const char *other, pk_db_counts *
                        "AND main.runs.status = 'running' AND o.status != 'running'",
                    "merging runs");
   if (s == PK_OK) s = copy_table(db, other, "records", NULL, &added->records);
+  /* A record both have, confirmed only in the other (a file of schema 2 or later). */
+  int64_t confirms = 0;
+  if (s == PK_OK)
+    s = other_int(db, other, "SELECT count(*) FROM pragma_table_info('records', 'other') "
+                             "WHERE name = 'confirmed_ns'", &confirms);
+  if (s == PK_OK && confirms)
+    s = pk_db_exec(db, "UPDATE main.records SET confirmed_ns = o.confirmed_ns, "
+                       "confirmed_min_ns = o.confirmed_min_ns, confirmed_rounds = o.confirmed_rounds "
+                       "FROM other.records o WHERE o.id = main.records.id "
+                       "AND o.confirmed_ns IS NOT NULL AND main.records.confirmed_ns IS NULL",
+                   "merging confirmations");
   if (s == PK_OK) s = other_int(db, other, "SELECT count(*) FROM other.records", &added->records_seen);
   if (s == PK_OK) return pk_db_commit(db);
   pk_db_rollback(db);

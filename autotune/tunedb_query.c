@@ -48,6 +48,9 @@ pk_status pk_db_read_record(pk_tunedb *db, sqlite3_stmt *st, pk_record *r) {
   r->host = pk_db_column_text(db, st, c++);
   r->features = pk_db_column_text(db, st, c++);
   r->measure_settings = pk_db_column_text(db, st, c++);
+  r->confirmed.median_ns = sqlite3_column_double(st, c++);
+  r->confirmed.min_ns = sqlite3_column_double(st, c++);
+  r->confirmed.rounds = sqlite3_column_int(st, c++);
   return PK_OK;
 }
 
@@ -72,6 +75,10 @@ bool pk_db_record_is_preferred(const pk_tunedb *db, const pk_record *r) {
 #define PREFERRED_FIRST                                                                        \
   "CASE WHEN ?3 IS NULL OR r.kind = 'extern' OR (r.compiler = ?3 AND r.flags IS ?4 AND "      \
   "r.codegen_version = ?5) THEN 0 ELSE 1 END, "
+
+/* Then confirmed records by their confirmed time, then the rest by their measured time. */
+#define FASTEST_FIRST                                                                          \
+  "r.confirmed_ns IS NULL, coalesce(r.confirmed_ns, r.median_ns), r.id "
 
 /* Runs a best-record query whose parameters are ?1 workload, ?2 key or target string and
  * the preference's ?3..?5. */
@@ -107,7 +114,7 @@ pk_status pk_db_best(pk_tunedb *db, const char *workload, const char *target_key
   pk_status s = best_query(db,
                            "SELECT " PK_DB_RECORD_COLUMNS " FROM records r WHERE r.workload = ?1 "
                            "AND r.target_key = ?2 AND r.status = 'ok' "
-                           "ORDER BY " PREFERRED_FIRST "r.median_ns, r.id LIMIT 1",
+                           "ORDER BY " PREFERRED_FIRST FASTEST_FIRST "LIMIT 1",
                            workload, target_key, out, &found);
   if (s != PK_OK || found) {
     if (found) *match = PK_DB_MATCH_EXACT;
@@ -117,7 +124,7 @@ pk_status pk_db_best(pk_tunedb *db, const char *workload, const char *target_key
   s = best_query(db,
                  "SELECT " PK_DB_RECORD_COLUMNS " FROM records r JOIN targets t "
                  "ON t.key = r.target_key WHERE r.workload = ?1 AND t.target = ?2 "
-                 "AND r.status = 'ok' ORDER BY " PREFERRED_FIRST "r.median_ns, r.id LIMIT 1",
+                 "AND r.status = 'ok' ORDER BY " PREFERRED_FIRST FASTEST_FIRST "LIMIT 1",
                  workload, fallback_target, out, &found);
   if (found) *match = PK_DB_MATCH_GENERIC;
   else memset(out, 0, sizeof *out);

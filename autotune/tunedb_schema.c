@@ -75,6 +75,11 @@ static const pk_db_migration steps[] = {
      "CREATE INDEX records_best ON records(workload, target_key, status, median_ns);\n"
      "CREATE INDEX records_trial ON records(workload, target_key, trial);\n"
      "CREATE INDEX records_run ON records(run_id);\n"},
+    {2,
+     /* Confirmations: the task's leaders re-timed side by side (pk_confirmation). */
+     "ALTER TABLE records ADD COLUMN confirmed_ns REAL;\n"
+     "ALTER TABLE records ADD COLUMN confirmed_min_ns REAL;\n"
+     "ALTER TABLE records ADD COLUMN confirmed_rounds INTEGER;\n"},
 };
 
 const pk_db_migration *pk_db_migrations(int *n) {

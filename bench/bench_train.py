@@ -30,7 +30,7 @@ round runs every row's workers once, in an order rotated per round: Pock
 (bench_train_step: W untimed steps, then K timed), Pock tuned (--tune S and/or
 --tune-trials N: `pock tune MODEL --batch B --sparse SPEC --time-budget S --total-trials N
 --db WORK/tune.db` once per model x scheme x batch before the rounds, then `pock compile
---db`; the note says how long each tuning took: the time budget is not a hard bound),
+--db`; the note says how long each tuning took: the budget holds, loading included),
 PyTorch (bench/torch_train_worker.py: the spec resolved by scripts/sparse_spec.py, checked
 against `pock inspect` on every row: a difference is in the note) and ONNX Runtime
 (bench/ort_train_worker.py, the same trainable set; "n/a" where the spec trains a slice

@@ -7,15 +7,31 @@
 
 #include "cli.h"
 #include "pk_report.h"
+#include "pk_search.h"
 #include "pk_tunedb.h"
 
-/* The default schedule is measured as the trace with no steps (`pock tune` does so first). */
-static bool is_default_trace(const char *trace) {
-  return trace && !strcmp(trace, "{\"version\":1,\"steps\":[]}");
+/* The trace hash of the task's baseline (what `pock tune` measures first: its preset, else
+ * the empty trace), rebuilt from the workload's text for the row's target; NULL if it
+ * cannot be. */
+static const char *baseline_hash(pk_ctx *ctx, pk_tunedb *db, const pk_db_stats_row *row) {
+  const char *text;
+  pk_te_program *prog;
+  pk_task task;
+  pk_candidate base;
+  if (pk_db_workload_text(db, row->workload, &text) != PK_OK ||
+      pk_te_parse(ctx, text, strlen(text), "workload.te", &prog) != PK_OK ||
+      pk_task_from_program(ctx, prog, row->target, &task) != PK_OK) {
+    pk_ctx_clear_error(ctx);
+    return NULL;
+  }
+  pk_task_baseline(ctx, &task, &base);
+  return base.trace_hash;
 }
 
 /* Fills one report task from the history of (workload, target key): the best-so-far curve
- * over trials, the default schedule's speed and the best trace. */
+ * over trials, the default (baseline) schedule's speed, db best's measured and confirmed
+ * speed, and the best trace. Databases from before presets were the baseline measured the
+ * empty trace first: that counts when the preset's record is missing. */
 static pk_status fill_task(pk_ctx *ctx, pk_tunedb *db, const pk_db_stats_row *row,
                            pk_report_task *t) {
   memset(t, 0, sizeof *t);
@@ -32,13 +48,14 @@ static pk_status fill_task(pk_ctx *ctx, pk_tunedb *db, const pk_db_stats_row *ro
   pk_status s = pk_db_history(db, row->workload, row->target_key, &recs, &n);
   if (s != PK_OK) return s;
   pk_curve_point *curve = pk_alloc(ctx, sizeof *curve * (size_t)(n ? n : 1));
-  double best = 0, best_generated = 0;
+  double best = 0, best_generated = 0, empty_trace = 0;
+  const char *base = baseline_hash(ctx, db, row);
   for (int64_t i = 0; i < n; i++) {
     const pk_record *r = &recs[i];
     bool ok = r->meas.status == PK_MEAS_OK;
-    if (ok && r->cand.kind == PK_CAND_SCHEDULE && is_default_trace(r->cand.trace) &&
-        r->meas.gflops > t->default_gflops)
-      t->default_gflops = r->meas.gflops;
+    if (ok && base && !strcmp(r->cand.trace_hash, base)) t->default_gflops = r->meas.gflops;
+    if (ok && r->cand.kind == PK_CAND_SCHEDULE && r->cand.trace && !strcmp(r->cand.trace, PK_EMPTY_TRACE))
+      empty_trace = r->meas.gflops;
     if (ok && r->cand.kind == PK_CAND_SCHEDULE && r->meas.gflops > best_generated) {
       best_generated = r->meas.gflops;
       t->best_trace = r->cand.trace;
@@ -46,9 +63,18 @@ static pk_status fill_task(pk_ctx *ctx, pk_tunedb *db, const pk_db_stats_row *ro
     if (ok && r->meas.gflops > best) best = r->meas.gflops;
     curve[t->npoints++] = (pk_curve_point){i + 1, best};
   }
+  if (!(t->default_gflops > 0)) t->default_gflops = empty_trace;
   t->trials = n;
   t->curve = curve;
-  return PK_OK;
+  pk_record b;
+  pk_db_match match;
+  s = pk_db_best(db, row->workload, row->target_key, NULL, &b, &match);
+  if (s == PK_OK && match != PK_DB_MATCH_NONE) {
+    t->measured_gflops = b.meas.gflops;
+    if (b.confirmed.rounds > 0) /* FLOPs = GFLOP/s x ns */
+      t->confirmed_gflops = b.meas.gflops * b.meas.timing.median_ns / b.confirmed.median_ns;
+  }
+  return s;
 }
 
 int pk_cmd_report(int argc, char **argv) {

@@ -18,7 +18,7 @@ static void on_sigint(int sig) { (void)sig; interrupted = 1; }
 
 typedef struct tune_options {
   const char *input, *db, *target, *cc, *tuner, *sparse;
-  int64_t trials, total_trials, seed, batch, patience, min_ms, model_batch;
+  int64_t trials, total_trials, seed, batch, patience, min_ms, model_batch, confirm;
   double time_budget_s, timeout_s, build_timeout_s;
   bool resume, inference, model;
 } tune_options;
@@ -39,7 +39,8 @@ static const char tune_help[] =
     "                        (pk_budget_split), each batch going to the task expected to gain\n"
     "                        most; replaces --trials\n"
     "  --tuner evo|random|grid   (default evo)\n"
-    "  --time-budget S       stop after S seconds\n"
+    "  --time-budget S       stop S seconds after the start, loading the model included:\n"
+    "                        nothing is built or measured past it (a batch is cut short)\n"
     "  --timeout S           per candidate (default 10)\n"
     "  --build-timeout S     per candidate build: lowering + compiling (default 120)\n"
     "  --tune-batch N        candidates built and measured per batch (default 16)\n"
@@ -48,6 +49,8 @@ static const char tune_help[] =
     "  --sparse SPEC.json    model input: the sparse-update spec (as `pock compile`)\n"
     "  --inference           model input: tune the forward kernels only\n"
     "  --patience N          stop a task after N batches without a better result\n"
+    "  --confirm N           at the end, re-time each task's best N side by side in\n"
+    "                        interleaved rounds; db best prefers those (default 3, 0: off)\n"
     "  --min-ms M            time each candidate at least M ms (default 50)\n"
     "  --target T            what to tune for (docs/targets.md; default c, this machine)\n"
     "  --cc CC               the C compiler (default $CC, else cc)\n"
@@ -60,7 +63,7 @@ static bool is_model_path(const char *p) {
 }
 
 static int parse_options(int argc, char **argv, tune_options *o) {
-  *o = (tune_options){.target = "c", .tuner = "evo", .trials = 64, .seed = 1, .batch = -1,
+  *o = (tune_options){.target = "c", .tuner = "evo", .trials = 64, .seed = 1, .batch = -1, .confirm = 3,
                       .min_ms = 50, .timeout_s = 10, .build_timeout_s = 120, .model_batch = 32};
   int64_t batch = -1, tune_batch = -1;
   for (int i = 0; i < argc; i++) {
@@ -92,12 +95,13 @@ static int parse_options(int argc, char **argv, tune_options *o) {
         : !strcmp(a, "--build-timeout") ? &o->build_timeout_s : &o->time_budget_s) = d;
     } else if (!strcmp(a, "--trials") || !strcmp(a, "--seed") || !strcmp(a, "--batch") ||
                !strcmp(a, "--patience") || !strcmp(a, "--min-ms") || !strcmp(a, "--total-trials") ||
-               !strcmp(a, "--tune-batch")) {
+               !strcmp(a, "--tune-batch") || !strcmp(a, "--confirm")) {
       if (!pkrt_cli_parse_i64(v, &n) || n < 0 || n > 100000000)
         return pk_cli_usage("tune: %s needs a non-negative integer", a);
       int64_t *slot = !strcmp(a, "--trials") ? &o->trials : !strcmp(a, "--seed") ? &o->seed
                       : !strcmp(a, "--batch") ? &batch : !strcmp(a, "--tune-batch") ? &tune_batch
                       : !strcmp(a, "--total-trials") ? &o->total_trials
+                      : !strcmp(a, "--confirm") ? &o->confirm
                       : !strcmp(a, "--patience") ? &o->patience : &o->min_ms;
       *slot = n;
     } else {
@@ -117,6 +121,7 @@ static int parse_options(int argc, char **argv, tune_options *o) {
     o->batch = tune_batch >= 0 ? tune_batch : batch >= 0 ? batch : 16;
   }
   if (o->batch < 1 || o->batch > 256) return pk_cli_usage("tune: --tune-batch must be in 1..256");
+  if (o->confirm > PK_CONFIRM_MAX) return pk_cli_usage("tune: --confirm must be in 0..%d", PK_CONFIRM_MAX);
   pk_tuner_kind k;
   if (!pk_tuner_kind_from_name(o->tuner, &k)) return pk_cli_usage("tune: unknown tuner '%s' (random, grid, evo)", o->tuner);
   return PK_EXIT_OK;
@@ -169,20 +174,42 @@ static void print_plan(void *arg, const pk_tune_report *r) {
   fflush(stdout); /* before the progress lines on stderr */
 }
 
+/* The model's predicted step (pk_tune_step_estimate) for the progress line, "" for one TE. */
+static const char *step_text(const pk_tune_report *r, char *buf, size_t n) {
+  double def_ms, best_ms;
+  int covered;
+  pk_tune_step_estimate(r, &def_ms, &best_ms, &covered);
+  if (r->ntasks < 2 || !covered) return "";
+  snprintf(buf, n, " step %.3f -> %.3f ms (%d/%d kernels)", def_ms, best_ms, covered, r->ntasks);
+  return buf;
+}
+
 static void print_progress(void *arg, const pk_tune_report *r, int i, double elapsed_s, bool final) {
-  (void)arg;
+  const tune_output *out = arg;
   const pk_tune_task_report *R = &r->tasks[i];
+  double budget = out->o->time_budget_s;
   double eta = R->done > 0 && R->cap > R->done ? elapsed_s / (double)R->done * (double)(R->cap - R->done) : 0;
+  if (budget > 0 && eta > budget - elapsed_s) eta = budget > elapsed_s ? budget - elapsed_s : 0;
+  char sb[96];
+  const char *step = step_text(r, sb, sizeof sb);
   if (isatty(STDERR_FILENO)) {
-    fprintf(stderr, "\r[tune] task %d/%d %-28.28s trial %lld/%lld  best %7.2f GFLOP/s  failed %lld  ETA %4.0fs ",
+    fprintf(stderr, "\r[tune] task %d/%d %-28.28s trial %lld/%lld  best %7.2f GFLOP/s  failed %lld %s ETA %4.0fs ",
             i + 1, r->ntasks, R->label, (long long)R->done, (long long)R->cap, R->best_gflops,
-            (long long)R->failed, eta);
+            (long long)R->failed, step, eta);
     if (final) fputc('\n', stderr);
   } else if (!final) {
-    fprintf(stderr, "[tune] task %d/%d %s trial %lld/%lld best %.2f GFLOP/s failed %lld elapsed %.0fs\n",
+    fprintf(stderr, "[tune] task %d/%d %s trial %lld/%lld best %.2f GFLOP/s failed %lld%s elapsed %.0fs\n",
             i + 1, r->ntasks, R->label, (long long)R->done, (long long)R->cap, R->best_gflops,
-            (long long)R->failed, elapsed_s);
+            (long long)R->failed, step, elapsed_s);
   }
+}
+
+/* ", confirmed G GFLOP/s" when the best record was re-timed beside the task's leaders. */
+static const char *confirmed_text(const pk_tune_task_report *R, char *buf, size_t n) {
+  const pk_confirmation *c = &R->best.confirmed;
+  if (!c->rounds) return "";
+  snprintf(buf, n, ", confirmed %.2f GFLOP/s over %d rounds", R->task.flops / c->median_ns, c->rounds);
+  return buf;
 }
 
 static void summary(const pk_tune_report *r) {
@@ -191,27 +218,34 @@ static void summary(const pk_tune_report *r) {
     const pk_tune_task_report *R = &r->tasks[i];
     const pk_record *b = &R->best;
     bool ext = R->has_best && b->cand.kind == PK_CAND_EXTERN;
+    char cb[80];
+    const char *conf = R->has_best ? confirmed_text(R, cb, sizeof cb) : "";
     if (r->ntasks > 1) {
       if (R->has_best)
-        printf("  %s: %lld new records (%lld failed); best %.2f GFLOP/s (%s%s)\n", R->label,
+        printf("  %s: %lld new records (%lld failed); best %.2f GFLOP/s (%s%s%s)\n", R->label,
                (long long)R->committed, (long long)R->failed, b->meas.gflops,
-               ext ? "extern " : "generated", ext ? b->cand.extern_sym : "");
+               ext ? "extern " : "generated", ext ? b->cand.extern_sym : "", conf);
       else
         printf("  %s: %lld new records; none measured successfully\n", R->label, (long long)R->committed);
     } else if (R->has_best) {
-      printf("%s: %lld new records (%lld failed); best %.2f GFLOP/s (%s%s%s)\n", end,
+      printf("%s: %lld new records (%lld failed); best %.2f GFLOP/s (%s%s%s%s)\n", end,
              (long long)r->committed, (long long)r->failed, b->meas.gflops,
-             ext ? "extern " : "generated", ext ? b->cand.extern_sym : "", ext ? "" : " kernel");
+             ext ? "extern " : "generated", ext ? b->cand.extern_sym : "", ext ? "" : " kernel", conf);
     } else {
       printf("%s: no candidate measured successfully\n", end);
     }
   }
-  if (r->ntasks > 1)
+  if (r->ntasks > 1) {
     printf("%s: %lld new records (%lld failed) over %d tasks\n", end, (long long)r->committed,
            (long long)r->failed, r->ntasks);
+    char sb[96];
+    const char *step = step_text(r, sb, sizeof sb);
+    if (*step) printf("predicted%s\n", step);
+  }
 }
 
 int pk_cmd_tune(int argc, char **argv) {
+  int64_t start_ns = pkrt_now_ns(); /* the budget counts loading the model too */
   tune_options o;
   int rc = parse_options(argc, argv, &o);
   if (rc < 0) return PK_EXIT_OK; /* --help */
@@ -228,6 +262,8 @@ int pk_cmd_tune(int argc, char **argv) {
   to.patience = o.patience;
   to.seed = o.seed;
   to.time_budget_s = o.time_budget_s;
+  to.start_ns = start_ns;
+  to.confirm_top = (int)o.confirm;
   to.resume = o.resume;
   to.allow_untunable = o.model; /* a TE file with nothing to tune is an error */
   to.measure.timeout_s = o.timeout_s;

@@ -9,10 +9,9 @@
 
 static const double ratios[SRCH_NRATIOS] = {0.125, 0.25, 0.5, 1.0};
 
-static int add_item(pk_ctx *ctx, srch_space *sp, int cap, const char *param, int layer,
-                    bool bias, int64_t channels) {
+static int add_item(srch_space *sp, int cap, const char *param, int layer, bool bias,
+                    int64_t channels) {
   PK_ASSERT(sp->nitems < cap);
-  (void)ctx;
   sp->items[sp->nitems] = (srch_item){.param = param, .layer = layer, .bias = bias,
                                       .channels = channels, .val_acc = NAN, .gain = NAN};
   return sp->nitems++;
@@ -52,13 +51,13 @@ pk_status srch_space_build(pk_ctx *ctx, const pk_compile_options *co, srch_space
       for (int r = 0; r < SRCH_NRATIOS; r++) {
         int64_t c = llround(ratios[r] * (double)L->in_channels);
         if (c < 1 || (L->nw > 1 && sp->items[L->wopt[L->nw - 1]].channels == c)) continue;
-        L->wopt[L->nw++] = add_item(ctx, sp, cap, w->name, sp->nlayers, false, c);
+        L->wopt[L->nw++] = add_item(sp, cap, w->name, sp->nlayers, false, c);
       }
     }
     for (int t = 0; t < g->ntensors; t++) {
       const pk_gtensor *p = g->tensors[t];
       if (p->role == PK_ROLE_PARAM && p->layer == l && p->is_bias && L->bias_item < 0)
-        L->bias_item = add_item(ctx, sp, cap, p->name, sp->nlayers, true, 0);
+        L->bias_item = add_item(sp, cap, p->name, sp->nlayers, true, 0);
     }
     if (L->nw > 1 || L->bias_item >= 0) sp->nlayers++;
   }

@@ -1,7 +1,8 @@
 /* test_measurer.c — the tuner's measurer: good schedules measure OK with plausible timing;
  * illegal, uncompilable, crashing, hanging, wrong and failing kernels each get their own
  * status and the next good kernel still measures; OpenBLAS sgemm as an extern candidate;
- * the worker has one thread, and no process or descriptor is left behind. PASS/FAIL/SKIP. */
+ * the worker has one thread, and no process or descriptor is left behind; a deadline cuts a
+ * batch off without results (a time budget that holds). PASS/FAIL/SKIP. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -196,6 +197,49 @@ static void test_planted(pk_measurer *m, pk_ctx *ctx, const pk_task *task,
         "(batch took %.1f s, limit %.0f s)", seconds, set->timeout_s);
 }
 
+/* A deadline (a run's time budget) stops a hanging candidate at the deadline rather than at
+ * its own time limit, and what it cuts off is no result: no on_measured call, "not
+ * measured" (the tuner records nothing). A second run past the deadline builds nothing. */
+static void test_deadline(pk_ctx *ctx, const pk_task *task, const pk_measure_settings *base) {
+  char *abi;
+  size_t len;
+  if (pk_read_file(ctx, PK_SOURCE_DIR "/include/pock/pkrt_kernel.h", &abi, &len) != PK_OK) {
+    CHECK(false, "read the kernel ABI header: %s", pk_ctx_error(ctx));
+    return;
+  }
+  const char *sources[2] = {
+      planted(ctx, abi, "  for (volatile int spin = 1; spin;) {}\n  return 0;\n"),
+      planted(ctx, abi, pk_sprintf(ctx, "%s  return 0;\n", MATMUL_BODY))};
+  progress prog = {0, -1};
+  pk_measure_settings set = *base;
+  set.timeout_s = 20; /* the candidate's own limit: far beyond the deadline */
+  set.on_measured_arg = &prog;
+  set.deadline_ns = pkrt_now_ns() + 3000000000ll; /* builds are cached: they take < 1 s */
+  pk_measurer *m;
+  if (pk_measurer_new(ctx, &set, &m) != PK_OK) {
+    CHECK(false, "pk_measurer_new with a deadline: %s", pk_ctx_error(ctx));
+    return;
+  }
+  pk_measurement out[2];
+  int64_t t0 = pkrt_now_ns();
+  pk_status s = pk_measurer_run_sources(m, task, sources, 2, out);
+  double seconds = (double)(pkrt_now_ns() - t0) * 1e-9;
+  CHECK(s == PK_OK, "pk_measurer_run_sources with a deadline returns OK");
+  CHECK(seconds < 10, "a hanging candidate is stopped at the deadline (%.1f s), not at its "
+        "own limit (%g s)", seconds, set.timeout_s);
+  for (int i = 0; i < 2; i++)
+    CHECK(out[i].status == PK_MEAS_TIMEOUT && out[i].error && strstr(out[i].error, "not measured"),
+          "candidate %d past the deadline: %s: %s", i, pk_meas_status_name(out[i].status),
+          out[i].error ? out[i].error : "(no message)");
+  CHECK(prog.calls == 0, "no on_measured call for what the deadline cut off (%d calls)", prog.calls);
+  t0 = pkrt_now_ns();
+  s = pk_measurer_run_sources(m, task, sources + 1, 1, out);
+  seconds = (double)(pkrt_now_ns() - t0) * 1e-9;
+  CHECK(s == PK_OK && out[0].status == PK_MEAS_TIMEOUT && prog.calls == 0 && seconds < 1,
+        "past the deadline nothing is built or measured (%.2f s)", seconds);
+  pk_measurer_free(m);
+}
+
 static void test_extern(pk_measurer *m, const pk_task *task) {
   if (!library_present("libopenblas.so.0")) {
     printf("SKIP extern cblas_sgemm: libopenblas.so.0 is not installed\n");
@@ -283,6 +327,7 @@ int main(void) {
   CHECK(thread_count(worker) == 1, "the worker still has one thread after measuring");
 
   pk_measurer_free(m);
+  test_deadline(ctx, &task, &set);
   int status;
   CHECK(waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD,
         "no child process (zombie or alive) remains after pk_measurer_free");

@@ -2,7 +2,8 @@
 # test_tune_cli.sh — `pock tune` and `pock report` end to end on a small matmul: records
 # land in the database, --resume never re-measures and stops at --trials in total, kill -9
 # in the middle of tuning keeps every committed record, two tuners on one database lose
-# nothing, and every report format is produced. Usage: test_tune_cli.sh POCK SOURCE_DIR
+# nothing, every report format is produced, and a model's --time-budget holds (loading
+# included) with a predicted step time. Usage: test_tune_cli.sh POCK SOURCE_DIR
 set -u
 . "$(dirname "$0")/cli_test_lib.sh"
 pock=$1
@@ -61,6 +62,21 @@ n2=$(grep -o '[0-9]* new records' "$tmp/c2" | grep -o '^[0-9]*')
 n=$(records "$cdb")
 [ "$r1" -eq 0 ] && [ "$r2" -eq 0 ] && [ "$n" -eq $((n1 + n2)) ] && pass concurrent_tuners ||
   fail concurrent_tuners "exit $r1/$r2, records $n, reported ${n1:-?}+${n2:-?}"
+
+# A model within --time-budget: the budget counts from the start and cuts the last batch
+# short (the deadline is wall-clock, so the 6 s of slack are process exit, not speed);
+# nothing cut off is recorded; the predicted step time is printed.
+bdb=$tmp/budget.db
+start=$(date +%s%N)
+"$pock" tune "$src/examples/digits/models/mlp.json" --db "$bdb" --time-budget 4 --min-ms 2 >"$tmp/b1" 2>&1
+rc=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+[ "$rc" -eq 0 ] && [ "$ms" -lt 10000 ] && pass model_time_budget_holds ||
+  fail model_time_budget_holds "exit $rc after $ms ms for a 4 s budget: $(tail -3 "$tmp/b1")"
+grep -q '^predicted step [0-9.]* -> [0-9.]* ms' "$tmp/b1" && pass model_predicted_step ||
+  fail model_predicted_step "$(tail -2 "$tmp/b1")"
+! "$pock" db export "$bdb" 2>/dev/null | grep -q 'not measured' && pass budget_cut_not_recorded ||
+  fail budget_cut_not_recorded "a record says 'not measured'"
 
 for f in text csv json html; do
   if "$pock" report --db "$db" --format $f -o "$tmp/r.$f" && [ -s "$tmp/r.$f" ]; then pass "report_$f"; else fail "report_$f" "no output"; fi
