@@ -374,19 +374,21 @@ static pk_status matmul_apply(const pk_space *sp, pk_schedule *s, const int64_t 
  * the space offers (fc layers: N = 10 columns, M = 1 row at batch 1). */
 static bool matmul_preset(const pk_space *sp, int64_t *v) {
   memset(v, 0, MM_NKNOBS * sizeof *v);
-  v[MM_TILE_M] = space_pick(sp, MM_TILE_M, 6);
-  v[MM_TILE_N] = space_pick(sp, MM_TILE_N, 2 * (int64_t)sp->lanes);
+  const matmul_plan *p = sp->plan;
+  int64_t M = space_stage_extent(sp, p->stage, p->ndim - 2), N = space_stage_extent(sp, p->stage, p->ndim - 1);
+  int64_t mr, nr;
+  pk_gemm_register_tile(sp->lanes, sp->vector_regs, M, N, &mr, &nr);
+  v[MM_TILE_M] = space_pick(sp, MM_TILE_M, mr);
+  v[MM_TILE_N] = space_pick(sp, MM_TILE_N, nr);
   v[MM_VECTOR] = space_pick(sp, MM_VECTOR, v[MM_TILE_N] < sp->lanes ? v[MM_TILE_N] : sp->lanes);
   v[MM_CACHE_WRITE] = 1;
   v[MM_PACK_B] = 1;
   /* A stored (K, M) (dW = X^T dY): its rows packed into [M/tile_m][K][tile_m] panels make
    * the tile's loads contiguous: 2-3x on the weight gradients of transformers' linears */
-  const matmul_plan *p = sp->plan;
   v[MM_PACK_A] = p->a_strided_k ? 1 : 0;
   v[MM_K_UNROLL] = 1;
   v[MM_UNROLL] = 1;
   /* few column tiles to run in parallel (a small weight gradient): split the reduction */
-  int64_t N = space_stage_extent(sp, p->stage, p->ndim - 1);
   v[MM_RFACTOR_THREADS] = space_thread_preset(sp, MM_RFACTOR_THREADS, (N + v[MM_TILE_N] - 1) / v[MM_TILE_N]);
   return true;
 }

@@ -22,22 +22,28 @@ static int matmul_operand_dim(const pk_te_program *p, int operand, int axis, int
   return fallback;
 }
 
-/* f32 lanes of this machine's widest vector: the benchmarks build for "c" (native). */
-static int64_t native_lanes(pk_schedule *s) {
+/* f32 lanes of this machine's widest vector and its vector registers: the benchmarks
+ * build for "c" (native). */
+static int64_t native_lanes(pk_schedule *s, int *vector_regs) {
   pk_target *t;
   if (pk_target_native(s->ctx, &t) != PK_OK) {
     pk_ctx_clear_error(s->ctx);
+    if (vector_regs) *vector_regs = 16;
     return 4;
   }
+  if (vector_regs) *vector_regs = t->vector_regs;
   return t->vector_bytes / 4;
 }
 
 /* Tensor ids of pk_op_build(PK_OP_MATMUL): t0 = A, t1 = B, t2 = C; C's axes i0 (rows),
  * i1 (columns), reduce axis k0. */
 pk_status pk_hand_schedule_matmul(pk_schedule *s) {
-  /* 6 rows × 2 vectors: 12 accumulators, 2 B vectors and a broadcast A fit the 16
-   * vector registers of AVX2 and of AVX-512 alike. */
-  const int64_t LANES = native_lanes(s), MR = 6, NR = 2 * LANES;
+  /* rows × vectors of accumulators, the B vectors and a broadcast A in the registers:
+   * 6 × 2 vectors, or 8 × 1 where N is a multiple of one vector but not of two */
+  int regs;
+  const int64_t LANES = native_lanes(s, &regs);
+  int64_t MR, NR;
+  pk_gemm_register_tile(LANES, regs, s->orig->tensors[2]->shape[0], s->orig->tensors[2]->shape[1], &MR, &NR);
   const char *readers[] = {"t2"};
   /* B packed as [N/32][K][32]: the micro-kernel reads 32 contiguous floats per k. The
    * block dim is B's column dim: 1 for B[K, N], 0 for B[N, K] (trans_b). */
@@ -71,7 +77,7 @@ pk_status pk_hand_schedule_matmul(pk_schedule *s) {
 /* Tensor ids of pk_op_build(PK_OP_CONV2D): t0 = X, t1 = W, t2 = Y[n, o, h, w]; reduce
  * axes k0 (input channel), k1, k2 (kernel rows, columns). */
 pk_status pk_hand_schedule_conv2d(pk_schedule *s) {
-  const int64_t OR = 4, WR = native_lanes(s) * 2;
+  const int64_t OR = 4, WR = native_lanes(s, NULL) * 2;
   TRY(pk_sched_cache_write(s, "t2", "local"));
   TRY(pk_sched_split(s, "t2", "i1", OR));
   TRY(pk_sched_split(s, "t2", "i3", WR));

@@ -65,6 +65,15 @@ const char *pk_target_cpu_option(pk_ctx *ctx, const pk_target *t);
  * what informative fields are read from. */
 char *pk_target_read_sysfile(pk_ctx *ctx, const char *path);
 
+/* The register tile of an f32 GEMM C[M, N] += A·B with `lanes` f32 per vector and
+ * `vector_regs` vector registers: *nr columns (two vectors, or one where N is a multiple
+ * of one vector but not of two: a tile that overhangs N keeps its vector loop guarded, 20x
+ * slower), *mr rows (as many as the mr x nr/lanes accumulators, the B vectors and a
+ * broadcast leave room for: at most 6 two vectors wide, 8 one vector wide).
+ * The matmul preset and bench/hand_schedules.c both take it (target_tiles.c). */
+void pk_gemm_register_tile(int64_t lanes, int vector_regs, int64_t M, int64_t N, int64_t *mr,
+                           int64_t *nr);
+
 /* One line naming every field (what `--dump-after tasks` and build caches key on). */
 const char *pk_target_describe(pk_ctx *ctx, const pk_target *t);
 
