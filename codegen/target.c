@@ -10,6 +10,7 @@
 
 #include "pk_codegen.h"
 #include "pk_target.h"
+#include "pkrt.h"
 
 /* The ISA features code generation may rely on: the /proc/cpuinfo flag name (what
  * descriptions and fingerprints store) and the compiler macro that says `-march=X`
@@ -32,6 +33,7 @@ static const struct isa_feature {
     {"avx512_bf16", "__AVX512BF16__"},
     /* AArch64 */
     {"asimd", "__ARM_NEON"},
+    {"fphp", "__ARM_FEATURE_FP16_SCALAR_ARITHMETIC"},
     {"asimdhp", "__ARM_FEATURE_FP16_VECTOR_ARITHMETIC"},
     {"asimddp", "__ARM_FEATURE_DOTPROD"},
     {"i8mm", "__ARM_FEATURE_MATMUL_INT8"},
@@ -182,8 +184,11 @@ static pk_status describe_native(pk_ctx *ctx, pk_target *t) {
     return pk_ctx_fail(ctx, PK_ERR_IO,
                        "target '%s': cannot read /proc/cpuinfo to find this CPU's features "
                        "(give -march=CPU)", t->text);
+  /* AArch64: the kernel's hardware capabilities (right under qemu-user too, whose
+   * /proc/cpuinfo is the host's); the runtime compares artifacts with the same line */
+  char hwcap[PKRT_HWCAP_LINE_MAX];
   bool have[NFEATURES];
-  isa_from_cpuinfo(ctx, cpuinfo, have);
+  isa_from_cpuinfo(ctx, pkrt_hwcap_this(hwcap, sizeof hwcap) ? hwcap : cpuinfo, have);
   set_isa(t, have);
   caches_from_sysfs(ctx, t);
   for (const char *line = cpuinfo; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
