@@ -9,6 +9,10 @@ packages=(build-essential cmake pkg-config libsqlite3-dev libcjson-dev libffi-de
 packages+=(strace clang libclang-rt-14-dev)
 # Tests: the venv of the ONNX reference tools (scripts/onnx_venv.sh: onnx, onnxruntime).
 packages+=(python3-venv)
+# AArch64 cross builds and their tests under qemu (issue 19, scripts/build-aarch64.sh,
+# test_aarch64_qemu): the cross compiler and qemu-user here; the :arm64 -dev packages
+# (dpkg --add-architecture arm64) by `build-aarch64.sh --deps-only` at the end.
+packages+=(gcc-aarch64-linux-gnu qemu-user)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -23,3 +27,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+"$(dirname "$0")/build-aarch64.sh" --deps-only  # issue 19: the :arm64 libraries libpockrt links
