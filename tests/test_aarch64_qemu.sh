@@ -38,6 +38,10 @@ train() { # train RUNNER... ARTIFACT OUT.pkw: 10 steps in file order, one thread
 expect compile_host 0 "wrote" compile -o "$tmp/host.pock"
 expect compile_a78ae 0 "wrote" compile --target 'c -mcpu=cortex-a78ae' --cc aarch64-linux-gnu-gcc \
   -o "$tmp/a78ae.pock"
+# NEON's 16-byte vectors from the target's description, whatever this host's are
+expect a78ae_16_byte_vectors 0 "C codegen v[0-9]+, 16-byte vectors" \
+  compile --target 'c -mcpu=cortex-a78ae' --cc aarch64-linux-gnu-gcc --dump-after codegen \
+  -o "$tmp/dump.pock"
 expect a78ae_fingerprint 0 "fingerprint +arch aarch64, isa asimd asimddp asimdhp fphp" \
   "$rt" info "$tmp/a78ae.pock"
 if [ "$(uname -m)" != aarch64 ]; then
