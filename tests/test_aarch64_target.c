@@ -93,6 +93,13 @@ static void test_descriptions(pk_ctx *ctx) {
             strstr(pk_ctx_error(ctx), "cortex-z99"),
         "an unknown Arm CPU: %s", pk_ctx_error(ctx));
   pk_ctx_clear_error(ctx);
+  struct utsname u;
+  if (uname(&u) == 0 && strcmp(u.machine, "aarch64") != 0) { /* an Arm CPU, the host's cc */
+    CHECK(pk_target_parse(ctx, "c -mcpu=cortex-a78ae", "cc", &bad) == PK_ERR_BUILD &&
+              strstr(pk_ctx_error(ctx), "error") && strstr(pk_ctx_error(ctx), "--cc aarch64-linux-gnu-gcc"),
+          "an Arm CPU for this host's compiler: %s", pk_ctx_error(ctx));
+    pk_ctx_clear_error(ctx);
+  }
   PASS();
 }
 
