@@ -5,6 +5,8 @@
 # cross-compiles the digits CNN for a Cortex-A78AE on this host, checks this host refuses
 # it naming the arch, trains it 10 steps with the AArch64 pock-rt under qemu and the same
 # model compiled for this host 10 steps here, and compares the weights (within 1e-5).
+# (qemu-user's /proc/cpuinfo is the host's x86 one: the AArch64 pock-rt accepting the
+# artifact shows it reads the device's features from the hwcaps, runtime/hwcap.c.)
 # Timings under qemu mean nothing: none is reported. Skipped (77) where qemu-aarch64, the
 # cross compiler or the :arm64 libraries are not installed (scripts/build-aarch64.sh
 # --deps-only installs them).
