@@ -1,5 +1,6 @@
 /* target.c — the target fingerprint: must-match fields (arch and the ISA features
- * generated code may use, from the target description, codegen/target.c) and informative
+ * generated code may use, from the target description, codegen/target.c — on an AArch64
+ * host, its Arm features from getauxval(AT_HWCAP, AT_HWCAP2)) and informative
  * ones (CPU model, cores, clocks, kernel of the measuring machine), as canonical JSON,
  * keyed by SHA-256 of target string + must-match.
  *

@@ -10,6 +10,7 @@
 
 #include "pk_codegen.h"
 #include "pk_target.h"
+#include "pkrt.h"
 
 /* The ISA features code generation may rely on: the /proc/cpuinfo flag name (what
  * descriptions and fingerprints store) and the compiler macro that says `-march=X`
@@ -32,6 +33,7 @@ static const struct isa_feature {
     {"avx512_bf16", "__AVX512BF16__"},
     /* AArch64 */
     {"asimd", "__ARM_NEON"},
+    {"fphp", "__ARM_FEATURE_FP16_SCALAR_ARITHMETIC"},
     {"asimdhp", "__ARM_FEATURE_FP16_VECTOR_ARITHMETIC"},
     {"asimddp", "__ARM_FEATURE_DOTPROD"},
     {"i8mm", "__ARM_FEATURE_MATMUL_INT8"},
@@ -87,6 +89,17 @@ static const char *first_line(pk_ctx *ctx, const char *out) {
   return pk_strndup(ctx, out, strcspn(out, "\n"));
 }
 
+/* The compiler's first line saying "error", else its first line: what a message quotes
+ * (GCC may warn before it errs, e.g. x86 GCC on -mcpu=). */
+static const char *error_line(pk_ctx *ctx, const char *out) {
+  for (const char *line = out; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    size_t n = strcspn(line, "\n");
+    char *l = pk_strndup(ctx, line, n);
+    if (strstr(l, "error")) return l;
+  }
+  return first_line(ctx, out);
+}
+
 /* The features the compiler enables for the target's CPU (its default CPU when none is
  * named), from its predefined macros. */
 static pk_status isa_from_compiler(pk_ctx *ctx, pk_target *t, bool have[NFEATURES]) {
@@ -100,9 +113,16 @@ static pk_status isa_from_compiler(pk_ctx *ctx, pk_target *t, bool have[NFEATURE
   argv[argc] = NULL;
   char *out;
   int rc = pk_run_capture(ctx, argv, &out);
-  if (rc != 0)
-    return pk_ctx_fail(ctx, PK_ERR_BUILD, "target '%s': %s rejects %s: %s", t->text, t->cc,
-                       cpu_opt ? cpu_opt : "-dM -E", first_line(ctx, out));
+  if (rc != 0) {
+    /* an Arm CPU given to this host's compiler: say which compiler builds for it */
+    bool arm_cpu = t->cpu && (!strcmp(t->cpu_flag, "-mcpu") || !strncmp(t->cpu, "armv", 4));
+    const char *hint = arm_cpu && strcmp(t->arch, "aarch64") != 0
+                           ? pk_sprintf(ctx, " (%s builds for %s; an AArch64 CPU needs "
+                                        "--cc aarch64-linux-gnu-gcc)", t->cc, t->arch)
+                           : "";
+    return pk_ctx_fail(ctx, PK_ERR_BUILD, "target '%s': %s rejects %s: %s%s", t->text, t->cc,
+                       cpu_opt ? cpu_opt : "-dM -E", error_line(ctx, out), hint);
+  }
   for (int i = 0; i < NFEATURES; i++)
     have[i] = strstr(out, pk_sprintf(ctx, "#define %s ", isa_features[i].macro)) != NULL;
   return PK_OK;
@@ -182,8 +202,11 @@ static pk_status describe_native(pk_ctx *ctx, pk_target *t) {
     return pk_ctx_fail(ctx, PK_ERR_IO,
                        "target '%s': cannot read /proc/cpuinfo to find this CPU's features "
                        "(give -march=CPU)", t->text);
+  /* AArch64: the kernel's hardware capabilities (right under qemu-user too, whose
+   * /proc/cpuinfo is the host's); the runtime compares artifacts with the same line */
+  char hwcap[PKRT_HWCAP_LINE_MAX];
   bool have[NFEATURES];
-  isa_from_cpuinfo(ctx, cpuinfo, have);
+  isa_from_cpuinfo(ctx, pkrt_hwcap_this(hwcap, sizeof hwcap) ? hwcap : cpuinfo, have);
   set_isa(t, have);
   caches_from_sysfs(ctx, t);
   for (const char *line = cpuinfo; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)

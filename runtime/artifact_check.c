@@ -22,13 +22,7 @@ pkrt_status rt_artifact_check(pkrt_ctx *rt, pkrt_arena *a, const char *what,
   /* A described device: what it leaves out is this device's. */
   struct utsname u;
   const char *machine = o->machine ? o->machine : uname(&u) == 0 ? u.machine : NULL;
-  void *text = NULL;
-  size_t len;
-  if (!o->cpuinfo && mf->nisa > 0 &&
-      rt_file_read(rt, "/proc/cpuinfo", (size_t)1 << 24, &text, &len) != PKRT_OK) {
-    pkrt_ctx_fail(rt, PKRT_OK, "%s", "");
-    text = NULL;
-  }
+  char *text = !o->cpuinfo && mf->nisa > 0 ? rt_device_features(rt) : NULL;
   st = rt_fingerprint_match(rt, mf, machine, o->cpuinfo ? o->cpuinfo : text);
   free(text);
   return st;

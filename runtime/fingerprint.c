@@ -1,6 +1,7 @@
 /* fingerprint.c — refuses an artifact built for another kind of device: the manifest's
  * fingerprint.must_match names the architecture and the ISA features its kernels use
- * (autotune/target.c writes it); this device must be that arch and have every feature. */
+ * (autotune/target.c writes it); this device must be that arch and have every feature
+ * (AArch64: from the kernel's hardware capabilities, hwcap.c; else /proc/cpuinfo). */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <stdlib.h>
@@ -72,18 +73,29 @@ pkrt_status rt_fingerprint_match(pkrt_ctx *rt, const rt_manifest *mf, const char
   return PKRT_OK;
 }
 
-pkrt_status rt_fingerprint_check(pkrt_ctx *rt, const rt_manifest *mf) {
-  struct utsname u;
-  const char *machine = uname(&u) == 0 ? u.machine : NULL;
+char *rt_device_features(pkrt_ctx *rt) {
+  char line[PKRT_HWCAP_LINE_MAX];
+  size_t n = pkrt_hwcap_this(line, sizeof line);
+  if (n > 0) {
+    char *copy = malloc(n + 1);
+    if (copy) memcpy(copy, line, n + 1);
+    return copy;
+  }
   void *text = NULL;
   size_t len;
   /* Without /proc/cpuinfo the features cannot be known; the arch check stands. */
-  if (mf->nisa > 0 &&
-      rt_file_read(rt, "/proc/cpuinfo", (size_t)1 << 24, &text, &len) != PKRT_OK) {
+  if (rt_file_read(rt, "/proc/cpuinfo", (size_t)1 << 24, &text, &len) != PKRT_OK) {
     pkrt_ctx_fail(rt, PKRT_OK, "%s", "");
-    text = NULL;
+    return NULL;
   }
-  pkrt_status st = rt_fingerprint_match(rt, mf, machine, text);
-  free(text);
+  return text;
+}
+
+pkrt_status rt_fingerprint_check(pkrt_ctx *rt, const rt_manifest *mf) {
+  struct utsname u;
+  const char *machine = uname(&u) == 0 ? u.machine : NULL;
+  char *features = mf->nisa > 0 ? rt_device_features(rt) : NULL;
+  pkrt_status st = rt_fingerprint_match(rt, mf, machine, features);
+  free(features);
   return st;
 }

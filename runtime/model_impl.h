@@ -122,6 +122,9 @@ typedef struct rt_manifest {
 RT_INTERNAL
 pkrt_status rt_manifest_parse(pkrt_ctx *rt, pkrt_arena *a, const char *json, size_t len,
                               size_t weights_bytes, rt_manifest *out);
+/* This device's ISA features as /proc/cpuinfo text (AArch64: its hardware capabilities,
+ * hwcap.c), malloc'd; NULL when they cannot be known (ctx left clear). */
+RT_INTERNAL char *rt_device_features(pkrt_ctx *rt);
 /* Checks must_match against this device: the same arch, every ISA feature present. */
 RT_INTERNAL pkrt_status rt_fingerprint_check(pkrt_ctx *rt, const rt_manifest *mf);
 /* The same against a described device: machine is `uname -m` (NULL: not checked), cpuinfo

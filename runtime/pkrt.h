@@ -203,6 +203,17 @@ typedef struct pkrt_check_options {
 pkrt_status pkrt_artifact_check_memory(pkrt_ctx *rt, const char *what, const void *bytes,
                                        size_t len, const pkrt_check_options *opts);
 
+/* ---- CPU features ----
+ * This device's AArch64 ISA features from the kernel's hardware capabilities, as a
+ * /proc/cpuinfo "Features" line ("Features\t: fp asimd ...\n"), the text fingerprints are
+ * compared with: AT_HWCAP/AT_HWCAP2 say what this process may run, under qemu-user too
+ * (whose /proc/cpuinfo is the host's). pkrt_hwcap_this returns 0 on other architectures
+ * (read /proc/cpuinfo there); pkrt_hwcap_features names given bits (tests describe devices
+ * with it). Both return the line's length, 0 when cap is too small. */
+#define PKRT_HWCAP_LINE_MAX 1024
+size_t pkrt_hwcap_this(char *buf, size_t cap);
+size_t pkrt_hwcap_features(unsigned long hwcap, unsigned long hwcap2, char *buf, size_t cap);
+
 /* ---- time ---- */
 int64_t pkrt_now_ns(void); /* CLOCK_MONOTONIC */
 

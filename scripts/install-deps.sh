@@ -12,6 +12,10 @@ packages+=(python3-venv)
 # Tests: headless Chromium renders the HTML reports (scripts/report-screenshot.sh: the
 # tuning report, issue 22's sparse-search report; both skip without it).
 packages+=(chromium)
+# AArch64 cross builds and their tests under qemu (issue 19, scripts/build-aarch64.sh,
+# test_aarch64_qemu): the cross compiler and qemu-user here; the :arm64 -dev packages
+# (dpkg --add-architecture arm64) by `build-aarch64.sh --deps-only` at the end.
+packages+=(gcc-aarch64-linux-gnu qemu-user)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -26,3 +30,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+"$(dirname "$0")/build-aarch64.sh" --deps-only  # issue 19: the :arm64 libraries libpockrt links
