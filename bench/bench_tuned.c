@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bench_util.h"
+#include "fma_peak.h"
 #include "hand_schedules.h"
 #include "pk_measure.h"
 #include "pk_ops.h"
@@ -71,7 +72,7 @@ static const pk_record *best_generated(pk_tunedb *db, const pk_task *task, const
   return best;
 }
 
-static int bench_case_run(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_tunedb *db,
+static int bench_case_run(double peak, pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_tunedb *db,
                           const pk_target_fp *fp, const pkrt_extern *sgemm, const bench_case *c,
                           int64_t min_ns) {
   pk_op_params prm;
@@ -152,11 +153,11 @@ static int bench_case_run(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_tunedb *db,
   if (tuned_ns <= 0 || (c->op == PK_OP_CONV2D && hand_ns <= 0)) return 1;
   double f = task.flops;
   double ratio = c->op == PK_OP_CONV2D ? hand_ns / tuned_ns : (blas_ns > 0 ? blas_ns / tuned_ns : 0);
-  printf("| %s | %.1f | %s | %s | %.0f%% vs %s | %.0f–%.0f%% | %.0f%% | %s |\n", task.name, f / tuned_ns,
-         hand_ns > 0 ? pk_sprintf(ctx, "%.1f", f / hand_ns) : "(does not fit)",
+  printf("| %s | %.1f | %s | %s | %.0f%% vs %s | %.0f–%.0f%% | %.0f%% | %s | %.0f%% |\n", task.name,
+         f / tuned_ns, hand_ns > 0 ? pk_sprintf(ctx, "%.1f", f / hand_ns) : "(does not fit)",
          blas_ns > 0 ? pk_sprintf(ctx, "%.1f", f / blas_ns) : "—", 100 * ratio,
          c->op == PK_OP_CONV2D ? "hand" : "OpenBLAS", 100 * rlo, 100 * rhi, 100 * c->goal,
-         ratio >= c->goal ? "met" : "NOT met");
+         ratio >= c->goal ? "met" : "NOT met", 100 * f / tuned_ns / peak);
   fflush(stdout);
   return 0;
 }
@@ -218,10 +219,14 @@ int main(int argc, char **argv) {
   printf("pock bench_tuned: 1 thread pinned to CPU %d, fp32, each kernel timed in %d interleaved rounds "
          "(median of repeats >= %lld ms per round; the median round shown), %s\n\n",
          cpu, ROUNDS, (long long)(min_ns / 1000000), pk_cc_version(cc));
-  printf("| task | tuned GFLOP/s | hand GFLOP/s | OpenBLAS GFLOP/s | tuned ratio | same-round ratios | goal | |\n"
-         "|---|---|---|---|---|---|---|---|\n");
+  int lanes;
+  double peak = pk_bench_fma_peak(&lanes);
+  printf("measured fp32 FMA peak of this core: %.1f GFLOP/s (%d-lane vectors, bench/fma_peak.c)\n\n",
+         peak, lanes);
+  printf("| task | tuned GFLOP/s | hand GFLOP/s | OpenBLAS GFLOP/s | tuned ratio | same-round ratios | goal | | tuned / peak |\n"
+         "|---|---|---|---|---|---|---|---|---|\n");
   int bad = 0;
-  for (int i = 0; i < NCASES; i++) bad |= bench_case_run(ctx, cc, rt, db, &fp, sgemm, &cases[i], min_ns);
+  for (int i = 0; i < NCASES; i++) bad |= bench_case_run(peak, ctx, cc, rt, db, &fp, sgemm, &cases[i], min_ns);
   if (sgemm) pkrt_extern_free(sgemm);
   pk_db_close(db);
   pkrt_ctx_free(rt);

@@ -1,6 +1,9 @@
-/* fma_peak.c — measures one core's fp32 peak (GFLOP/s) with independent vector FMA chains;
- * bench_train.py builds it with -O2 -march=native and uses it as the floor's denominator. */
+/* fma_peak.c — measures one core's fp32 peak (GFLOP/s) with independent vector FMA chains.
+ * bench_train.py builds it alone with -O2 -march=native (the floor's denominator);
+ * bench_matmul and bench_tuned link pk_bench_fma_peak (built with -march=native, no main)
+ * to print each kernel's fraction of it. */
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 /* The widest vector the build target has: the peak is what the ISA can do. */
@@ -23,13 +26,19 @@ static double now(void) {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-int main(void) {
-  vf m, a, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11;
-  for (int l = 0; l < LANES; l++) {
-    m[l] = 0.999999f, a[l] = 1e-7f;
-    a0[l] = a1[l] = a2[l] = a3[l] = a4[l] = a5[l] = (float)l;
-    a6[l] = a7[l] = a8[l] = a9[l] = a10[l] = a11[l] = (float)-l;
-  }
+#include "fma_peak.h"
+
+double pk_bench_fma_peak(int *lanes) {
+  /* Chains are set from whole vectors: a vector variable ever subscripted is addressable,
+   * and GCC then keeps it in memory, so every FMA would wait on a store (half the peak). */
+  float lane[LANES];
+  for (int l = 0; l < LANES; l++) lane[l] = (float)l;
+  vf ramp;
+  memcpy(&ramp, lane, sizeof ramp);
+  vf zero = ramp - ramp, m = zero + 0.999999f, a = zero + 1e-7f;
+  /* twelve different chains: equal ones would be computed once */
+  vf a0 = ramp + 1, a1 = ramp + 2, a2 = ramp + 3, a3 = ramp + 4, a4 = ramp + 5, a5 = ramp + 6;
+  vf a6 = -ramp - 1, a7 = -ramp - 2, a8 = -ramp - 3, a9 = -ramp - 4, a10 = -ramp - 5, a11 = -ramp - 6;
   const long iters = 20 * 1000 * 1000;
   double best = 0;
   for (int rep = 0; rep < 5; rep++) {
@@ -37,7 +46,7 @@ int main(void) {
     for (long i = 0; i < iters; i++) {
       /* Twelve named registers (an array would live in memory at -O2); the asm keeps m
        * opaque so the compiler cannot fold the iterations. */
-      __asm__ volatile("" : "+x"(m));
+      __asm__ volatile("" : "+v"(m));
       a0 = a0 * m + a, a1 = a1 * m + a, a2 = a2 * m + a, a3 = a3 * m + a;
       a4 = a4 * m + a, a5 = a5 * m + a, a6 = a6 * m + a, a7 = a7 * m + a;
       a8 = a8 * m + a, a9 = a9 * m + a, a10 = a10 * m + a, a11 = a11 * m + a;
@@ -49,7 +58,15 @@ int main(void) {
   vf all = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
   float sink = 0;
   for (int l = 0; l < LANES; l++) sink += all[l];
-  printf("{\"gflops\": %.3f, \"lanes\": %d, \"chains\": %d, \"sink\": %g}\n", best, LANES,
-         CHAINS, (double)sink);
+  if (lanes) *lanes = LANES;
+  return sink == sink ? best : 0; /* the chains' result is used: nothing is folded away */
+}
+
+#ifndef PK_FMA_PEAK_NO_MAIN
+int main(void) {
+  int lanes;
+  double gflops = pk_bench_fma_peak(&lanes);
+  printf("{\"gflops\": %.3f, \"lanes\": %d, \"chains\": %d}\n", gflops, lanes, CHAINS);
   return 0;
 }
+#endif
