@@ -47,6 +47,23 @@ typedef struct pk_report_task {
 pk_status pk_report_write(pk_ctx *ctx, const pk_report_task *tasks, int n, pk_report_format fmt,
                           FILE *out);
 
+/* ---- a model's step from the database's view (report_model.c): `pock report --model` ----
+ * One row per distinct kernel of the training step; times are per call, ns (0: no record). */
+typedef struct pk_report_kernel {
+  const char *label;        /* "conv2d_grad1(grad(conv3).1)" (escaped on output) */
+  const char *workload;     /* hex key */
+  double calls;             /* per step */
+  double default_ns;        /* the untuned kernel's record (the preset: pk_task_baseline) */
+  double tuned_ns;          /* db best: what `pock compile --db` builds (confirmed first) */
+  bool confirmed;           /* tuned_ns is a confirmed (re-timed) time */
+} pk_report_kernel;
+/* Writes per kernel its share of the step, default vs tuned time and speedup, and the step
+ * before and after (over the kernels with both times; the others counted and named), as
+ * text or one self-contained HTML page (PK_REPORT_TEXT / PK_REPORT_HTML; others:
+ * PK_ERR_USAGE). */
+pk_status pk_report_model_write(pk_ctx *ctx, const char *model, const pk_report_kernel *k, int n,
+                                pk_report_format fmt, FILE *out);
+
 /* ---- the SVG chart code of every HTML report (report_svg.c) ----
  *   pk_svg_chart c = {.id = "acc", .width = 560, .height = 220, .xmax = 10, .ymax = 1,
  *                     .x_label = "trials", .y_label = "GFLOP/s", .y_decimals = 1};

@@ -50,6 +50,8 @@ static const char usage[] =
     "                           [--resume] [--seed N]\n"
     "  report --db DB           per task: default, best generated, extern; tuning curves\n"
     "                           [--format text|csv|json|html] [-o OUT]\n"
+    "  report --db DB --model MODEL   a model's step: each kernel's share, untuned vs tuned,\n"
+    "                           the step before and after [--sparse SPEC] [--batch B] [--format text|html]\n"
     "  db best DB [--workload HEX|--te FILE] [--target T]   fastest record per workload\n"
     "  db history DB (--workload HEX|--te FILE) [--target T] a workload's tuning curve\n"
     "  db stats DB              records by status, best GFLOP/s, generated vs extern\n"
