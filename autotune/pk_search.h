@@ -233,6 +233,10 @@ void pk_tuner_seed_history(pk_tuner *t, const pk_record *records, int n);
 /* Records of other tasks of the same class (their features JSON): evo's model also trains
  * on them, each task's log GFLOP/s centred on its own mean. */
 void pk_tuner_add_transfer(pk_tuner *t, const pk_record *records, int n);
+/* Configs to propose first, in order, before the tuner's own (after the externs): the
+ * best configs of the nearest shapes tuned before (transfer). Illegal or already seen
+ * ones are skipped. Copied; n <= 0 clears them. */
+void pk_tuner_seed_configs(pk_tuner *t, const pk_config *c, int n);
 /* Early stop (patience reached) or nothing left to propose. */
 bool pk_tuner_done(const pk_tuner *t);
 

@@ -67,6 +67,8 @@ typedef struct pk_tune_options {
                               side (pk_measurer_confirm), and db best prefers those timings;
                               with a time budget, the last 15 % of it is kept for this */
   int confirm_rounds;      /* interleaved rounds of the re-timing (default 5) */
+  bool transfer;           /* learn from and start at the nearest shapes tuned on this
+                              target (pk_tune_transfer; default true) */
   bool resume;
   bool allow_untunable;    /* a task with no space gets only its default measured (models);
                               otherwise it is an error, as for a lone TE file */
@@ -89,6 +91,14 @@ typedef struct pk_tune_input {
   const double *calls;
   const char *const *labels;
 } pk_tune_input;
+
+/* Transfer for one task about to be tuned: the tuner's cost model also learns from the
+ * records of the other workloads of the task's class on target_key (pk_tuner_add_transfer),
+ * and the best configs of the TRANSFER_SEEDS nearest shapes (by the workload names' dims,
+ * log distance), mapped into this space knob by knob, are proposed first
+ * (pk_tuner_seed_configs). *seeds (may be NULL): how many were seeded. */
+pk_status pk_tune_transfer(pk_tunedb *db, const pk_task *task, const char *target_key,
+                           pk_space *sp, pk_tuner *tuner, int *seeds);
 
 /* The step time the report predicts: the sum over tasks of calls x FLOPs / GFLOP/s with
  * each task's default schedule (*default_ms) and its best so far (*best_ms), over the

@@ -116,6 +116,13 @@ void pk_db_prefer_cc(pk_tunedb *db, const pk_cc *cc);
 /* Whether r was measured with the preferred build (always true without a preference). */
 bool pk_db_record_is_preferred(const pk_tunedb *db, const pk_record *r);
 
+/* Transfer: OK schedule records with features of the other workloads of class cls (a
+ * pk_task_class_name) on target_key, not workload except, at most limit, the most recent
+ * first; (*names)[i] is record i's workload name ("matmul_256x784x32_f32"). */
+pk_status pk_db_class_records(pk_tunedb *db, const char *cls, const char *target_key,
+                              const char *except, int limit, pk_record **records,
+                              const char ***names, int64_t *n);
+
 /* Every record of workload (on target_key; NULL: all targets) ordered by trial, then run,
  * then id: the tuning curve. *records is an arena array of *n. */
 pk_status pk_db_history(pk_tunedb *db, const char *workload, const char *target_key,

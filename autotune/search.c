@@ -141,6 +141,7 @@ void pk_tuner_free(pk_tuner *t) {
   if (t->strategy->free_state) t->strategy->free_state(t);
   key_set_free(&t->seen);
   free(t->pending);
+  free(t->seeds);
   tuner_rows_free(&t->rows);
   tuner_rows_free(&t->transfer);
   free(t);
@@ -164,6 +165,39 @@ static void add_pending(pk_tuner *t, uint64_t key, const pk_config *c, const dou
   memcpy(p->x, x, sizeof p->x);
 }
 
+void pk_tuner_seed_configs(pk_tuner *t, const pk_config *c, int n) {
+  free(t->seeds);
+  t->seeds = NULL;
+  t->nseeds = t->seed_pos = 0;
+  if (n <= 0) return;
+  t->seeds = pk_xmalloc((size_t)n * sizeof *t->seeds);
+  memcpy(t->seeds, c, (size_t)n * sizeof *t->seeds);
+  t->nseeds = n;
+}
+
+/* Fills *cand with config c's candidate; false (and counted) when c is illegal or its trace
+ * was proposed or seeded before. */
+static bool propose(pk_tuner *t, const pk_config *c, pk_candidate *cand) {
+  const char *trace;
+  char hash[2 * PKRT_SHA256_BYTES + 1];
+  double x[PK_FEATURE_COUNT];
+  pk_status st = space_build_trace(t->space, c, &trace, hash, x);
+  uint64_t key = st == PK_OK ? key_of_hash(hash) : 0;
+  if (st != PK_OK || key_set_has(&t->seen, key)) {
+    if (st != PK_OK) t->stats.illegal++;
+    else t->stats.duplicates++;
+    return false;
+  }
+  key_set_add(&t->seen, key);
+  add_pending(t, key, c, x);
+  memset(cand, 0, sizeof *cand);
+  cand->kind = PK_CAND_SCHEDULE;
+  cand->trace = pk_strdup(t->ctx, trace);
+  cand->trace_hash = pk_strdup(t->ctx, hash);
+  cand->knobs = pk_space_knobs_json(t->ctx, t->space, c);
+  return true;
+}
+
 pk_status pk_tuner_next_batch(pk_tuner *t, int n, pk_candidate *out, int *got) {
   *got = 0;
   if (t->opt.externs && !t->externs_done) {
@@ -176,6 +210,8 @@ pk_status pk_tuner_next_batch(pk_tuner *t, int n, pk_candidate *out, int *got) {
     }
     t->externs_done = true;
   }
+  while (*got < n && t->seed_pos < t->nseeds)
+    *got += propose(t, &t->seeds[t->seed_pos++], &out[*got]);
   if (*got < n && t->strategy->begin_batch) t->strategy->begin_batch(t, n - *got);
   int misses = 0;
   while (*got < n) {
@@ -184,14 +220,7 @@ pk_status pk_tuner_next_batch(pk_tuner *t, int n, pk_candidate *out, int *got) {
       t->stats.exhausted = true;
       break;
     }
-    const char *trace;
-    char hash[2 * PKRT_SHA256_BYTES + 1];
-    double x[PK_FEATURE_COUNT];
-    pk_status st = space_build_trace(t->space, &c, &trace, hash, x);
-    uint64_t key = st == PK_OK ? key_of_hash(hash) : 0;
-    if (st != PK_OK || key_set_has(&t->seen, key)) {
-      if (st != PK_OK) t->stats.illegal++;
-      else t->stats.duplicates++;
+    if (!propose(t, &c, &out[*got])) {
       /* a random strategy on a small or mostly illegal space would loop forever */
       if (t->strategy->max_misses && ++misses >= t->strategy->max_misses) {
         t->stats.exhausted = true;
@@ -200,14 +229,7 @@ pk_status pk_tuner_next_batch(pk_tuner *t, int n, pk_candidate *out, int *got) {
       continue;
     }
     misses = 0;
-    key_set_add(&t->seen, key);
-    add_pending(t, key, &c, x);
-    pk_candidate *cand = &out[(*got)++];
-    memset(cand, 0, sizeof *cand);
-    cand->kind = PK_CAND_SCHEDULE;
-    cand->trace = pk_strdup(t->ctx, trace);
-    cand->trace_hash = pk_strdup(t->ctx, hash);
-    cand->knobs = pk_space_knobs_json(t->ctx, t->space, &c);
+    (*got)++;
   }
   t->stats.proposed += *got;
   return PK_OK;

@@ -64,6 +64,8 @@ struct pk_tuner {
   tuner_rows rows;       /* this task's measurements */
   tuner_rows transfer;   /* other tasks' (y centred per task) */
   bool externs_done;
+  pk_config *seeds;      /* pk_tuner_seed_configs: proposed first, in order */
+  int nseeds, seed_pos;
   pk_tuner_stats stats;
 };
 

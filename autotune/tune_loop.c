@@ -16,6 +16,7 @@ void pk_tune_options_default(pk_tune_options *o) {
   o->seed = 1;
   o->confirm_top = 3;
   o->confirm_rounds = 5;
+  o->transfer = true;
   pk_measure_settings_default(&o->measure);
 }
 
@@ -151,7 +152,8 @@ static pk_status prepare_task(tuning *T, task_run *R, int64_t cap) {
   topts.patience = (int)o->patience;
   R->tuner = pk_tuner_new_opts(T->ctx, kind, &rep->task, R->space, (uint64_t)o->seed, &topts);
   pk_tuner_seed_history(R->tuner, old, (int)nold);
-  return PK_OK;
+  return o->transfer ? pk_tune_transfer(T->db, &rep->task, T->rep->fp.key, R->space, R->tuner, NULL)
+                     : PK_OK;
 }
 
 static bool stopped(const pk_tune_options *o) { return o->stop && *o->stop; }

@@ -51,6 +51,7 @@ pk_status pk_db_read_record(pk_tunedb *db, sqlite3_stmt *st, pk_record *r) {
   r->confirmed.median_ns = sqlite3_column_double(st, c++);
   r->confirmed.min_ns = sqlite3_column_double(st, c++);
   r->confirmed.rounds = sqlite3_column_int(st, c++);
+  PK_ASSERT(c == PK_DB_NRECORD_COLUMNS);
   return PK_OK;
 }
 
@@ -131,6 +132,34 @@ pk_status pk_db_best(pk_tunedb *db, const char *workload, const char *target_key
   return s;
 }
 
+/* Reads every row of a prepared record query; with names, column PK_DB_NRECORD_COLUMNS
+ * (the workload's name) into *names too. */
+static pk_status read_records(pk_tunedb *db, sqlite3_stmt *st, const char *what,
+                              pk_record **records, const char ***names, int64_t *n) {
+  pk_status s = PK_OK;
+  int64_t cap = 0;
+  int rc;
+  while (s == PK_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) { /* arena arrays cannot grow in place: copy to a doubled one */
+      cap = cap ? 2 * cap : 64;
+      pk_record *bigger = pk_alloc(db->ctx, (size_t)cap * sizeof *bigger);
+      if (*n) memcpy(bigger, *records, (size_t)*n * sizeof *bigger);
+      *records = bigger;
+      if (names) {
+        const char **more = pk_alloc(db->ctx, (size_t)cap * sizeof *more);
+        if (*n) memcpy(more, *names, (size_t)*n * sizeof *more);
+        *names = more;
+      }
+    }
+    s = pk_db_read_record(db, st, &(*records)[*n]);
+    if (names) (*names)[*n] = pk_db_column_text(db, st, PK_DB_NRECORD_COLUMNS);
+    (*n)++;
+  }
+  if (s == PK_OK && rc != SQLITE_DONE) s = pk_db_fail_sql(db, what);
+  sqlite3_finalize(st);
+  return s;
+}
+
 pk_status pk_db_history(pk_tunedb *db, const char *workload, const char *target_key,
                         pk_record **records, int64_t *n) {
   *records = NULL;
@@ -144,21 +173,28 @@ pk_status pk_db_history(pk_tunedb *db, const char *workload, const char *target_
   if (s != PK_OK) return s;
   pk_db_bind_text(st, 1, workload);
   pk_db_bind_text(st, 2, target_key);
-  int64_t cap = 0;
-  int rc;
-  while (s == PK_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (*n == cap) { /* arena arrays cannot grow in place: copy to a doubled one */
-      cap = cap ? 2 * cap : 64;
-      pk_record *bigger = pk_alloc(db->ctx, (size_t)cap * sizeof *bigger);
-      if (*n) memcpy(bigger, *records, (size_t)*n * sizeof *bigger);
-      *records = bigger;
-    }
-    s = pk_db_read_record(db, st, &(*records)[*n]);
-    (*n)++;
-  }
-  if (s == PK_OK && rc != SQLITE_DONE) s = pk_db_fail_sql(db, "reading the history");
-  sqlite3_finalize(st);
-  return s;
+  return read_records(db, st, "reading the history", records, NULL, n);
+}
+
+pk_status pk_db_class_records(pk_tunedb *db, const char *cls, const char *target_key,
+                              const char *except, int limit, pk_record **records,
+                              const char ***names, int64_t *n) {
+  *records = NULL;
+  *names = NULL;
+  *n = 0;
+  sqlite3_stmt *st;
+  pk_status s = pk_db_prepare(db,
+                              "SELECT " PK_DB_RECORD_COLUMNS ", w.name FROM records r JOIN workloads w "
+                              "ON w.key = r.workload WHERE w.class = ?1 AND r.target_key = ?2 "
+                              "AND r.workload != ?3 AND r.status = 'ok' AND r.kind = 'schedule' "
+                              "AND r.features IS NOT NULL ORDER BY r.time_unix DESC, r.id LIMIT ?4",
+                              &st);
+  if (s != PK_OK) return s;
+  pk_db_bind_text(st, 1, cls);
+  pk_db_bind_text(st, 2, target_key);
+  pk_db_bind_text(st, 3, except);
+  sqlite3_bind_int(st, 4, limit);
+  return read_records(db, st, "reading records for transfer", records, names, n);
 }
 
 pk_status pk_db_stats(pk_tunedb *db, pk_db_stats_row **rows, int64_t *n) {

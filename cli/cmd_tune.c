@@ -20,7 +20,7 @@ typedef struct tune_options {
   const char *input, *db, *target, *cc, *tuner, *sparse;
   int64_t trials, total_trials, seed, batch, patience, min_ms, model_batch, confirm;
   double time_budget_s, timeout_s, build_timeout_s;
-  bool resume, inference, model;
+  bool resume, inference, model, no_transfer;
 } tune_options;
 
 static const char tune_help[] =
@@ -49,6 +49,8 @@ static const char tune_help[] =
     "  --sparse SPEC.json    model input: the sparse-update spec (as `pock compile`)\n"
     "  --inference           model input: tune the forward kernels only\n"
     "  --patience N          stop a task after N batches without a better result\n"
+    "  --no-transfer         start from scratch: no learning from, and no first configs of,\n"
+    "                        the nearest shapes of the same class tuned on this target\n"
     "  --confirm N           at the end, re-time each task's best N side by side in\n"
     "                        interleaved rounds; db best prefers those (default 3, 0: off)\n"
     "  --min-ms M            time each candidate at least M ms (default 50)\n"
@@ -75,6 +77,7 @@ static int parse_options(int argc, char **argv, tune_options *o) {
       return -1;
     }
     if (!strcmp(a, "--resume")) { o->resume = true; continue; }
+    if (!strcmp(a, "--no-transfer")) { o->no_transfer = true; continue; }
     if (!strcmp(a, "--inference")) { o->inference = true; continue; }
     if (a[0] != '-') {
       if (o->input) return pk_cli_usage("tune: one INPUT expected, got '%s' and '%s'", o->input, a);
@@ -264,6 +267,7 @@ int pk_cmd_tune(int argc, char **argv) {
   to.time_budget_s = o.time_budget_s;
   to.start_ns = start_ns;
   to.confirm_top = (int)o.confirm;
+  to.transfer = !o.no_transfer;
   to.resume = o.resume;
   to.allow_untunable = o.model; /* a TE file with nothing to tune is an error */
   to.measure.timeout_s = o.timeout_s;

@@ -1,0 +1,104 @@
+/* tune_transfer.c — a task tuned for the first time starts from what the database knows
+ * about its neighbours: the cost model learns from the other shapes of its class tuned on
+ * this target, and the best configs of the nearest shapes are measured first. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pk_tune.h"
+
+#define TRANSFER_RECORDS 4000 /* the most recent records the model learns from */
+#define TRANSFER_SEEDS 3      /* nearest shapes whose best config is proposed first */
+
+/* The dims of a task name "<class>_<d0>x<d1>x..._<dtype>"; 0 when there are none. */
+static int name_dims(const char *name, double *d, int max) {
+  const char *p = strchr(name, '_'), *end = strrchr(name, '_');
+  int n = 0;
+  if (!p || p == end) return 0;
+  for (p++; p < end && n < max;) {
+    char *q;
+    double v = strtod(p, &q);
+    if (q == p || !(v > 0)) return 0;
+    d[n++] = v;
+    p = *q == 'x' ? q + 1 : q;
+    if (q >= end) break;
+  }
+  return n;
+}
+
+/* Sum of |log a - log b| over the dims; INFINITY when the ranks differ. */
+static double shape_distance(const char *a, const char *b) {
+  double x[16], y[16];
+  int n = name_dims(a, x, 16), m = name_dims(b, y, 16);
+  if (!n || n != m) return INFINITY;
+  double dist = 0;
+  for (int i = 0; i < n; i++) dist += fabs(log(x[i]) - log(y[i]));
+  return dist;
+}
+
+/* The config of sp nearest to another shape's knobs JSON: each knob the value closest to
+ * the other's (a knob it lacks: the first value). False when the JSON is not an object. */
+static bool config_near(const pk_space *sp, const char *knobs, pk_config *out) {
+  cJSON *root = knobs ? cJSON_Parse(knobs) : NULL;
+  if (!cJSON_IsObject(root)) {
+    cJSON_Delete(root);
+    return false;
+  }
+  memset(out, 0, sizeof *out);
+  out->n = pk_space_nknobs(sp);
+  for (int k = 0; k < out->n; k++) {
+    const pk_knob *kn = pk_space_knob(sp, k);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, kn->name);
+    if (!cJSON_IsNumber(v)) continue;
+    double best = INFINITY;
+    for (int i = 0; i < kn->nvalues; i++) {
+      double d = fabs((double)kn->values[i] - v->valuedouble);
+      if (d < best) best = d, out->idx[k] = i;
+    }
+  }
+  cJSON_Delete(root);
+  return true;
+}
+
+/* One workload's fastest record among the transfer records, and its distance. */
+typedef struct neighbour {
+  const pk_record *best;
+  double distance;
+} neighbour;
+
+static int by_distance(const void *a, const void *b) {
+  const neighbour *x = a, *y = b;
+  if (x->distance != y->distance) return x->distance < y->distance ? -1 : 1;
+  return strcmp(x->best->workload, y->best->workload);
+}
+
+pk_status pk_tune_transfer(pk_tunedb *db, const pk_task *task, const char *target_key,
+                           pk_space *sp, pk_tuner *tuner, int *seeds) {
+  if (seeds) *seeds = 0;
+  pk_record *recs;
+  const char **names;
+  int64_t n;
+  pk_status s = pk_db_class_records(db, pk_task_class_name(task->cls), target_key, task->workload,
+                                    TRANSFER_RECORDS, &recs, &names, &n);
+  if (s != PK_OK || n == 0) return s;
+  pk_tuner_add_transfer(tuner, recs, (int)n);
+  neighbour *nb = calloc((size_t)n, sizeof *nb);
+  if (!nb) return PK_OK; /* transfer is a head start, never a requirement */
+  int nn = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int j = 0;
+    while (j < nn && strcmp(nb[j].best->workload, recs[i].workload)) j++;
+    if (j == nn) nb[nn++] = (neighbour){&recs[i], shape_distance(task->name, names[i])};
+    else if (recs[i].meas.gflops > nb[j].best->meas.gflops) nb[j].best = &recs[i];
+  }
+  qsort(nb, (size_t)nn, sizeof *nb, by_distance);
+  pk_config cfg[TRANSFER_SEEDS];
+  int k = 0;
+  for (int i = 0; i < nn && k < TRANSFER_SEEDS; i++)
+    if (isfinite(nb[i].distance) && config_near(sp, nb[i].best->cand.knobs, &cfg[k])) k++;
+  free(nb);
+  pk_tuner_seed_configs(tuner, cfg, k);
+  if (seeds) *seeds = k;
+  return PK_OK;
+}

@@ -1,0 +1,127 @@
+/* test_tune_transfer.c — transfer between shapes: a matmul tuned for the first time, in a
+ * database holding another shape of its class, measures that shape's best config in its
+ * first batch; with --no-transfer it does not. Timings come from the measurer's test hook
+ * (the other shape's best is the last config it measured), so nothing here depends on
+ * real timings. PASS/FAIL lines; exit 1 on a failure. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pk_tune.h"
+#include "pk_tunedb.h"
+
+static int failures;
+
+#define CHECK(cond, ...)              \
+  do {                                \
+    bool ok_ = (cond);                \
+    printf(ok_ ? "PASS " : "FAIL ");  \
+    printf(__VA_ARGS__);              \
+    printf("\n");                     \
+    if (!ok_) failures++;             \
+  } while (0)
+
+/* Same M and N, another K: their spaces have the same knobs and values. */
+static const char *const SHAPE_A =
+    "A = placeholder((32, 48), f32)\nB = placeholder((48, 64), f32)\nk = reduce_axis(48)\n"
+    "C = compute((32, 64), (i, j) => sum(A[i, k] * B[k, j], k))\n";
+static const char *const SHAPE_B =
+    "A = placeholder((32, 40), f32)\nB = placeholder((40, 64), f32)\nk = reduce_axis(40)\n"
+    "C = compute((32, 64), (i, j) => sum(A[i, k] * B[k, j], k))\n";
+
+/* Every generated candidate takes 1000 ns but the last one measured of shape A: 1 ns. */
+typedef struct timings {
+  int seen, last;
+  char best_knobs[1024];
+} timings;
+
+static void fake_timing(void *arg, const pk_candidate *c, bool confirming, double *median_ns,
+                        double *min_ns) {
+  timings *t = arg;
+  *median_ns = *min_ns = 1000;
+  if (!c || confirming || c->kind != PK_CAND_SCHEDULE) return;
+  if (++t->seen == t->last) {
+    snprintf(t->best_knobs, sizeof t->best_knobs, "%s", c->knobs);
+    *median_ns = *min_ns = 1;
+  }
+}
+
+/* Tunes te into db; returns the knobs of the records of its first `first` trials. */
+static bool tune(pk_ctx *ctx, const char *db, const char *te, int64_t trials, bool transfer,
+                 timings *t) {
+  pk_te_program *prog;
+  if (pk_te_parse(ctx, te, strlen(te), "mm.te", &prog) != PK_OK) return false;
+  pk_tune_options o;
+  pk_tune_options_default(&o);
+  o.db = db;
+  o.trials = trials;
+  o.batch = 4;
+  o.confirm_top = 0;
+  o.transfer = transfer;
+  o.measure.min_ns = 1000000;
+#ifdef PK_TEST_CACHE_DIR
+  if (!getenv("POCK_CACHE_DIR")) o.measure.cc.cache_dir = PK_TEST_CACHE_DIR;
+#endif
+  o.measure.test_timing = fake_timing;
+  o.measure.test_timing_arg = t;
+  pk_tune_input in = {.n = 1, .progs = &prog};
+  pk_tune_report rep;
+  if (pk_tune(ctx, &o, &in, &rep) != PK_OK) {
+    printf("FAIL pk_tune: %s\n", pk_ctx_error(ctx));
+    return false;
+  }
+  return true;
+}
+
+/* Whether shape B's records in db include one with these knobs. */
+static bool has_knobs(pk_ctx *ctx, const char *db_path, const char *knobs) {
+  pk_tunedb *db;
+  pk_te_program *prog;
+  pk_task task;
+  pk_record *recs;
+  int64_t n = 0;
+  bool found = false;
+  if (pk_db_open(ctx, db_path, PK_DB_OPEN_EXISTING, &db) != PK_OK) return false;
+  if (pk_te_parse(ctx, SHAPE_B, strlen(SHAPE_B), "b.te", &prog) == PK_OK &&
+      pk_task_from_program(ctx, prog, "c", &task) == PK_OK &&
+      pk_db_history(db, task.workload, NULL, &recs, &n) == PK_OK)
+    for (int64_t i = 0; i < n; i++) found |= recs[i].cand.knobs && !strcmp(recs[i].cand.knobs, knobs);
+  pk_db_close(db);
+  return found;
+}
+
+int main(void) {
+  pk_ctx *ctx = pk_ctx_new();
+  char dir[] = "/tmp/pock-transfer-XXXXXX";
+  if (!mkdtemp(dir)) {
+    printf("FAIL mkdtemp\n");
+    return 1;
+  }
+  const char *with = pk_sprintf(ctx, "%s/with.db", dir), *without = pk_sprintf(ctx, "%s/without.db", dir);
+  bool ok = true;
+  timings ta = {.last = 12};
+  for (int i = 0; i < 2 && ok; i++) { /* shape A in both databases: the 12th config wins */
+    ta.seen = 0;
+    ok = tune(ctx, i ? without : with, SHAPE_A, 13, true, &ta) && ta.best_knobs[0];
+  }
+  CHECK(ok, "shape A tuned: its best is %s", ta.best_knobs);
+  timings tb = {.last = -1};
+  ok = ok && tune(ctx, with, SHAPE_B, 5, true, &tb) && tune(ctx, without, SHAPE_B, 5, false, &tb);
+  CHECK(ok && has_knobs(ctx, with, ta.best_knobs),
+        "with transfer, shape B's first batch measures shape A's best config");
+  CHECK(ok && !has_knobs(ctx, without, ta.best_knobs),
+        "without transfer (--no-transfer), it does not");
+
+  for (int i = 0; i < 2; i++) {
+    const char *db = i ? without : with;
+    remove(db);
+    remove(pk_sprintf(ctx, "%s-wal", db));
+    remove(pk_sprintf(ctx, "%s-shm", db));
+  }
+  rmdir(dir);
+  pk_ctx_free(ctx);
+  printf("%s\n", failures ? "FAILED" : "all passed");
+  return failures ? 1 : 0;
+}
