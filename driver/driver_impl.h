@@ -6,6 +6,7 @@
 #include "pk_autotune.h"
 #include "pk_backend.h"
 #include "pk_driver.h"
+#include "pk_passes.h"
 #include "pk_schedule.h"
 
 /* Where a graph tensor's elements live: in the storage of tensor `root` (never a view),
@@ -55,6 +56,7 @@ typedef struct drv_state {
   pk_train_spec spec;         /* the model file's training object with the overrides */
   pk_graph *g;                /* train: the training graph (or the inference graph) */
   drv_layout *layout;         /* per tensor of g */
+  const char *pass_report;    /* passes: one line per pass stage (NULL before any) */
   pk_memplan *mp;             /* memplan */
   int nkernels;               /* tasks */
   drv_kernel *kernels;
@@ -83,6 +85,10 @@ pk_status drv_sparse(drv_state *S);
 pk_status drv_train(drv_state *S);
 /* Fills S->layout from the tensors' bases and view strides. */
 pk_status drv_layouts(drv_state *S);
+
+/* ---- stage_passes.c: one stage per graph pass (pk_passes.h) ---- */
+pk_status drv_pass_copy_elim(drv_state *S);
+pk_status drv_pass_reorder(drv_state *S);
 
 /* ---- stage_tasks.c ---- */
 pk_status drv_memplan(drv_state *S);
