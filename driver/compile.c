@@ -139,10 +139,11 @@ pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *opts, pk_compile_res
     int mem_at = stage_index("codegen") < last ? stage_index("codegen") : last;
     if (o.print_memory && i == mem_at && S.mp) {
       fputs(pk_memplan_print(ctx, S.g, S.mp), S.log);
-      if (S.pass_report) fputs(S.pass_report, S.log);
       if (i < stage_index("schedule"))
         fputs("(workspace: the kernels are not scheduled yet at this stage)\n", S.log);
     }
+    /* what each graph pass changed, below the table (or alone, before the plan exists) */
+    if (o.print_memory && i == mem_at && S.pass_report) fputs(S.pass_report, S.log);
   }
   pk_cgen_unit_free(S.unit); /* stopped after the schedule stage: never built */
   S.unit = NULL;
