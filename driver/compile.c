@@ -154,7 +154,8 @@ pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *opts, pk_compile_res
   }
   int ntuned = 0;
   for (int i = 0; i < S.nkernels; i++)
-    ntuned += S.kernels[i].source == DRV_SCHED_TUNED || S.kernels[i].source == DRV_SCHED_GENERIC;
+    ntuned += S.kernels[i].source == DRV_SCHED_TUNED || S.kernels[i].source == DRV_SCHED_GENERIC ||
+              S.kernels[i].source == DRV_SCHED_EXTERN;
   if (out) {
     out->memplan = S.mp;
     out->graph = S.g;
