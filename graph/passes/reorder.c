@@ -103,10 +103,40 @@ static int64_t net_free(const sched *S, const int *remaining, int k) {
   return v;
 }
 
-/* The greedy orders. GREEDY_NET: the ready node with the most net bytes freed, ties to the
- * earlier original node. GREEDY_HOIST: today's order, except that a ready node that frees
- * more than it allocates runs first (the most freeing one). */
-typedef enum greedy_mode { GREEDY_NET, GREEDY_HOIST, GREEDY_COUNT_ } greedy_mode;
+/* The candidate orders. GREEDY_NET: the ready node with the most net bytes freed, ties to
+ * the earlier original node. GREEDY_HOIST: today's order, except that a ready node that
+ * frees more than it allocates runs first (the most freeing one). GREEDY_ALAP: every node
+ * as late as its readers allow (a result made just before its first use lives shorter). */
+typedef enum greedy_mode { GREEDY_NET, GREEDY_HOIST, GREEDY_ALAP, GREEDY_COUNT_ } greedy_mode;
+
+/* As late as possible: placed from the end, the latest original node whose successors are
+ * all placed. */
+static void alap(const sched *S, int *order) {
+  pk_ctx *ctx = S->g->ctx;
+  int nn = S->nn;
+  int *left = pk_alloc(ctx, sizeof(int) * (size_t)(nn + 1)); /* successors not yet placed */
+  bool *done = pk_alloc(ctx, sizeof(bool) * (size_t)(nn + 1));
+  int **pred = pk_alloc(ctx, sizeof(int *) * (size_t)(nn + 1));
+  int *npred = pk_alloc(ctx, sizeof(int) * (size_t)(nn + 1));
+  for (int k = 0; k < nn; k++) {
+    left[k] = S->nsucc[k];
+    pred[k] = pk_alloc(ctx, sizeof(int) * (size_t)(S->indeg[k] + 1));
+  }
+  for (int k = 0; k < nn; k++)
+    for (int j = 0; j < S->nsucc[k]; j++) {
+      int b = S->succ[k][j];
+      pred[b][npred[b]++] = k;
+    }
+  for (int step = nn - 1; step >= 0; step--) {
+    int best = -1;
+    for (int k = nn - 1; k >= 0 && best < 0; k--)
+      if (!done[k] && !left[k]) best = k;
+    PK_ASSERT(best >= 0 && "the dependences have a cycle");
+    order[step] = best;
+    done[best] = true;
+    for (int j = 0; j < npred[best]; j++) left[pred[best][j]]--;
+  }
+}
 
 static void greedy(const sched *S, greedy_mode mode, int *order) {
   pk_ctx *ctx = S->g->ctx;
@@ -148,7 +178,8 @@ pk_status pk_pass_reorder(pk_graph *g, const char **note) {
   int *best = NULL;
   best_bytes = before;
   for (int m = 0; m < GREEDY_COUNT_; m++) {
-    greedy(&S, (greedy_mode)m, order);
+    if (m == GREEDY_ALAP) alap(&S, order);
+    else greedy(&S, (greedy_mode)m, order);
     int64_t bytes;
     pk_graph_reorder(g, order);
     s = pk_pass_arena_bytes(g, &bytes);
