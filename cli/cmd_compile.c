@@ -44,6 +44,7 @@ static const char compile_help[] =
     "  --passes LIST         graph passes: all (default), none, or a comma list of\n"
     "                        " PK_PASS_NAMES " (docs/passes.md)\n"
     "  --verbose             a line per pass: nodes and planned arena before and after\n"
+    "  --list-passes         print the passes, in the order they run, and exit\n"
     "  --target T            what to build for (docs/targets.md): c, 'c -march=CPU',\n"
     "                        'c -mcpu=CPU' (default c: this machine)\n"
     "  --cc CC               the C compiler (a cross compiler builds for its machine)\n"
@@ -59,6 +60,11 @@ static int parse_options(int argc, char **argv, pk_compile_options *o,
     bool val = i + 1 < argc;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       fputs(compile_help, stdout);
+      return -1;
+    }
+    if (!strcmp(a, "--list-passes")) {
+      for (int p = 0; p < PK_PASS_COUNT_; p++)
+        printf("%-10s %s\n", pk_passes_table()[p].name, pk_passes_table()[p].summary);
       return -1;
     }
     if (!strcmp(a, "--inference")) { o->inference = true; continue; }

@@ -79,6 +79,7 @@ expect dump_after_pass 0 "nodes=(39|40)" \
   "$pock" compile "$D/models/cnn.json" --batch 4 --dump-after copy_elim
 expect passes_unknown 2 "unknown pass 'fusion' \(all, none, or a comma list of: copy_elim, reorder\)" \
   "$pock" compile "$D/models/cnn.json" --passes copy_elim,fusion -o x.pock
+expect list_passes 0 "^copy_elim .*alias" "$pock" compile --list-passes
 expect passes_twice 2 "'reorder' is listed twice" \
   "$pock" compile "$D/models/cnn.json" --passes reorder,reorder -o x.pock
 [ -e x.pock ] && fail passes_error_wrote "x.pock exists"
