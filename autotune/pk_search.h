@@ -135,8 +135,8 @@ const pk_candidate *pk_space_extern(const pk_space *sp, int i);
  * cblas_sgemm(101, trans_a ? 112 : 111, trans_b ? 112 : 111, m, n, k, 1.0f, A, lda, B, ldb,
  *             0.0f, C, ldc). */
 #define PK_SGEMM_LIB "libopenblas.so.0"
-#define PK_SGEMM_SYM "cblas_sgemm"
-#define PK_SGEMM_SIGNATURE "void(i32,i32,i32,i32,i32,i32,f32,ptr,i32,ptr,i32,f32,ptr,i32)"
+#define PK_SGEMM_SYM PKRT_SGEMM_SYM             /* runtime/pkrt.h: what artifacts call */
+#define PK_SGEMM_SIGNATURE PKRT_SGEMM_SIGNATURE
 
 typedef struct pk_sgemm_shape {
   int a, b, c;           /* tensor ids of A, B and C */

@@ -25,11 +25,17 @@ bool pk_match_sgemm_compute(const pk_te_tensor *c, pk_sgemm_shape *out) {
   const pk_expr *ra = mul->args[0], *rb = mul->args[1];
   if (ra->kind != PK_EXPR_READ || rb->kind != PK_EXPR_READ || ra->nargs != 2 || rb->nargs != 2)
     return false;
+  const pk_te_axis *i = c->axes[0], *j = c->axes[1], *k = r->axes[0];
+  /* The product commutes: A is the operand read at the result's row axis (a weight
+   * gradient's rule writes X[k, j] * DY[k, i]). */
+  if (!is_axis(ra->args[0], i) && !is_axis(ra->args[1], i)) {
+    const pk_expr *t = ra;
+    ra = rb, rb = t;
+  }
   const pk_te_tensor *a = ra->tensor, *b = rb->tensor;
   if (a->kind != PK_TE_PLACEHOLDER || b->kind != PK_TE_PLACEHOLDER || a == b ||
       a->dtype != PKRT_DTYPE_F32 || b->dtype != PKRT_DTYPE_F32)
     return false;
-  const pk_te_axis *i = c->axes[0], *j = c->axes[1], *k = r->axes[0];
   int ta = reads_at(ra, i, k) ? 0 : reads_at(ra, k, i) ? 1 : -1; /* 1: A stored (K, M) */
   int tb = reads_at(rb, k, j) ? 0 : reads_at(rb, j, k) ? 1 : -1; /* 1: B stored (N, K) */
   if (ta < 0 || tb < 0 || k->lo != 0) return false;

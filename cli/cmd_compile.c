@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "pk_driver.h"
+#include "pk_passes.h"
 
 static const char compile_help[] =
     "usage: pock compile MODEL [options] -o OUT.pock\n"
@@ -40,6 +41,10 @@ static const char compile_help[] =
     "                        kernels' workspace and the backward-pass memory\n"
     "  --dump-after STAGE    print the IR after STAGE and stop; stages:\n"
     "                        " PK_DRIVER_STAGES "\n"
+    "  --passes LIST         graph passes: all (default), none, or a comma list of\n"
+    "                        " PK_PASS_NAMES " (docs/passes.md)\n"
+    "  --verbose             a line per pass: nodes and planned arena before and after\n"
+    "  --list-passes         print the passes, in the order they run, and exit\n"
     "  --target T            what to build for (docs/targets.md): c, 'c -march=CPU',\n"
     "                        'c -mcpu=CPU' (default c: this machine)\n"
     "  --cc CC               the C compiler (a cross compiler builds for its machine)\n"
@@ -57,8 +62,14 @@ static int parse_options(int argc, char **argv, pk_compile_options *o,
       fputs(compile_help, stdout);
       return -1;
     }
+    if (!strcmp(a, "--list-passes")) {
+      for (int p = 0; p < PK_PASS_COUNT_; p++)
+        printf("%-10s %s\n", pk_passes_table()[p].name, pk_passes_table()[p].summary);
+      return -1;
+    }
     if (!strcmp(a, "--inference")) { o->inference = true; continue; }
     if (!strcmp(a, "--print-memory")) { o->print_memory = true; continue; }
+    if (!strcmp(a, "--verbose")) { o->verbose = true; continue; }
     if (a[0] != '-' || !a[1]) {
       if (o->model) return pk_cli_usage("compile: one MODEL expected, got '%s' and '%s'", o->model, a);
       o->model = a;
@@ -75,6 +86,7 @@ static int parse_options(int argc, char **argv, pk_compile_options *o,
     else if (!strcmp(a, "--target")) o->target = v;
     else if (!strcmp(a, "--cc")) o->cc = v;
     else if (!strcmp(a, "--dump-after")) o->dump_after = v;
+    else if (!strcmp(a, "--passes")) o->passes = v;
     else if (!strcmp(a, "--optimizer")) {
       if (strcmp(v, "sgd") && strcmp(v, "adam") && strcmp(v, "adamw"))
         return pk_cli_usage("compile: unknown optimizer '%s' (sgd, adam, adamw)", v);

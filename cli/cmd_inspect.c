@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "pk_frontend.h"
 #include "pk_json_check.h"
+#include "pk_passes.h"
 
 static const char inspect_help[] =
     "usage: pock inspect MODEL [options]\n"
@@ -222,9 +223,14 @@ typedef struct report {
   pk_memplan *mp[2];
 } report;
 
-/* The training graph of the params as marked now, and its memory plan. */
+/* The training graph of the params as marked now, after the graph passes compile runs by
+ * default (docs/passes.md), and its memory plan: the figures compile prints. */
 static pk_status plan(report *r, int k) {
   pk_status s = pk_train_build(r->g, &r->info.train, &r->t[k]);
+  for (int p = 0; s == PK_OK && p < PK_PASS_COUNT_; p++) {
+    const char *note;
+    s = pk_passes_table()[p].run(r->t[k], &note);
+  }
   return s == PK_OK ? pk_memplan_build(r->t[k], NULL, &r->mp[k]) : s;
 }
 

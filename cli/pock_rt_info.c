@@ -108,9 +108,37 @@ static void print_kernels(const cJSON *kernels, const cJSON *plans) {
            str_or(get(k, "workload"), "-"));
     if (cJSON_IsNull(rec) || !rec) fputs("default", stdout);
     else print_json(rec);
-    printf("  calls/step %d%s%s\n", calls, node ? "  first " : "", node ? node : "");
+    printf("  calls/step %d%s%s", calls, node ? "  first " : "", node ? node : "");
+    if (cJSON_IsNumber(get(k, "extern"))) printf("  calls extern %d", get(k, "extern")->valueint);
+    fputc('\n', stdout);
     i++;
   }
+}
+
+/* Backend switching: each extern kernel the artifact calls, its library (loaded by name at
+ * load: the device must have it) and the kernels that call it. */
+static void print_externs(const cJSON *externs, const cJSON *kernels) {
+  printf("%-14s ", "externs");
+  if (!cJSON_IsArray(externs) || cJSON_GetArraySize(externs) == 0) {
+    puts("none");
+    return;
+  }
+  int e = 0;
+  const cJSON *x;
+  cJSON_ArrayForEach(x, externs) {
+    printf("%s%s in %s (kernels", e ? "; " : "", str_or(get(x, "symbol"), "?"),
+           str_or(get(x, "library"), "?"));
+    const cJSON *k;
+    int n = 0;
+    cJSON_ArrayForEach(k, kernels) {
+      const cJSON *ki = get(k, "extern");
+      if (cJSON_IsNumber(ki) && ki->valueint == e)
+        printf("%s %s", n++ ? "," : "", str_or(get(k, "name"), "?"));
+    }
+    printf(")");
+    e++;
+  }
+  fputc('\n', stdout);
 }
 
 static void print_signer(pkrt_ctx *rt, const char *path, const pkrt_artifact *a,
@@ -183,11 +211,7 @@ static void print_manifest(const cJSON *mf) {
   printf(" (bytes)\n");
   print_params(tensors);
   print_kernels(get(mf, "kernels"), get(mf, "plans"));
-  printf("%-14s ", "externs");
-  const cJSON *ex = get(mf, "externs");
-  if (!ex || cJSON_GetArraySize(ex) == 0) fputs("none", stdout);
-  else print_json(ex);
-  fputc('\n', stdout);
+  print_externs(get(mf, "externs"), get(mf, "kernels"));
 }
 
 static int extract(const pkrt_artifact *a, const char *path, const char *key, const char *out) {

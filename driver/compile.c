@@ -1,6 +1,6 @@
 /* compile.c — `pock compile` as a flat list of named stages, each handing one structure to
- * the next (drv_state): load → sparse → train → memplan → tasks → schedule → codegen →
- * artifact. --dump-after STAGE prints that stage's structure to stdout and stops there. */
+ * the next (drv_state): load → sparse → train → the graph passes (copy_elim, reorder) →
+ * memplan → tasks → schedule → codegen → artifact. --dump-after STAGE prints that stage's structure to stdout and stops there. */
 #include <math.h>
 #include <string.h>
 
@@ -32,7 +32,9 @@ typedef struct stage {
 
 static const stage stages[] = {
     {"load", drv_load, dump_fwd},          {"sparse", drv_sparse, dump_fwd},
-    {"train", drv_train, dump_graph},      {"memplan", drv_memplan, dump_memplan},
+    {"train", drv_train, dump_graph},
+    {"copy_elim", drv_pass_copy_elim, dump_graph}, {"reorder", drv_pass_reorder, dump_graph},
+    {"memplan", drv_memplan, dump_memplan},
     {"tasks", drv_tasks, drv_tasks_print}, {"schedule", drv_schedule, drv_schedule_print},
     {"codegen", drv_codegen, dump_source}, {"artifact", artifact_stage, dump_manifest},
 };
@@ -60,6 +62,9 @@ static pk_status check_options(pk_ctx *ctx, const pk_compile_options *o, int *la
   if (!o->graph && (o->batch < 1 || o->batch > INT32_MAX))
     return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: batch %lld is not in 1..%d", (long long)o->batch,
                        INT32_MAX);
+  bool on[PK_PASS_COUNT_];
+  pk_status s = pk_passes_select(ctx, o->passes, on);
+  if (s != PK_OK) return s;
   if (o->reinit && !o->weights)
     return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: --reinit needs --weights");
   if (o->build_timeout_s < 0 || o->build_timeout_s > 1e6)
@@ -137,6 +142,8 @@ pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *opts, pk_compile_res
       if (i < stage_index("schedule"))
         fputs("(workspace: the kernels are not scheduled yet at this stage)\n", S.log);
     }
+    /* what each graph pass changed, below the table (or alone, before the plan exists) */
+    if (o.print_memory && i == mem_at && S.pass_report) fputs(S.pass_report, S.log);
   }
   pk_cgen_unit_free(S.unit); /* stopped after the schedule stage: never built */
   S.unit = NULL;
@@ -147,7 +154,8 @@ pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *opts, pk_compile_res
   }
   int ntuned = 0;
   for (int i = 0; i < S.nkernels; i++)
-    ntuned += S.kernels[i].source == DRV_SCHED_TUNED || S.kernels[i].source == DRV_SCHED_GENERIC;
+    ntuned += S.kernels[i].source == DRV_SCHED_TUNED || S.kernels[i].source == DRV_SCHED_GENERIC ||
+              S.kernels[i].source == DRV_SCHED_EXTERN;
   if (out) {
     out->memplan = S.mp;
     out->graph = S.g;

@@ -6,7 +6,9 @@
 #include "pk_autotune.h"
 #include "pk_backend.h"
 #include "pk_driver.h"
+#include "pk_passes.h"
 #include "pk_schedule.h"
+#include "pk_search.h"
 
 /* Where a graph tensor's elements live: in the storage of tensor `root` (never a view),
  * element (i0, ...) at elem_offset + sum(i_d * strides[d]). dense: strides are the tensor's
@@ -23,7 +25,8 @@ typedef enum drv_sched_source {
   DRV_SCHED_DEFAULT,   /* the default schedule (no steps) */
   DRV_SCHED_PRESET,    /* the task space's hand-schedule preset */
   DRV_SCHED_TUNED,     /* the best record for (workload, this device's fingerprint) */
-  DRV_SCHED_GENERIC    /* the best record of the same target string, another fingerprint */
+  DRV_SCHED_GENERIC,   /* the best record of the same target string, another fingerprint */
+  DRV_SCHED_EXTERN     /* the best record is an extern kernel: the artifact calls it */
 } drv_sched_source;
 
 /* One distinct kernel: a canonical TE program with the strides of its buffers. */
@@ -43,6 +46,11 @@ typedef struct drv_kernel {
   const char *note;           /* why a database choice fell back (logged), or NULL */
   const char *why_default;    /* why the preset was not taken (--dump-after schedule) */
   pk_lfunc *func;             /* lowered as "k<i>" */
+  /* Backend switching (source DRV_SCHED_EXTERN): the extern kernel the artifact calls
+   * instead of func, with its call's shape; ext_sym NULL otherwise. func is still built:
+   * its entry in the kernel object carries the buffer signature the runtime checks. */
+  const char *ext_lib, *ext_sym, *ext_sig;
+  pk_sgemm_shape sgemm;
 } drv_kernel;
 
 /* What the stages hand on. Everything is in ctx's arena. */
@@ -55,6 +63,7 @@ typedef struct drv_state {
   pk_train_spec spec;         /* the model file's training object with the overrides */
   pk_graph *g;                /* train: the training graph (or the inference graph) */
   drv_layout *layout;         /* per tensor of g */
+  const char *pass_report;    /* passes: one line per pass stage (NULL before any) */
   pk_memplan *mp;             /* memplan */
   int nkernels;               /* tasks */
   drv_kernel *kernels;
@@ -83,6 +92,10 @@ pk_status drv_sparse(drv_state *S);
 pk_status drv_train(drv_state *S);
 /* Fills S->layout from the tensors' bases and view strides. */
 pk_status drv_layouts(drv_state *S);
+
+/* ---- stage_passes.c: one stage per graph pass (pk_passes.h) ---- */
+pk_status drv_pass_copy_elim(drv_state *S);
+pk_status drv_pass_reorder(drv_state *S);
 
 /* ---- stage_tasks.c ---- */
 pk_status drv_memplan(drv_state *S);

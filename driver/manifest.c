@@ -163,6 +163,24 @@ pk_status drv_manifest(drv_state *S) {
   add_io(io, "rng", g->rng);
   cJSON_AddItemToObject(m, "io", io);
 
+  /* Backend switching: each distinct extern once; its kernels say which and the call. */
+  cJSON *exs = cJSON_CreateArray();
+  int *ext_of = pk_alloc(ctx, sizeof(int) * (size_t)(S->nkernels + 1)), next = 0;
+  for (int i = 0; i < S->nkernels; i++) {
+    const drv_kernel *K = &S->kernels[i];
+    ext_of[i] = -1;
+    for (int j = 0; j < i && K->ext_sym && ext_of[i] < 0; j++)
+      if (ext_of[j] >= 0 && !strcmp(S->kernels[j].ext_lib, K->ext_lib) &&
+          !strcmp(S->kernels[j].ext_sym, K->ext_sym) && !strcmp(S->kernels[j].ext_sig, K->ext_sig))
+        ext_of[i] = ext_of[j];
+    if (!K->ext_sym || ext_of[i] >= 0) continue;
+    ext_of[i] = next++;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "library", K->ext_lib);
+    cJSON_AddStringToObject(e, "symbol", K->ext_sym);
+    cJSON_AddStringToObject(e, "signature", K->ext_sig);
+    cJSON_AddItemToArray(exs, e);
+  }
   cJSON *ks = cJSON_CreateArray();
   for (int i = 0; i < S->nkernels; i++) {
     const drv_kernel *K = &S->kernels[i];
@@ -173,10 +191,21 @@ pk_status drv_manifest(drv_state *S) {
     else cJSON_AddNullToObject(k, "record");
     cJSON_AddNumberToObject(k, "nbufs", K->func->nparams);
     cJSON_AddNumberToObject(k, "workspace", (double)K->func->workspace_bytes);
+    if (ext_of[i] >= 0) {
+      const pk_sgemm_shape *g = &K->sgemm;
+      cJSON_AddNumberToObject(k, "extern", ext_of[i]);
+      cJSON *c = cJSON_CreateObject();
+      const int64_t v[11] = {g->a, g->b, g->c, g->m, g->n, g->k, g->lda, g->ldb, g->ldc,
+                             g->trans_a, g->trans_b};
+      static const char *const keys[11] = {"a", "b", "c", "m", "n", "k", "lda", "ldb", "ldc",
+                                           "trans_a", "trans_b"};
+      for (int j = 0; j < 11; j++) cJSON_AddNumberToObject(c, keys[j], (double)v[j]);
+      cJSON_AddItemToObject(k, "sgemm", c);
+    }
     cJSON_AddItemToArray(ks, k);
   }
   cJSON_AddItemToObject(m, "kernels", ks);
-  cJSON_AddItemToObject(m, "externs", cJSON_CreateArray());
+  cJSON_AddItemToObject(m, "externs", exs);
   if (!S->o->inference) cJSON_AddItemToObject(m, "optimizer", optimizer_json(&S->spec));
 
   cJSON *plans = cJSON_CreateObject();

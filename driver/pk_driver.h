@@ -17,7 +17,8 @@
 #include "pk_frontend.h"
 
 /* Stages, in order (names for --dump-after). */
-#define PK_DRIVER_STAGES "load, sparse, train, memplan, tasks, schedule, codegen, artifact"
+#define PK_DRIVER_STAGES \
+  "load, sparse, train, copy_elim, reorder, memplan, tasks, schedule, codegen, artifact"
 
 typedef struct pk_compile_options {
   const char *model;        /* graph JSON or ONNX (.onnx); with `graph`: a label, may be NULL */
@@ -39,6 +40,10 @@ typedef struct pk_compile_options {
   const char *out;          /* artifact path (may be NULL with dump_after: nothing written) */
   bool print_memory;        /* print the memory table to `log` */
   const char *dump_after;   /* a stage name or NULL: print its structure to stdout, stop */
+  /* graph passes (graph/passes/pk_passes.h): NULL or "all", "none", or a comma list of
+   * pass names; each pass is a stage, so it can be measured alone */
+  const char *passes;
+  bool verbose;             /* a line per pass stage to `log` */
   /* overrides of the model file's training object (NAN/negative: keep) */
   double lr;
   const char *optimizer;    /* "sgd", "adam", "adamw" or NULL */

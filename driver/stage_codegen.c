@@ -28,8 +28,8 @@ static pk_status use_defaults(drv_state *S) {
   for (int i = 0; i < S->nkernels && s == PK_OK; i++) {
     drv_kernel *K = &S->kernels[i];
     K->sched = NULL;
-    K->source = DRV_SCHED_DEFAULT;
-    K->record_id = NULL;
+    K->source = K->ext_sym ? DRV_SCHED_EXTERN : DRV_SCHED_DEFAULT; /* the extern still serves */
+    if (!K->ext_sym) K->record_id = NULL;
     if ((s = drv_lower(S, i, NULL, &K->func)) != PK_OK) return s;
     if (K->func->workspace_bytes > S->workspace_bytes) S->workspace_bytes = K->func->workspace_bytes;
     s = pk_cgen_unit_add(S->unit, K->func, K->name);

@@ -111,6 +111,34 @@ static pk_status best_schedule_record(drv_state *S, int i, pk_tunedb *db, const 
   return PK_OK;
 }
 
+static bool same_sgemm(const pk_sgemm_shape *x, const pk_sgemm_shape *y) {
+  return x->a == y->a && x->b == y->b && x->c == y->c && x->trans_a == y->trans_a &&
+         x->trans_b == y->trans_b && x->m == y->m && x->n == y->n && x->k == y->k &&
+         x->lda == y->lda && x->ldb == y->ldb && x->ldc == y->ldc;
+}
+
+/* Backend switching: an extern record serves kernel i when it is the sgemm call the
+ * runtime knows, its shape is still this kernel's, and A, B and C are dense (sgemm's
+ * leading dimensions are row-major ones). NULL when it serves, else why not. */
+static const char *extern_misfit(drv_state *S, int i, const pk_record *r, pk_sgemm_shape *g) {
+  const drv_kernel *K = &S->kernels[i];
+  const pk_candidate *c = &r->cand;
+  if (!c->extern_lib || !c->extern_sym || !c->extern_sig || strcmp(c->extern_sym, PK_SGEMM_SYM) ||
+      strcmp(c->extern_sig, PK_SGEMM_SIGNATURE))
+    return "the runtime calls no extern but " PK_SGEMM_SYM;
+  if (pk_sgemm_shape_from_knobs(S->ctx, c->knobs, g) != PK_OK) {
+    pk_ctx_clear_error(S->ctx);
+    return "its knobs are not an sgemm call";
+  }
+  pk_sgemm_shape now;
+  if (!pk_match_sgemm(K->prog, &now) || !same_sgemm(&now, g)) return "its call is not this kernel's";
+  const int bufs[3] = {g->a, g->b, g->c};
+  for (int j = 0; j < 3; j++)
+    if (bufs[j] >= K->prog->ntensors || (K->strides && K->strides[bufs[j]]))
+      return "a buffer of this kernel is strided";
+  return NULL;
+}
+
 static pk_status from_db(drv_state *S, int i, pk_tunedb *db, const pk_target_fp *fp, bool *found) {
   drv_kernel *K = &S->kernels[i];
   pk_record best;
@@ -119,10 +147,22 @@ static pk_status from_db(drv_state *S, int i, pk_tunedb *db, const pk_target_fp 
   pk_status s = pk_db_best(db, K->workload, fp->key, fp->target, &best, &match);
   if (s != PK_OK || match == PK_DB_MATCH_NONE) return s;
   if (best.cand.kind == PK_CAND_EXTERN) {
+    pk_sgemm_shape g;
+    const char *misfit = extern_misfit(S, i, &best, &g);
+    if (!misfit) { /* *found stays false: the preset fills the kernel object's slot */
+      K->ext_lib = best.cand.extern_lib;
+      K->ext_sym = best.cand.extern_sym;
+      K->ext_sig = best.cand.extern_sig;
+      K->sgemm = g;
+      K->record_id = best.id;
+      K->record_ns = best.meas.timing.median_ns;
+      return PK_OK;
+    }
     s = best_schedule_record(S, i, db, fp, found);
-    const char *what = pk_sprintf(S->ctx, "the best record is extern %s; ", best.cand.extern_sym ? best.cand.extern_sym : "?");
+    const char *what = pk_sprintf(S->ctx, "the best record is extern %s, unusable: %s; ",
+                                  best.cand.extern_sym ? best.cand.extern_sym : "?", misfit);
     K->note = pk_sprintf(S->ctx, "%s%s", what,
-                         *found ? "using the best generated schedule instead (no extern calls yet)"
+                         *found ? "using the best generated schedule instead"
                                 : "no generated schedule record usable");
     return s;
   }
@@ -169,6 +209,7 @@ pk_status drv_schedule(drv_state *S) {
     if (db) s = from_db(S, i, db, &fp, &found);
     if (s != PK_OK) break;
     if (!found) preset_or_default(S, i);
+    if (K->ext_sym) K->source = DRV_SCHED_EXTERN;
     if (!K->func)
       s = pk_ctx_fail(S->ctx, PK_ERR_BUILD, "compile: kernel k%d %s does not lower: %s", i, K->name,
                       K->note ? K->note : "?");
@@ -190,6 +231,7 @@ static const char *source_name(drv_sched_source s) {
   case DRV_SCHED_PRESET: return "preset";
   case DRV_SCHED_TUNED: return "tuned";
   case DRV_SCHED_GENERIC: return "tuned-generic";
+  case DRV_SCHED_EXTERN: return "extern";
   }
   return "?";
 }
@@ -201,6 +243,7 @@ char *drv_schedule_print(drv_state *S) {
     const drv_kernel *K = &S->kernels[i];
     pk_strbuf_printf(&b, "k%d %s %s", i, K->name, source_name(K->source));
     if (K->record_id) pk_strbuf_printf(&b, " record %s", K->record_id);
+    if (K->ext_sym) pk_strbuf_printf(&b, " calls %s in %s", K->ext_sym, K->ext_lib);
     pk_strbuf_printf(&b, " workspace %lld", (long long)K->func->workspace_bytes);
     if (K->why_default) pk_strbuf_printf(&b, " (%s)", K->why_default);
     pk_strbuf_printf(&b, "\n  %s\n", K->sched ? pk_sched_to_json(K->sched) : DEFAULT_TRACE);

@@ -175,6 +175,9 @@ pk_status pk_model_tasks_of(pk_ctx *ctx, const pk_compile_options *o, pk_model_t
   if (s == PK_OK) s = drv_load(&S);
   if (s == PK_OK && !o->inference) s = drv_sparse(&S);
   if (s == PK_OK) s = drv_train(&S);
+  /* the kernels the artifact will have: a copy elimination removes some (the order the
+   * reorder pass picks changes none) */
+  if (s == PK_OK) s = drv_pass_copy_elim(&S);
   if (s == PK_OK) s = drv_tasks(&S);
   if (s != PK_OK) return s;
   memset(out, 0, sizeof *out);

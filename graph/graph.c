@@ -374,3 +374,20 @@ void pk_graph_reorder(pk_graph *g, const int *order) {
   for (int l = 0; l < g->nlayers; l++) g->layer_nodes[l] = newid[g->layer_nodes[l]];
   g->nodes = nn;
 }
+
+void pk_graph_remove_nodes(pk_graph *g, const bool *drop) {
+  int *newid = pk_alloc(g->ctx, sizeof(int) * (size_t)(g->nnodes > 0 ? g->nnodes : 1));
+  int n = 0;
+  for (int k = 0; k < g->nnodes; k++) {
+    newid[k] = drop[k] ? -1 : n;
+    if (!drop[k]) g->nodes[n++] = g->nodes[k];
+  }
+  for (int k = 0; k < n; k++) g->nodes[k]->id = k;
+  for (int i = 0; i < g->ntensors; i++)
+    if (g->tensors[i]->producer >= 0) g->tensors[i]->producer = newid[g->tensors[i]->producer];
+  for (int l = 0; l < g->nlayers; l++) {
+    PK_ASSERT(newid[g->layer_nodes[l]] >= 0 && "a layer node was removed");
+    g->layer_nodes[l] = newid[g->layer_nodes[l]];
+  }
+  g->nnodes = n;
+}

@@ -29,6 +29,10 @@ pk_graph *pk_graph_clone(const pk_graph *g);
 /* Reorders nodes: order[k] = old id of the node that becomes node k. Renumbers node ids
  * and tensor producers. */
 void pk_graph_reorder(pk_graph *g, const int *order);
+/* Removes the nodes with drop[id] set (their outputs must be read by no remaining node, or
+ * have been turned into views); renumbers the rest in order and the tensors' producers
+ * (an output of a removed node gets producer -1). */
+void pk_graph_remove_nodes(pk_graph *g, const bool *drop);
 /* Row-major dense strides (in elements) of a shape. */
 void pk_graph_dense_strides(int ndim, const int64_t *shape, int64_t *strides);
 int64_t pk_gtensor_numel(const pk_gtensor *t);

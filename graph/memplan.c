@@ -1,6 +1,7 @@
 /* memplan.c — the static memory plan: persistent regions laid out in tensor order, and the
- * ARENA (activations, temps, gradients) packed best-fit by lifetime so that tensors whose
- * lifetimes are disjoint share bytes. Lifetimes are inclusive node ranges, so a node's
+ * ARENA (activations, temps, gradients) packed by lifetime so that tensors whose lifetimes
+ * are disjoint share bytes (best fit in order of first use, or greedy by size when that
+ * packs smaller). Lifetimes are inclusive node ranges, so a node's
  * output never shares storage with its inputs (both are live at that node); in-place
  * outputs and views have no storage of their own. */
 #include <stdlib.h>
@@ -57,6 +58,40 @@ static int cmp_item(const void *a, const void *b) {
   if (x->first != y->first) return x->first < y->first ? -1 : 1;
   if (x->size != y->size) return x->size > y->size ? -1 : 1; /* big first packs tighter */
   return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int cmp_by_size(const void *a, const void *b) {
+  const arena_item *x = a, *y = b;
+  if (x->size != y->size) return x->size > y->size ? -1 : 1;
+  if (x->first != y->first) return x->first < y->first ? -1 : 1;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The second packing: greedy by size (TFLite's), the biggest tensors first, each at the
+ * lowest offset clear of every placed tensor whose lifetime meets its own. Offsets go to
+ * off[] (per tensor id); returns the arena size. */
+static int64_t pack_by_size(pk_ctx *ctx, const pk_memplan *mp, const arena_item *in, int ni,
+                            int64_t *off) {
+  arena_item *items = pk_alloc(ctx, sizeof *items * (size_t)(ni + 1));
+  memcpy(items, in, sizeof *items * (size_t)ni);
+  qsort(items, (size_t)ni, sizeof *items, cmp_by_size);
+  block *near = pk_alloc(ctx, sizeof *near * (size_t)(ni + 1));
+  int64_t top = 0;
+  for (int a = 0; a < ni; a++) {
+    int t = items[a].id, n = 0;
+    for (int b = 0; b < a; b++) {
+      int u = items[b].id;
+      if (mp->last[u] >= mp->first[t] && mp->last[t] >= mp->first[u])
+        near[n++] = (block){off[u], mp->size[u]};
+    }
+    qsort(near, (size_t)n, sizeof *near, cmp_block);
+    int64_t cur = 0;
+    for (int i = 0; i < n && near[i].off < cur + items[a].size; i++)
+      if (near[i].off + near[i].size > cur) cur = near[i].off + near[i].size;
+    off[t] = cur;
+    if (cur + items[a].size > top) top = cur + items[a].size;
+  }
+  return top;
 }
 
 /* Best fit: the smallest gap between live blocks that holds the tensor, else on top of the
@@ -144,6 +179,13 @@ pk_status pk_memplan_build(const pk_graph *g, const int64_t *workspace, pk_mempl
     mp->offset[t] = place(live, nlive, items[a].size);
     int64_t end = mp->offset[t] + items[a].size;
     if (end > mp->region_bytes[PK_REGION_ARENA]) mp->region_bytes[PK_REGION_ARENA] = end;
+  }
+  /* The other packing, when it is smaller: neither wins on every graph. */
+  int64_t *by_size = pk_alloc(ctx, sizeof(int64_t) * (size_t)(nt + 1));
+  int64_t size2 = pack_by_size(ctx, mp, items, ni, by_size);
+  if (size2 < mp->region_bytes[PK_REGION_ARENA]) {
+    for (int a = 0; a < ni; a++) mp->offset[items[a].id] = by_size[items[a].id];
+    mp->region_bytes[PK_REGION_ARENA] = size2;
   }
   /* Views and in-place outputs live in their base's bytes. */
   for (int t = 0; t < nt; t++)

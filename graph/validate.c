@@ -26,7 +26,8 @@ static pk_status check_tensor(pk_graph *g, int i) {
       return FAIL("tensor '%s' dim %d has extent %lld", t->name, d, (long long)t->shape[d]);
   if (t->producer < -1 || t->producer >= g->nnodes)
     return FAIL("tensor '%s' names a producer node %d that does not exist", t->name, t->producer);
-  if (t->producer < 0 && produced_role(t->role))
+  /* an alias (graph/passes/copy_elim.c) is produced by its base's producer */
+  if (t->producer < 0 && produced_role(t->role) && t->base < 0)
     return FAIL("%s '%s' is never produced by a node", pk_role_name(t->role), t->name);
   if (t->producer >= 0 && !produced_role(t->role) && t->base < 0)
     return FAIL("%s '%s' is produced by node '%s' but has no storage base to write into",
@@ -114,7 +115,8 @@ pk_status pk_graph_validate(pk_graph *g) {
       if (t < 0 || t >= g->ntensors)
         return FAIL("node '%s' input %d is a dangling tensor id %d", n->name, i, t);
       const pk_gtensor *gt = g->tensors[t];
-      if (gt->producer >= k)
+      int made_by = gt->producer >= 0 ? gt->producer : g->tensors[root_of(g, t)]->producer;
+      if (made_by >= k)
         return FAIL("node '%s' reads '%s' before it is produced (node order is not "
                     "topological, or a cycle)", n->name, gt->name);
       if ((s = check_slot(g, n, "input", i, t, n->prog->tensors[i])) != PK_OK) return s;

@@ -170,3 +170,17 @@ void pkrt_extern_free(pkrt_extern *e) {
   dlclose(e->lib);
   free(e);
 }
+
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+
+void pkrt_extern_sgemm(const pkrt_extern *e, int trans_a, int trans_b, int32_t m, int32_t n,
+                       int32_t k, const float *a, int32_t lda, const float *b, int32_t ldb,
+                       float *c, int32_t ldc) {
+  int32_t order = CBLAS_ROW_MAJOR;
+  int32_t ta = trans_a ? CBLAS_TRANS : CBLAS_NO_TRANS, tb = trans_b ? CBLAS_TRANS : CBLAS_NO_TRANS;
+  float alpha = 1.0f, beta = 0.0f; /* C = A·B, overwritten */
+  const void *pa = a, *pb = b;
+  void *pc = c;
+  void *args[] = {&order, &ta, &tb, &m, &n, &k, &alpha, &pa, &lda, &pb, &ldb, &beta, &pc, &ldc};
+  pkrt_extern_call(e, args, NULL);
+}

@@ -424,7 +424,71 @@ static pkrt_status parse_io(parser *P, const cJSON *root, rt_manifest *mf) {
   return PKRT_OK;
 }
 
+#define MAX_EXTERNS 16
+
+/* "externs": the library kernels the plans call (backend switching); each must be the one
+ * call this runtime knows, cblas_sgemm. */
+static pkrt_status parse_externs(parser *P, const cJSON *root, rt_manifest *mf) {
+  const cJSON *ex = get(root, "externs");
+  if (!ex || cJSON_IsNull(ex)) return PKRT_OK;
+  if (!cJSON_IsArray(ex)) return fail(P, "externs: must be an array");
+  int n = cJSON_GetArraySize(ex);
+  if (n > MAX_EXTERNS) return fail(P, "externs: %d entries (at most %d)", n, MAX_EXTERNS);
+  mf->nexterns = n;
+  mf->externs = pkrt_arena_alloc(P->a, sizeof(rt_extern) * (size_t)(n + 1), 0);
+  if (!mf->externs) return pkrt_ctx_fail(P->rt, PKRT_ERR_NOMEM, "manifest: out of memory");
+  int i = 0;
+  for (const cJSON *e = ex->child; e; e = e->next, i++) {
+    char w[32];
+    snprintf(w, sizeof w, "externs[%d]", i);
+    rt_extern *X = &mf->externs[i];
+    if (!cJSON_IsObject(e)) return fail(P, "%s: must be an object", w);
+    if (!(X->library = get_str(P, e, w, "library", 1)) ||
+        !(X->symbol = get_str(P, e, w, "symbol", 1)) ||
+        !(X->signature = get_str(P, e, w, "signature", 1)))
+      return P->st;
+    if (!*X->library) return fail(P, "%s.library: empty", w);
+    if (strcmp(X->symbol, PKRT_SGEMM_SYM) || strcmp(X->signature, PKRT_SGEMM_SIGNATURE))
+      return fail(P, "%s: this runtime calls only %s with signature %s", w, PKRT_SGEMM_SYM,
+                  PKRT_SGEMM_SIGNATURE);
+  }
+  return PKRT_OK;
+}
+
+/* A kernel's "extern" and "sgemm": the call's shape must be a consistent row-major one
+ * over three distinct buffers of the kernel. */
+static pkrt_status parse_kernel_extern(parser *P, const cJSON *k, const char *w, rt_kernel *K,
+                                       const rt_manifest *mf) {
+  int64_t ext;
+  if (!get_int(P, k, w, "extern", -1, mf->nexterns - 1, 0, -1, &ext)) return P->st;
+  K->ext = (int)ext;
+  if (ext < 0) return PKRT_OK;
+  const cJSON *c = get(k, "sgemm");
+  char cw[48];
+  snprintf(cw, sizeof cw, "%s.sgemm", w);
+  if (!cJSON_IsObject(c)) return fail(P, "%s: missing or not an object", cw);
+  static const char *const keys[11] = {"a", "b", "c", "m", "n", "k", "lda", "ldb", "ldc",
+                                       "trans_a", "trans_b"};
+  int64_t v[11];
+  for (int j = 0; j < 11; j++)
+    if (!get_int(P, c, cw, keys[j], j < 3 ? 0 : j < 9 ? 1 : 0,
+                 j < 3 ? K->nbufs - 1 : j < 9 ? INT32_MAX : 1, 1, 0, &v[j]))
+      return P->st;
+  rt_sgemm *g = &K->sgemm;
+  *g = (rt_sgemm){.a = (int)v[0], .b = (int)v[1], .c = (int)v[2], .m = (int32_t)v[3],
+                  .n = (int32_t)v[4], .k = (int32_t)v[5], .lda = (int32_t)v[6],
+                  .ldb = (int32_t)v[7], .ldc = (int32_t)v[8], .trans_a = v[9] != 0,
+                  .trans_b = v[10] != 0};
+  if (g->a == g->b || g->a == g->c || g->b == g->c)
+    return fail(P, "%s: a, b and c must be three different buffers", cw);
+  if (g->lda != (g->trans_a ? g->m : g->k) || g->ldb != (g->trans_b ? g->k : g->n) ||
+      g->ldc != g->n)
+    return fail(P, "%s: lda, ldb, ldc do not match dense row-major operands of m, n, k", cw);
+  return PKRT_OK;
+}
+
 static pkrt_status parse_kernels(parser *P, const cJSON *root, rt_manifest *mf) {
+  if (parse_externs(P, root, mf) != PKRT_OK) return P->st;
   const cJSON *ks = get(root, "kernels");
   if (!cJSON_IsArray(ks)) return fail(P, "kernels: missing or not an array");
   int n = cJSON_GetArraySize(ks);
@@ -448,11 +512,8 @@ static pkrt_status parse_kernels(parser *P, const cJSON *root, rt_manifest *mf) 
     if (K->workspace > mf->workspace_bytes)
       return fail(P, "%s.workspace: %lld bytes, more than regions.workspace (%lld)", w,
                   (long long)K->workspace, (long long)mf->workspace_bytes);
+    if (parse_kernel_extern(P, k, w, K, mf) != PKRT_OK) return P->st;
   }
-  const cJSON *ex = get(root, "externs");
-  if (ex && !cJSON_IsNull(ex) && (!cJSON_IsArray(ex) || cJSON_GetArraySize(ex) != 0))
-    return fail(P, "externs: extern kernels are not supported by this runtime (version 1 "
-                   "artifacts have an empty list)");
   return PKRT_OK;
 }
 

@@ -17,10 +17,49 @@ static void set_err(char *err, size_t cap, const char *path, const char *msg) {
   else snprintf(err, cap, "%s: %s", path, msg);
 }
 
+/* Backend switching: each extern the plans call is opened by library name now, so a device
+ * without the library refuses the artifact at load, naming it. */
+static pkrt_status open_externs(pkrt_model *m) {
+  rt_manifest *mf = &m->mf;
+  for (int i = 0; i < mf->nexterns; i++) {
+    rt_extern *X = &mf->externs[i];
+    if (pkrt_extern_open(m->rt, X->library, X->symbol, X->signature, &X->fn) != PKRT_OK) {
+      char why[512];
+      snprintf(why, sizeof why, "%s", pkrt_ctx_error(m->rt));
+      return pkrt_ctx_fail(m->rt, PKRT_ERR_EXTERN,
+                           "this artifact calls %s in %s (an extern kernel won tuning), which "
+                           "this device cannot load: %s", X->symbol, X->library, why);
+    }
+  }
+  return PKRT_OK;
+}
+
+/* A step of an sgemm kernel: A, B, C must be dense f32 tensors of the call's sizes. */
+static pkrt_status check_sgemm_step(pkrt_model *m, int p, int s) {
+  const rt_manifest *mf = &m->mf;
+  const rt_step *st = &mf->plans[p].steps[s];
+  const rt_kernel *K = &mf->kernels[st->kernel];
+  if (K->ext < 0) return PKRT_OK;
+  const rt_sgemm *g = &K->sgemm;
+  const int which[3] = {g->a, g->b, g->c};
+  const int64_t want[3] = {(int64_t)g->m * g->k, (int64_t)g->k * g->n, (int64_t)g->m * g->n};
+  for (int j = 0; j < 3; j++) {
+    const rt_tensor *t = &mf->tensors[st->tensors[which[j]]];
+    if (t->dtype != PKRT_DTYPE_F32 || t->view || t->elem_offset || t->numel != want[j])
+      return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
+                           "manifest: plans.%s[%d]: tensor '%s' is not a dense f32 operand of "
+                           "%lld elements for kernel '%s''s sgemm call", rt_plan_names[p], s,
+                           t->name, (long long)want[j], K->name);
+  }
+  return PKRT_OK;
+}
+
 /* Binds each manifest kernel to the object's descriptor and checks what only the object
  * knows: that the kernel exists, its buffer and scalar counts, its workspace. */
 static pkrt_status bind_kernels(pkrt_model *m) {
   rt_manifest *mf = &m->mf;
+  pkrt_status est = open_externs(m);
+  if (est != PKRT_OK) return est;
   for (int i = 0; i < mf->nkernels; i++) {
     rt_kernel *K = &mf->kernels[i];
     K->desc = pkrt_module_find(m->module, K->name);
@@ -41,6 +80,8 @@ static pkrt_status bind_kernels(pkrt_model *m) {
   for (int p = 0; p < RT_PLAN_COUNT_; p++)
     for (int s = 0; s < mf->plans[p].n; s++) {
       rt_step *st = &mf->plans[p].steps[s];
+      pkrt_status e = check_sgemm_step(m, p, s);
+      if (e != PKRT_OK) return e;
       const pkrt_kernel_desc *d = mf->kernels[st->kernel].desc;
       if (d->nscalars != st->nscalars)
         return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
@@ -177,6 +218,7 @@ int pkrt_model_open(const char *path, const pkrt_open_options *opts, pkrt_model 
 
 void pkrt_model_close(pkrt_model *m) {
   if (!m) return;
+  for (int i = 0; i < m->mf.nexterns; i++) pkrt_extern_free(m->mf.externs[i].fn);
   pkrt_module_free(m->module);
   for (int r = 0; r < RT_REGION_COUNT_; r++) free(m->region_owned[r]);
   free(m->workspace_owned);

@@ -48,12 +48,26 @@ typedef struct rt_tensor {
   int64_t lo, hi;               /* bytes of the region it may touch: [lo, hi) */
 } rt_tensor;
 
+/* Backend switching: an extern kernel the artifact calls ("externs"), opened by library
+ * name at load (dlopen: in no DT_NEEDED); the only call known is cblas_sgemm's. */
+typedef struct rt_extern {
+  const char *library, *symbol, *signature;
+  pkrt_extern *fn;              /* opened at load */
+} rt_extern;
+/* A kernel's sgemm call: A, B and C are its buffers a, b, c (dense f32), row-major. */
+typedef struct rt_sgemm {
+  int a, b, c;
+  int32_t m, n, k, lda, ldb, ldc;
+  bool trans_a, trans_b;
+} rt_sgemm;
 typedef struct rt_kernel {
   const char *name;
   int nbufs;
   int64_t workspace;
   const pkrt_kernel_desc *desc; /* set at open, once the object is loaded */
   int first_step_plan, first_step; /* the step that fixed its buffer signature, or -1 */
+  int ext;                      /* index into externs: its steps call that (with sgemm), or -1 */
+  rt_sgemm sgemm;
 } rt_kernel;
 
 typedef struct rt_step {
@@ -108,6 +122,8 @@ typedef struct rt_manifest {
   int rng;                      /* io.rng: i64 (seed, step) of dropout masks; -1 when absent */
   int nkernels;
   rt_kernel *kernels;
+  int nexterns;
+  rt_extern *externs;
   rt_optimizer opt;
   rt_plan plans[RT_PLAN_COUNT_];
   /* fingerprint.must_match */

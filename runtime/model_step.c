@@ -146,6 +146,14 @@ pkrt_status rt_plan_run(pkrt_model *m, rt_plan_kind p) {
   pkrt_exec_ctx *exec = pkrt_ctx_exec(m->rt);
   for (int s = 0; s < plan->n; s++) {
     const rt_step *st = &plan->steps[s];
+    const rt_kernel *K = &m->mf.kernels[st->kernel];
+    if (K->ext >= 0) { /* backend switching: the extern that won tuning (checked at open) */
+      const rt_sgemm *g = &K->sgemm;
+      pkrt_extern_sgemm(m->mf.externs[K->ext].fn, g->trans_a, g->trans_b, g->m, g->n, g->k,
+                        st->bufs[g->a].data, g->lda, st->bufs[g->b].data, g->ldb,
+                        st->bufs[g->c].data, g->ldc);
+      continue;
+    }
     int rc = st->fn(st->bufs, st->nbufs, st->scalars, st->nscalars, m->workspace, exec);
     if (rc != PKRT_KERNEL_OK)
       return pkrt_ctx_fail(

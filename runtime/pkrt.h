@@ -67,6 +67,14 @@ pkrt_status pkrt_extern_open(pkrt_ctx *rt, const char *library, const char *symb
 void pkrt_extern_call(const pkrt_extern *e, void **args, void *ret);
 int pkrt_extern_nargs(const pkrt_extern *e);
 void pkrt_extern_free(pkrt_extern *e);
+/* cblas_sgemm, the extern kernel tuning measures and an artifact may call (backend
+ * switching): C = op(A) op(B), row-major, alpha 1, beta 0; op transposes when trans_*.
+ * e must have been opened with PKRT_SGEMM_SIGNATURE. */
+#define PKRT_SGEMM_SYM "cblas_sgemm"
+#define PKRT_SGEMM_SIGNATURE "void(i32,i32,i32,i32,i32,i32,f32,ptr,i32,ptr,i32,f32,ptr,i32)"
+void pkrt_extern_sgemm(const pkrt_extern *e, int trans_a, int trans_b, int32_t m, int32_t n,
+                       int32_t k, const float *a, int32_t lda, const float *b, int32_t ldb,
+                       float *c, int32_t ldc);
 
 /* ---- hashing ---- */
 #define PKRT_SHA256_BYTES 32

@@ -952,7 +952,11 @@ static void test_hostile_manifests(void) {
   } more[] = {
       {"no plans", "plans: missing or not an object"},
       {"no infer plan", "plans.infer: missing"},
-      {"externs", "externs: extern kernels are not supported"},
+      {"externs", "externs[0].library: missing"},
+      /* backend switching: only cblas_sgemm, a kernel's extern index and its call */
+      {"extern symbol", "externs[0]: this runtime calls only cblas_sgemm"},
+      {"extern index", "kernels[0].extern: must be an integer in [-1, 0]"},
+      {"extern call", "kernels[0].sgemm: missing or not an object"},
       {"scalars", "plans.train[0].scalars: 1 scalars, kernel 'k0' takes 0"},
       {"isa", "use CPU feature 'no_such_feature', which this device lacks"},
       {"not json", "manifest: not valid JSON"},
@@ -972,6 +976,16 @@ static void test_hostile_manifests(void) {
     if (!strcmp(w, "no plans")) cJSON_DeleteItemFromObject(m, "plans");
     if (!strcmp(w, "no infer plan")) cJSON_DeleteItemFromObject(at(m, "plans"), "infer");
     if (!strcmp(w, "externs")) cJSON_AddItemToArray(at(m, "externs"), cJSON_CreateObject());
+    if (!strncmp(w, "extern ", 7)) {
+      cJSON *e = cJSON_CreateObject();
+      cJSON_AddStringToObject(e, "library", "libopenblas.so.0");
+      bool sym = !strcmp(w, "extern symbol");
+      cJSON_AddStringToObject(e, "symbol", sym ? "sin" : PKRT_SGEMM_SYM);
+      cJSON_AddStringToObject(e, "signature", sym ? "f64(f64)" : PKRT_SGEMM_SIGNATURE);
+      cJSON_AddItemToArray(at(m, "externs"), e);
+      if (!sym)
+        cJSON_AddNumberToObject(at(m, "kernels[0]"), "extern", !strcmp(w, "extern index"));
+    }
     if (!strcmp(w, "scalars"))
       cJSON_AddItemToObject(at(m, "plans.train[0]"), "scalars", int_array((int64_t[]){1}, 1));
     if (!strcmp(w, "isa")) {

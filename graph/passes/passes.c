@@ -1,0 +1,54 @@
+/* passes.c — the pass table (one source of truth for names, order and summaries), the
+ * --passes list parser, and the helpers every pass shares. */
+#include <string.h>
+
+#include "graph_impl.h"
+#include "pk_passes.h"
+
+static const pk_pass_info table[PK_PASS_COUNT_] = {
+    [PK_PASS_COPY_ELIM] = {"copy_elim",
+                           "gradients that are copies, reshapes or contiguous slices of "
+                           "another tensor alias it (no kernel, no buffer)",
+                           pk_pass_copy_elim},
+    [PK_PASS_REORDER] = {"reorder",
+                         "a topological order with a lower planned arena peak (kept only "
+                         "when lower)",
+                         pk_pass_reorder},
+};
+
+const pk_pass_info *pk_passes_table(void) { return table; }
+
+pk_status pk_passes_select(pk_ctx *ctx, const char *list, bool *on) {
+  bool all = !list || !strcmp(list, "all");
+  for (int p = 0; p < PK_PASS_COUNT_; p++) on[p] = all;
+  if (all || !strcmp(list, "none")) return PK_OK;
+  const char *s = list;
+  for (;;) {
+    const char *end = strchr(s, ',');
+    size_t len = end ? (size_t)(end - s) : strlen(s);
+    int found = -1;
+    for (int p = 0; p < PK_PASS_COUNT_; p++)
+      if (strlen(table[p].name) == len && !strncmp(table[p].name, s, len)) found = p;
+    if (found < 0)
+      return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: --passes: unknown pass '%.*s' (all, none, "
+                         "or a comma list of: %s)", (int)len, s, PK_PASS_NAMES);
+    if (on[found])
+      return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: --passes: '%s' is listed twice",
+                         table[found].name);
+    on[found] = true;
+    if (!end) break;
+    s = end + 1;
+  }
+  return PK_OK;
+}
+
+int pk_pass_root(const pk_graph *g, int t) {
+  return g->tensors[t]->base >= 0 ? g->tensors[t]->base : t;
+}
+
+pk_status pk_pass_arena_bytes(pk_graph *g, int64_t *bytes) {
+  pk_memplan *mp;
+  pk_status s = pk_memplan_build(g, NULL, &mp);
+  *bytes = s == PK_OK ? mp->region_bytes[PK_REGION_ARENA] : 0;
+  return s;
+}

@@ -1,0 +1,51 @@
+/* pk_passes.h — the training-graph passes (graph/passes/, one file each): rewrites of a
+ * built training graph, between pk_train_build and pk_memplan_build, that keep every
+ * result bit for bit and cost less (fewer kernels, fewer bytes, a lower planned peak).
+ *
+ * Usage (what `pock compile` does; each pass is one of the driver's named stages):
+ *   bool on[PK_PASS_COUNT_];
+ *   pk_passes_select(ctx, "all", on);          // or "none", or "copy_elim,reorder"
+ *   for (int p = 0; p < PK_PASS_COUNT_; p++)
+ *     if (on[p]) {
+ *       const char *note;
+ *       pk_passes_table()[p].run(g, &note);    // note: what it changed, one line
+ *     }
+ *
+ * Every pass keeps node order topological (data, and storage written in place) and
+ * keeps forward + loss nodes runnable as their own plan (the eval and infer plans are
+ * subsets of the training order). docs/passes.md says what each pass does.
+ */
+#ifndef PK_PASSES_H
+#define PK_PASSES_H
+
+#include "pk_graph.h"
+
+/* The passes, in the order the driver runs them. */
+typedef enum pk_pass_kind { PK_PASS_COPY_ELIM, PK_PASS_REORDER, PK_PASS_COUNT_ } pk_pass_kind;
+
+typedef struct pk_pass_info {
+  const char *name;         /* "copy_elim": the stage name (--dump-after, --passes) */
+  const char *summary;      /* one line for help and docs */
+  /* Rewrites g in place; *note gets one line (arena string) saying what changed. */
+  pk_status (*run)(pk_graph *g, const char **note);
+} pk_pass_info;
+
+/* PK_PASS_COUNT_ entries, indexed by pk_pass_kind. */
+const pk_pass_info *pk_passes_table(void);
+/* "all" (or NULL), "none", or a comma list of pass names -> on[PK_PASS_COUNT_].
+ * PK_ERR_USAGE naming an unknown or repeated name and listing the passes. */
+pk_status pk_passes_select(pk_ctx *ctx, const char *list, bool *on);
+/* The pass names, comma separated (for messages and help). */
+#define PK_PASS_NAMES "copy_elim, reorder"
+
+/* Each pass (graph/passes/<name>.c). */
+pk_status pk_pass_copy_elim(pk_graph *g, const char **note);
+pk_status pk_pass_reorder(pk_graph *g, const char **note);
+
+/* ---- shared by the passes (passes.c) ---- */
+/* The tensor owning t's storage: t itself, or its base. */
+int pk_pass_root(const pk_graph *g, int t);
+/* The planned ARENA bytes of g in its current order (the memory planner's figure). */
+pk_status pk_pass_arena_bytes(pk_graph *g, int64_t *bytes);
+
+#endif

@@ -1,0 +1,20 @@
+# passes.cmake — issue 21: the graph passes (graph/passes/) keep the result (weights after
+# 10 steps with all passes equal those with none: the digits models and, with a Python that
+# has onnx and torch, POCK_ONNX_PYTHON, the tiny example models; the --passes options), and
+# backend switching.
+add_test(NAME test_passes_equiv COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_passes_equiv.sh
+  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_passes_equiv PROPERTIES LABELS "cli;passes" TIMEOUT 180
+  ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCK_ONNX_PYTHON=${POCK_ONNX_PYTHON}")
+
+# Backend switching: a database where the OpenBLAS sgemm extern won a model's matmul tasks
+# (records committed directly, nothing timed); the artifact calls it through libpockrt's
+# libffi path, pock-rt info lists it, a missing library is refused at load by name.
+add_executable(extern_db_fixture extern_db_fixture.c)
+target_link_libraries(extern_db_fixture PRIVATE pk_driver)
+add_test(NAME test_backend_switch COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_backend_switch.sh
+  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> $<TARGET_FILE:extern_db_fixture>
+  $<TARGET_FILE:pockrt> ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_backend_switch PROPERTIES LABELS "cli;autotune;passes" TIMEOUT 120
+  SKIP_RETURN_CODE 77
+  ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# test_passes_equiv.sh — issue 21's acceptance: every graph pass keeps the result. For the
+# digits CNN and MLP and the tiny example models (examples/models: MobileNetV2, ResNet,
+# BERT, LLaMA) under several sparse schemes and optimizers, `pock compile --passes all`
+# and `--passes none` are trained 10 steps on the same rows (--no-shuffle) and the saved
+# weights must agree (f32 within 1e-5 relative; the passes only remove copies and move
+# nodes, so they are in fact bit for bit the same). Also checks that the passes did
+# something (fewer kernels with copy_elim) and the --passes and --dump-after errors.
+# The tiny models need a Python with onnx, torch and numpy ($POCK_ONNX_PYTHON, else
+# python3): without one only the digits cases run.
+#   test_passes_equiv.sh POCK POCK_RT SOURCE_DIR
+pock=$(realpath "$1") rt=$(realpath "$2") src=$(realpath "$3")
+. "$(dirname "$0")/cli_test_lib.sh"
+cd "$tmp" || exit 1
+py=
+for c in "${POCK_ONNX_PYTHON:-}" python3 /usr/bin/python3; do
+  if [ -n "$c" ] && "$c" -c 'import importlib.util as u
+assert u.find_spec("onnx") and u.find_spec("torch") and u.find_spec("numpy")' >/dev/null 2>&1
+  then py=$c; break; fi
+done
+
+# same NAME A.pkw B.pkw: equal bytes, or (with numpy) every tensor within 1e-5 relative
+# (f32; f64 within 1e-9)
+same() {
+  if cmp -s "$2" "$3"; then pass "$1"; return; fi
+  if [ -n "$py" ] && "$py" -c 'import sys, numpy as np
+sys.path.insert(0, sys.argv[1])
+from torch2pock import read_pkw
+a, b = read_pkw(sys.argv[2]), read_pkw(sys.argv[3])
+assert list(a) == list(b), (list(a), list(b))
+for k in a:
+    tol = 1e-9 if a[k].dtype == np.float64 else 1e-5
+    err = np.max(np.abs(a[k] - b[k]) / np.maximum(np.abs(b[k]), 1e-30), initial=0)
+    assert err <= tol, "%s: relative difference %g" % (k, err)' "$src/scripts" "$2" "$3" \
+    >diff.txt 2>&1; then pass "$1 (within 1e-5)"; return; fi
+  fail "$1" "the weights differ: $(tail -c 300 diff.txt)"
+}
+
+# case NAME MODEL DATA [compile options...]: compile with all passes and with none, train
+# 10 steps of batch 4 from the same rows, compare the weights
+case_() {
+  local name=$1 model=$2 data=$3
+  shift 3
+  local p ok=1
+  for p in all none; do
+    if ! "$pock" compile "$model" --batch 4 --passes $p "$@" -o "$name.$p.pock" >"$name.$p.log" 2>&1 ||
+       ! "$rt" train "$name.$p.pock" $data --epochs 1 --max-steps 10 --no-shuffle \
+         --save "$name.$p.pkw" >>"$name.$p.log" 2>&1; then
+      fail "$name" "passes $p: $(tail -c 400 "$name.$p.log")"
+      ok=0
+    fi
+  done
+  [ $ok = 1 ] && same "$name" "$name.all.pkw" "$name.none.pkw"
+}
+
+D=$src/examples/digits
+digits="--data $D/target_train.csv --scale 0.0625"
+for spec in full head last2 partial25_bias_head; do
+  case_ "cnn_$spec" "$D/models/cnn.json" "$digits" --sparse "$D/specs/cnn_$spec.json"
+done
+case_ cnn_adamw_clip "$D/models/cnn.json" "$digits" --optimizer adamw --clip-global 1
+case_ cnn_accum "$D/models/cnn.json" "$digits" --accum-steps 2 --sparse "$D/specs/cnn_last2.json"
+for spec in full partial25_head_localbias; do
+  case_ "mlp_$spec" "$D/models/mlp.json" "$digits" --sparse "$D/specs/mlp_$spec.json"
+done
+case_ mlp_adam "$D/models/mlp.json" "$digits" --optimizer adam
+
+# the passes did something: copy_elim removed the CNN's add gradients (add_grad0 copies)
+k_all=$(sed -n 's/.*: \([0-9]*\) kernels.*/\1/p' cnn_full.all.log)
+k_none=$(sed -n 's/.*: \([0-9]*\) kernels.*/\1/p' cnn_full.none.log)
+if [ -n "$k_all" ] && [ -n "$k_none" ] && [ "$k_all" -lt "$k_none" ]; then
+  pass "copy_elim_fewer_kernels ($k_none -> $k_all)"
+else fail copy_elim_fewer_kernels "kernels with all passes '$k_all', with none '$k_none'"; fi
+expect report_lines 0 "pass copy_elim +nodes 43 -> (39|40), arena [0-9]+ -> [0-9]+ bytes: [34] copies aliased" \
+  "$pock" compile "$D/models/cnn.json" --batch 4 --print-memory --dump-after reorder
+expect report_off 0 "pass copy_elim +off" \
+  "$pock" compile "$D/models/cnn.json" --batch 4 --passes reorder --verbose --dump-after reorder
+expect dump_after_pass 0 "nodes=(39|40)" \
+  "$pock" compile "$D/models/cnn.json" --batch 4 --dump-after copy_elim
+expect passes_unknown 2 "unknown pass 'fusion' \(all, none, or a comma list of: copy_elim, reorder\)" \
+  "$pock" compile "$D/models/cnn.json" --passes copy_elim,fusion -o x.pock
+expect list_passes 0 "^copy_elim .*alias" "$pock" compile --list-passes
+expect passes_twice 2 "'reorder' is listed twice" \
+  "$pock" compile "$D/models/cnn.json" --passes reorder,reorder -o x.pock
+[ -e x.pock ] && fail passes_error_wrote "x.pock exists"
+
+if [ -z "$py" ]; then
+  echo "(no Python with onnx, torch and numpy: the tiny example models are not run)"
+  finish
+  exit
+fi
+# The tiny example models with random data: images (CNNs), token ids (BERT with its
+# attention mask, LLaMA with next-token labels).
+"$py" - <<'PY' || fail data "random data"
+import numpy as np
+r = np.random.default_rng(0)
+for name, side in (("cnn16", 16), ("cnn8", 8)):
+    np.save(name + "_x.npy", r.standard_normal((40, 3, side, side)).astype(np.float32))
+    np.save(name + "_y.npy", r.integers(0, 10, 40).astype(np.int64))
+np.save("bert_ids.npy", r.integers(0, 1000, (40, 8)).astype(np.int64))
+np.save("bert_mask.npy", np.ones((40, 8), np.float32))
+np.save("bert_y.npy", r.integers(0, 2, 40).astype(np.int64))
+np.save("llama_ids.npy", r.integers(0, 256, (40, 8)).astype(np.int64))
+np.save("llama_y.npy", r.integers(0, 256, (40, 8)).astype(np.int64))
+PY
+for m in mobilenet_v2 resnet18 bert llama; do
+  "$py" "$src/scripts/model_export.py" $m m --size tiny >/dev/null 2>&1 || fail "export_$m" "model_export.py"
+done
+echo '{"version": 1, "train": [{"norms": true}, {"biases": true}, {"params": "fc.*"}]}' >nbh.json
+echo '{"version": 1, "train": [{"blocks": {"prefix": "layers.layer2", "last": 1}, "channels": 0.25}, {"params": "fc.*"}]}' >res_pe.json
+sed 's/features\.17\./features.3./g; s/features\.18\./features.4./g' \
+  "$src/examples/mobilenet_v2/specs/pockengine.json" >mb_pe.json
+case_ mobilenet_v2_full m/mobilenet_v2.onnx "--data cnn16_x.npy:cnn16_y.npy"
+case_ mobilenet_v2_pockengine m/mobilenet_v2.onnx "--data cnn16_x.npy:cnn16_y.npy" --sparse mb_pe.json
+case_ resnet18_full m/resnet18.onnx "--data cnn8_x.npy:cnn8_y.npy"
+case_ resnet18_partial m/resnet18.onnx "--data cnn8_x.npy:cnn8_y.npy" --sparse res_pe.json
+case_ resnet18_norms_biases m/resnet18.onnx "--data cnn8_x.npy:cnn8_y.npy" --sparse nbh.json
+case_ bert_full m/bert.onnx "--data bert_ids.npy,bert_mask.npy:bert_y.npy"
+case_ bert_last2 m/bert.onnx "--data bert_ids.npy,bert_mask.npy:bert_y.npy" \
+  --sparse "$src/examples/minilm/specs/last2.json"
+case_ llama_full m/llama.onnx "--data llama_ids.npy:llama_y.npy"
+case_ llama_pockengine m/llama.onnx "--data llama_ids.npy:llama_y.npy" \
+  --sparse "$src/examples/llama/specs/pockengine.json"
+finish
