@@ -5,7 +5,11 @@
  * interpreter (outputs compared element by element), so a fast wrong kernel cannot pass.
  * Prints a markdown table. Never fails on a timing: exit 1 only on a wrong result.
  *
- * Usage: bench_matmul [--quick]     (--quick: 10 ms repeats, for smoke runs in CI) */
+ * Usage: bench_matmul [--quick] [--target T]
+ *   --quick: 10 ms repeats, for smoke runs in CI
+ *   --target T: kernels and presets for target T (docs/targets.md), e.g. 'c -march=haswell'
+ *     for 32-byte vectors on an AVX-512 core; set OPENBLAS_CORETYPE (Haswell, Nehalem) to
+ *     give OpenBLAS the same ISA. The peak stays this core's widest. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +46,7 @@ static pk_te_program *matmul_program(pk_ctx *ctx, const gemm_case *c) {
 
 static int bench_gemm(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const pkrt_extern *sgemm,
                       const gemm_case *c, int64_t min_ns, double peak) {
+  const pk_target *t = pk_cc_target(cc);
   pk_te_program *p = matmul_program(ctx, c);
   if (!p) return 1;
   pk_host_buffers hb;
@@ -57,7 +62,7 @@ static int bench_gemm(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const pkrt_extern *s
   naive_ns = pk_bench_time_scheduled(ctx, cc, rt, p, pk_sched_new(ctx, p), min_ns / 10, &hb);
   bad |= naive_ns < 0;
   pk_schedule *hand = pk_sched_new(ctx, p);
-  if (pk_hand_schedule_matmul(hand) != PK_OK) {
+  if (pk_hand_schedule_matmul(hand, t) != PK_OK) {
     fprintf(stderr, "hand schedule: %s\n", pk_ctx_error(ctx));
     return 1;
   }
@@ -82,6 +87,7 @@ static int bench_gemm(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const pkrt_extern *s
 }
 
 static int bench_conv(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, int64_t min_ns, double peak) {
+  const pk_target *t = pk_cc_target(cc);
   pk_op_params prm = {.ninputs = 2};
   prm.in[0] = (pk_op_input){4, {8, 64, 32, 32}, PKRT_DTYPE_F32};
   prm.in[1] = (pk_op_input){4, {64, 64, 3, 3}, PKRT_DTYPE_F32};
@@ -98,7 +104,7 @@ static int bench_conv(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, int64_t min_ns, doub
   naive_ns = pk_bench_time_scheduled(ctx, cc, rt, p, pk_sched_new(ctx, p), min_ns / 10, &hb);
   int bad = naive_ns < 0;
   pk_schedule *hand = pk_sched_new(ctx, p);
-  if (pk_hand_schedule_conv2d(hand) != PK_OK) {
+  if (pk_hand_schedule_conv2d(hand, t) != PK_OK) {
     fprintf(stderr, "hand schedule: %s\n", pk_ctx_error(ctx));
     return 1;
   }
@@ -112,21 +118,34 @@ static int bench_conv(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, int64_t min_ns, doub
 }
 
 int main(int argc, char **argv) {
-  int64_t min_ns = argc > 1 && !strcmp(argv[1], "--quick") ? PK_MEASURE_MIN_NS / 5 : PK_MEASURE_MIN_NS;
+  int64_t min_ns = PK_MEASURE_MIN_NS;
+  const char *target = "c";
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--quick")) min_ns = PK_MEASURE_MIN_NS / 5;
+    else if (!strcmp(argv[i], "--target") && i + 1 < argc) target = argv[++i];
+    else {
+      fprintf(stderr, "usage: bench_matmul [--quick] [--target T]\n");
+      return 2;
+    }
+  }
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   int cpu = pk_measure_pin_thread();
   pk_ctx *ctx = pk_ctx_new();
   pkrt_ctx *rt = pkrt_ctx_new(1);
   pk_cc *cc;
-  if (pk_cc_new(ctx, NULL, &cc) != PK_OK) {
+  pk_target *t;
+  if (pk_target_parse(ctx, target, NULL, &t) != PK_OK || pk_cc_new_target(ctx, NULL, t, 600, &cc) != PK_OK) {
     fprintf(stderr, "%s\n", pk_ctx_error(ctx));
     return 1;
   }
   pkrt_extern *sgemm = NULL;
   if (pkrt_extern_open(rt, "libopenblas.so.0", "cblas_sgemm", PK_BENCH_SGEMM_SIGNATURE, &sgemm) != PKRT_OK)
     printf("OpenBLAS unavailable: %s\n", pkrt_ctx_error(rt));
-  printf("pock bench_matmul: 1 thread pinned to CPU %d, fp32, median of repeats >= %lld ms, %s\n\n",
-         cpu, (long long)(min_ns / 1000000), pk_cc_version(cc));
+  printf("pock bench_matmul: 1 thread pinned to CPU %d, fp32, median of repeats >= %lld ms, %s; "
+         "target '%s' (%d-byte vectors, %d registers)%s%s\n\n",
+         cpu, (long long)(min_ns / 1000000), pk_cc_version(cc), target, t->vector_bytes,
+         t->vector_regs, getenv("OPENBLAS_CORETYPE") ? ", OPENBLAS_CORETYPE=" : "",
+         getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "");
   int lanes;
   double peak = pk_bench_fma_peak(&lanes);
   printf("measured fp32 FMA peak of this core: %.1f GFLOP/s (%d-lane vectors, bench/fma_peak.c)\n\n",

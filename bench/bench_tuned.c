@@ -96,7 +96,7 @@ static int bench_case_run(double peak, pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, pk_
   /* The hand schedules need room for their register tiles; where they do not fit (N = 10)
    * the column says so instead. */
   pk_schedule *hand = pk_sched_new(ctx, p);
-  pk_status hs = c->op == PK_OP_CONV2D ? pk_hand_schedule_conv2d(hand) : pk_hand_schedule_matmul(hand);
+  pk_status hs = c->op == PK_OP_CONV2D ? pk_hand_schedule_conv2d(hand, NULL) : pk_hand_schedule_matmul(hand, NULL);
   if (hs != PK_OK) {
     pk_ctx_clear_error(ctx);
     hand = NULL;

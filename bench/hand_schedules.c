@@ -22,26 +22,23 @@ static int matmul_operand_dim(const pk_te_program *p, int operand, int axis, int
   return fallback;
 }
 
-/* f32 lanes of this machine's widest vector and its vector registers: the benchmarks
- * build for "c" (native). */
-static int64_t native_lanes(pk_schedule *s, int *vector_regs) {
-  pk_target *t;
-  if (pk_target_native(s->ctx, &t) != PK_OK) {
-    pk_ctx_clear_error(s->ctx);
-    if (vector_regs) *vector_regs = 16;
-    return 4;
-  }
-  if (vector_regs) *vector_regs = t->vector_regs;
-  return t->vector_bytes / 4;
+/* f32 lanes of the target's widest vector and its vector registers (t NULL: this
+ * machine, "c"). */
+static int64_t target_lanes(pk_schedule *s, const pk_target *t, int *vector_regs) {
+  pk_target *native;
+  if (!t && pk_target_native(s->ctx, &native) == PK_OK) t = native;
+  pk_ctx_clear_error(s->ctx);
+  if (vector_regs) *vector_regs = t ? t->vector_regs : 16;
+  return t && t->vector_bytes >= 4 ? t->vector_bytes / 4 : 4;
 }
 
 /* Tensor ids of pk_op_build(PK_OP_MATMUL): t0 = A, t1 = B, t2 = C; C's axes i0 (rows),
  * i1 (columns), reduce axis k0. */
-pk_status pk_hand_schedule_matmul(pk_schedule *s) {
+pk_status pk_hand_schedule_matmul(pk_schedule *s, const pk_target *t) {
   /* rows × vectors of accumulators, the B vectors and a broadcast A in the registers:
    * 6 × 2 vectors, or 8 × 1 where N is a multiple of one vector but not of two */
   int regs;
-  const int64_t LANES = native_lanes(s, &regs);
+  const int64_t LANES = target_lanes(s, t, &regs);
   int64_t MR, NR;
   pk_gemm_register_tile(LANES, regs, s->orig->tensors[2]->shape[0], s->orig->tensors[2]->shape[1], &MR, &NR);
   const char *readers[] = {"t2"};
@@ -76,8 +73,8 @@ pk_status pk_hand_schedule_matmul(pk_schedule *s) {
 
 /* Tensor ids of pk_op_build(PK_OP_CONV2D): t0 = X, t1 = W, t2 = Y[n, o, h, w]; reduce
  * axes k0 (input channel), k1, k2 (kernel rows, columns). */
-pk_status pk_hand_schedule_conv2d(pk_schedule *s) {
-  const int64_t OR = 4, WR = native_lanes(s, NULL) * 2;
+pk_status pk_hand_schedule_conv2d(pk_schedule *s, const pk_target *t) {
+  const int64_t OR = 4, WR = target_lanes(s, t, NULL) * 2;
   TRY(pk_sched_cache_write(s, "t2", "local"));
   TRY(pk_sched_split(s, "t2", "i1", OR));
   TRY(pk_sched_split(s, "t2", "i3", WR));

@@ -6,11 +6,14 @@
 #include "pk_codegen.h"
 #include "pk_schedule.h"
 
+/* Both are sized for target t's vectors and registers (NULL: this machine, "c"). */
+
 /* C = A·B (program from pk_op_build(PK_OP_MATMUL), any transposes): packed B panels in the
- * workspace, a 6 × (2 vectors) register tile of accumulators, k outermost in the tile. */
-pk_status pk_hand_schedule_matmul(pk_schedule *s);
+ * workspace, a register tile of accumulators (pk_gemm_register_tile: 6 × 2 vectors, or
+ * 8 × 1), k outermost in the tile. */
+pk_status pk_hand_schedule_matmul(pk_schedule *s, const pk_target *t);
 /* conv2d NCHW (program from pk_op_build(PK_OP_CONV2D)): a 4-channel × (2 vectors of
  * columns) register tile, reductions over c, r, s outside it, columns vectorized. */
-pk_status pk_hand_schedule_conv2d(pk_schedule *s);
+pk_status pk_hand_schedule_conv2d(pk_schedule *s, const pk_target *t);
 
 #endif

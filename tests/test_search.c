@@ -194,7 +194,7 @@ static void test_hand_schedules_in_space(pk_ctx *ctx) {
     CHECK(pk_space_preset(sp, &c), "%s: no preset", t->name);
     CHECK(pk_space_build(sp, &c, &cand) == PK_OK, "%s: preset illegal: %s", t->name, pk_ctx_error(ctx));
     pk_schedule *hand = pk_sched_new(ctx, t->prog);
-    PK_ASSERT((i < 3 ? pk_hand_schedule_matmul(hand) : pk_hand_schedule_conv2d(hand)) == PK_OK);
+    PK_ASSERT((i < 3 ? pk_hand_schedule_matmul(hand, NULL) : pk_hand_schedule_conv2d(hand, NULL)) == PK_OK);
     CHECK(cand.trace && !strcmp(cand.trace, pk_sched_to_json(hand)), "%s: preset differs from the hand schedule:\n  %s\n  %s",
           t->name, cand.trace, pk_sched_to_json(hand));
     /* and so are its neighbours: each knob one step either way, mostly legal */
