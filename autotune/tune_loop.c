@@ -110,11 +110,11 @@ static pk_status measure_batch(tuning *T, const pk_candidate *cands, int n, int 
     to_measure[m++] = cands[i];
   }
   *measured = 0;
+  T->npending = m;
   if (!m) return PK_OK;
   pk_measurement *out = pk_alloc(T->ctx, sizeof *out * (size_t)m);
   pk_status s = pk_measurer_run(T->measurer, &T->cur->rep->task, to_measure, m, out);
   for (int i = 0; i < m; i++) *measured += T->pending_done[i];
-  T->npending = m;
   return s != PK_OK ? s : T->commit_status;
 }
 

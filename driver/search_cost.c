@@ -37,11 +37,9 @@ static double kernel_ms(srch_run_env *E, const drv_state *S, const drv_kernel *K
 
 pk_status srch_cost_of(srch_run_env *E, srch_scheme *s) {
   pk_ctx *ctx = E->ctx;
-  const char *spec = srch_work_file(E, "spec.json");
-  char *text = srch_scheme_spec(ctx, E->sp, s, NULL);
-  FILE *f = fopen(spec, "w");
-  if (!f || fputs(text, f) < 0 || fclose(f) != 0)
-    return pk_ctx_fail(ctx, PK_ERR_IO, "%s: cannot write a temporary spec", spec);
+  const char *spec;
+  pk_status ws = srch_write_spec(E, s, &spec);
+  if (ws != PK_OK) return ws;
   pk_compile_options o = E->o->compile;
   o.sparse = spec;
   o.out = NULL;

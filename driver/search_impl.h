@@ -117,6 +117,8 @@ pk_status srch_finetune(srch_run_env *E, const srch_scheme *s, int epochs, doubl
 const char *srch_run_key(pk_ctx *ctx, const srch_scheme *s, int epochs, double lr);
 /* A temp file in the work dir for this scheme ("spec.json", "pock"). */
 const char *srch_work_file(srch_run_env *E, const char *ext);
+/* The scheme's spec written to a new temp file (*path); PK_ERR_IO when it cannot be. */
+pk_status srch_write_spec(srch_run_env *E, const srch_scheme *s, const char **path);
 
 /* ---- search_report.c ---- */
 typedef struct srch_report {

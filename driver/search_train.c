@@ -12,6 +12,16 @@ const char *srch_work_file(srch_run_env *E, const char *ext) {
   return pk_sprintf(E->ctx, "%s/s%d.%s", E->workdir, E->nfiles++, ext);
 }
 
+pk_status srch_write_spec(srch_run_env *E, const srch_scheme *s, const char **path) {
+  const char *spec = srch_work_file(E, "spec.json");
+  char *text = srch_scheme_spec(E->ctx, E->sp, s, NULL);
+  FILE *f = fopen(spec, "w");
+  bool ok = f && fputs(text, f) >= 0;
+  if (f && fclose(f) != 0) ok = false;
+  *path = spec;
+  return ok ? PK_OK : pk_ctx_fail(E->ctx, PK_ERR_IO, "%s: cannot write a temporary spec", spec);
+}
+
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -62,11 +72,9 @@ pk_status srch_finetune(srch_run_env *E, const srch_scheme *s, int epochs, doubl
   if (*cached) return PK_OK;
   if (E->o->stop && *E->o->stop) return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "sparse-search: interrupted");
   double t0 = now_s();
-  const char *spec = srch_work_file(E, "spec.json"), *art = srch_work_file(E, "pock");
-  char *text = srch_scheme_spec(ctx, E->sp, s, NULL);
-  FILE *f = fopen(spec, "w");
-  if (!f || fputs(text, f) < 0 || fclose(f) != 0)
-    return pk_ctx_fail(ctx, PK_ERR_IO, "%s: cannot write a temporary spec", spec);
+  const char *spec, *art = srch_work_file(E, "pock");
+  pk_status ws = srch_write_spec(E, s, &spec);
+  if (ws != PK_OK) return ws;
   pk_compile_options o = E->o->compile;
   o.sparse = spec;
   o.out = art;

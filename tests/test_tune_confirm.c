@@ -1,26 +1,16 @@
 /* test_tune_confirm.c — confirmed winners: a candidate with one lucky timing becomes the
  * database's best without confirmation, and does not once the leaders are re-timed side by
  * side. Timings come from the measurer's test hook (deterministic: no real timing decides
- * anything here). PASS/FAIL lines; exit 1 on a failure. */
+ * anything here). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "pk_test.h"
 #include "pk_tune.h"
 #include "pk_tunedb.h"
-
-static int failures;
-
-#define CHECK(cond, ...)              \
-  do {                                \
-    bool ok_ = (cond);                \
-    printf(ok_ ? "PASS " : "FAIL ");  \
-    printf(__VA_ARGS__);              \
-    printf("\n");                     \
-    if (!ok_) failures++;             \
-  } while (0)
 
 static const char *const MATMUL_TE =
     "A = placeholder((32, 48), f32)\n"
@@ -77,26 +67,22 @@ static bool tune(pk_ctx *ctx, const char *db, int confirm_top, timings *t, pk_re
 
 int main(void) {
   pk_ctx *ctx = pk_ctx_new();
-  char dir[] = "/tmp/pock-confirm-XXXXXX";
-  if (!mkdtemp(dir)) {
-    printf("FAIL mkdtemp\n");
-    return 1;
-  }
-  const char *plain = pk_sprintf(ctx, "%s/plain.db", dir), *conf = pk_sprintf(ctx, "%s/confirm.db", dir);
+  if (pk_test_tmpdir_make("pock-confirm-") != 0) return 1;
+  const char *plain = pk_test_path("plain.db"), *conf = pk_test_path("confirm.db");
 
   timings t1 = {0};
   pk_record best;
   bool ok = tune(ctx, plain, 0, &t1, &best);
-  CHECK(ok && t1.lucky[0] && !strcmp(best.cand.trace_hash, t1.lucky) && !best.confirmed.rounds,
-        "without confirmation the lucky candidate (1 ns once) is db best");
+  check(ok && t1.lucky[0] && !strcmp(best.cand.trace_hash, t1.lucky) && !best.confirmed.rounds,
+        "unconfirmed_lucky_wins", "without confirmation the lucky candidate (1 ns once) should be db best");
 
   timings t2 = {0};
   ok = tune(ctx, conf, 3, &t2, &best);
-  CHECK(ok && t2.lucky[0] && strcmp(best.cand.trace_hash, t2.lucky) != 0,
-        "with confirmation the lucky candidate is not db best");
-  CHECK(ok && best.confirmed.rounds == 5 && best.confirmed.median_ns >= 1000 &&
+  check(ok && t2.lucky[0] && strcmp(best.cand.trace_hash, t2.lucky) != 0, "confirmed_lucky_loses",
+        "with confirmation the lucky candidate is still db best");
+  check(ok && best.confirmed.rounds == 5 && best.confirmed.median_ns >= 1000 &&
             best.confirmed.median_ns < 2000,
-        "db best is a confirmed leader (%d rounds, %.0f ns)", best.confirmed.rounds,
+        "best_is_confirmed", "db best: %d rounds, %.0f ns", best.confirmed.rounds,
         best.confirmed.median_ns);
 
   /* The lucky record keeps its own timing and carries its confirmation beside it. */
@@ -116,16 +102,9 @@ int main(void) {
                   recs[i].confirmed.rounds == 5;
     pk_db_close(db);
   }
-  CHECK(found, "the lucky record: measured 1 ns, confirmed 5000 ns over 5 rounds");
+  check(found, "lucky_record_keeps_both", "want measured 1 ns, confirmed 5000 ns over 5 rounds");
 
-  remove(plain);
-  remove(conf);
-  for (const char *suffix = "-wal"; suffix; suffix = strcmp(suffix, "-wal") ? NULL : "-shm") {
-    remove(pk_sprintf(ctx, "%s%s", plain, suffix));
-    remove(pk_sprintf(ctx, "%s%s", conf, suffix));
-  }
-  rmdir(dir);
+  pk_test_tmpdir_remove();
   pk_ctx_free(ctx);
-  printf("%s\n", failures ? "FAILED" : "all passed");
-  return failures ? 1 : 0;
+  return pk_test_summary("test_tune_confirm");
 }

@@ -2,26 +2,16 @@
  * database holding another shape of its class, measures that shape's best config in its
  * first batch; with --no-transfer it does not. Timings come from the measurer's test hook
  * (the other shape's best is the last config it measured), so nothing here depends on
- * real timings. PASS/FAIL lines; exit 1 on a failure. */
+ * real timings. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "pk_test.h"
 #include "pk_tune.h"
 #include "pk_tunedb.h"
-
-static int failures;
-
-#define CHECK(cond, ...)              \
-  do {                                \
-    bool ok_ = (cond);                \
-    printf(ok_ ? "PASS " : "FAIL ");  \
-    printf(__VA_ARGS__);              \
-    printf("\n");                     \
-    if (!ok_) failures++;             \
-  } while (0)
 
 /* Same M and N, another K: their spaces have the same knobs and values. */
 static const char *const SHAPE_A =
@@ -94,37 +84,23 @@ static bool has_knobs(pk_ctx *ctx, const char *db_path, const char *knobs) {
 
 int main(void) {
   pk_ctx *ctx = pk_ctx_new();
-  char dir[] = "/tmp/pock-transfer-XXXXXX";
-  if (!mkdtemp(dir)) {
-    printf("FAIL mkdtemp\n");
-    return 1;
-  }
-  const char *with = pk_sprintf(ctx, "%s/with.db", dir), *without = pk_sprintf(ctx, "%s/without.db", dir);
+  if (pk_test_tmpdir_make("pock-transfer-") != 0) return 1;
+  const char *with = pk_test_path("with.db"), *without = pk_test_path("without.db");
   timings ta = {.last = 6}; /* shape A: the 6th generated config wins */
   bool ok = tune(ctx, with, SHAPE_A, 9, true, &ta) && ta.best_knobs[0];
-  CHECK(ok, "shape A tuned: its best is %s", ta.best_knobs);
-  char *bytes;
+  check(ok, "shape_a_tuned", "no best found for shape A");
   size_t len;
-  if (ok && pk_read_file(ctx, with, &bytes, &len) == PK_OK) { /* the same database twice */
-    FILE *f = fopen(without, "wb");
-    ok = f && fwrite(bytes, 1, len, f) == len;
-    if (f) ok &= fclose(f) == 0;
-  }
+  unsigned char *bytes = ok ? pk_test_read_file(with, &len) : NULL; /* the same database twice */
+  ok = bytes && pk_test_write_file(without, bytes, len) == 0;
+  free(bytes);
   timings tb = {.last = -1};
   ok = ok && tune(ctx, with, SHAPE_B, 5, true, &tb) && tune(ctx, without, SHAPE_B, 5, false, &tb);
-  CHECK(ok && has_knobs(ctx, with, ta.best_knobs),
-        "with transfer, shape B's first batch measures shape A's best config");
-  CHECK(ok && !has_knobs(ctx, without, ta.best_knobs),
-        "without transfer (--no-transfer), it does not");
+  check(ok && has_knobs(ctx, with, ta.best_knobs), "transfer_seeds_first_batch",
+        "shape B's first batch lacks shape A's best config %s", ta.best_knobs);
+  check(ok && !has_knobs(ctx, without, ta.best_knobs), "no_transfer_starts_fresh",
+        "without transfer shape B still measured shape A's best config");
 
-  for (int i = 0; i < 2; i++) {
-    const char *db = i ? without : with;
-    remove(db);
-    remove(pk_sprintf(ctx, "%s-wal", db));
-    remove(pk_sprintf(ctx, "%s-shm", db));
-  }
-  rmdir(dir);
+  pk_test_tmpdir_remove();
   pk_ctx_free(ctx);
-  printf("%s\n", failures ? "FAILED" : "all passed");
-  return failures ? 1 : 0;
+  return pk_test_summary("test_tune_transfer");
 }
