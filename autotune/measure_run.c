@@ -213,8 +213,9 @@ pk_status pk_measurer_confirm(pk_measurer *m, const pk_task *task, const pk_cand
     for (int i = 0; i < n; i++)
       if (jobs[i].is_extern && jobs[i].ready) rq.sgemm = jobs[i].sgemm;
     const char *str[5] = {task->canonical, rounds_list(run, jobs, n), "k0", mask, sig};
-    /* each candidate's own limit covers its rounds' timings many times over */
-    if (!ask_worker(m, &rq, str, m->settings.timeout_s * ready, &r, &by_budget)) {
+    /* a candidate's limit covered its one timing; each round is such a timing again (a
+     * kernel of a second a call takes a few seconds a round) */
+    if (!ask_worker(m, &rq, str, m->settings.timeout_s * ready * rounds, &r, &by_budget)) {
       break_measurer(m);
       s = pk_ctx_fail(m->ctx, PK_ERR_RUNTIME, "measurer: the measurement worker died");
     } else if (r.status == PK_MEAS_OK) {
