@@ -11,6 +11,7 @@
 #include "pk_test.h"
 #include "pk_tune.h"
 #include "pk_tunedb.h"
+#include "tune_test_util.h"
 
 static const char *const MATMUL_TE =
     "A = placeholder((32, 48), f32)\n"
@@ -37,26 +38,12 @@ static void fake_timing(void *arg, const pk_candidate *c, bool confirming, doubl
 
 /* Tunes the matmul into db (confirm_top leaders re-timed) and returns the database's best. */
 static bool tune(pk_ctx *ctx, const char *db, int confirm_top, timings *t, pk_record *best) {
-  pk_te_program *prog;
-  if (pk_te_parse(ctx, MATMUL_TE, strlen(MATMUL_TE), "mm.te", &prog) != PK_OK) return false;
   pk_tune_options o;
-  pk_tune_options_default(&o);
-  o.db = db;
+  pk_test_tune_options(&o, db, fake_timing, t);
   o.trials = 9; /* the baseline and two batches of 4 */
-  o.batch = 4;
   o.confirm_top = confirm_top;
-  o.measure.min_ns = 1000000; /* real timings are taken (and replaced): keep them short */
-#ifdef PK_TEST_CACHE_DIR
-  if (!getenv("POCK_CACHE_DIR")) o.measure.cc.cache_dir = PK_TEST_CACHE_DIR;
-#endif
-  o.measure.test_timing = fake_timing;
-  o.measure.test_timing_arg = t;
-  pk_tune_input in = {.n = 1, .progs = &prog};
   pk_tune_report rep;
-  if (pk_tune(ctx, &o, &in, &rep) != PK_OK) {
-    printf("FAIL pk_tune: %s\n", pk_ctx_error(ctx));
-    return false;
-  }
+  if (!pk_test_tune(ctx, MATMUL_TE, &o, &rep)) return false;
   *best = rep.tasks[0].best;
   printf("  confirm_top %d: %lld records, %d confirmed; best %s at %.0f ns (confirmed %.0f ns, "
          "%d rounds)\n", confirm_top, (long long)rep.committed, rep.tasks[0].confirmed,

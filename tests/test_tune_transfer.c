@@ -12,6 +12,7 @@
 #include "pk_test.h"
 #include "pk_tune.h"
 #include "pk_tunedb.h"
+#include "tune_test_util.h"
 
 /* Same M and N, another K: their spaces have the same knobs and values. */
 static const char *const SHAPE_A =
@@ -41,28 +42,13 @@ static void fake_timing(void *arg, const pk_candidate *c, bool confirming, doubl
 /* Tunes te into db (a checkpointed WAL file: pk_tune closes it). */
 static bool tune(pk_ctx *ctx, const char *db, const char *te, int64_t trials, bool transfer,
                  timings *t) {
-  pk_te_program *prog;
-  if (pk_te_parse(ctx, te, strlen(te), "mm.te", &prog) != PK_OK) return false;
   pk_tune_options o;
-  pk_tune_options_default(&o);
-  o.db = db;
+  pk_test_tune_options(&o, db, fake_timing, t);
   o.trials = trials;
-  o.batch = 4;
   o.confirm_top = 0;
   o.transfer = transfer;
-  o.measure.min_ns = 1000000;
-#ifdef PK_TEST_CACHE_DIR
-  if (!getenv("POCK_CACHE_DIR")) o.measure.cc.cache_dir = PK_TEST_CACHE_DIR;
-#endif
-  o.measure.test_timing = fake_timing;
-  o.measure.test_timing_arg = t;
-  pk_tune_input in = {.n = 1, .progs = &prog};
   pk_tune_report rep;
-  if (pk_tune(ctx, &o, &in, &rep) != PK_OK) {
-    printf("FAIL pk_tune: %s\n", pk_ctx_error(ctx));
-    return false;
-  }
-  return true;
+  return pk_test_tune(ctx, te, &o, &rep);
 }
 
 /* Whether shape B's records in db include one with these knobs. */
