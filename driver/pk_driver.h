@@ -18,7 +18,7 @@
 
 /* Stages, in order (names for --dump-after). */
 #define PK_DRIVER_STAGES \
-  "load, sparse, train, copy_elim, reorder, memplan, tasks, schedule, codegen, artifact"
+  "load, sparse, train, copy_elim, fuse, reorder, memplan, tasks, schedule, codegen, artifact"
 
 typedef struct pk_compile_options {
   const char *model;        /* graph JSON or ONNX (.onnx); with `graph`: a label, may be NULL */

@@ -34,4 +34,5 @@ static pk_status drv_pass(drv_state *S, pk_pass_kind kind) {
 }
 
 pk_status drv_pass_copy_elim(drv_state *S) { return drv_pass(S, PK_PASS_COPY_ELIM); }
+pk_status drv_pass_fuse(drv_state *S) { return drv_pass(S, PK_PASS_FUSE); }
 pk_status drv_pass_reorder(drv_state *S) { return drv_pass(S, PK_PASS_REORDER); }

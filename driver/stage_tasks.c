@@ -53,6 +53,7 @@ static pk_status check_node(drv_state *S, const pk_gnode *n) {
 }
 
 static const char *node_label(pk_ctx *ctx, const pk_gnode *n) {
+  if (n->fused) return pk_sprintf(ctx, "fused(%s)(%s)", n->fused, n->name);
   if (n->kind == PK_GNODE_GRAD)
     return pk_sprintf(ctx, "%s_grad%d(%s)", pk_op_name(n->op), n->grad_input, n->name);
   return pk_sprintf(ctx, "%s(%s)", pk_op_name(n->op), n->name);
@@ -175,9 +176,10 @@ pk_status pk_model_tasks_of(pk_ctx *ctx, const pk_compile_options *o, pk_model_t
   if (s == PK_OK) s = drv_load(&S);
   if (s == PK_OK && !o->inference) s = drv_sparse(&S);
   if (s == PK_OK) s = drv_train(&S);
-  /* the kernels the artifact will have: a copy elimination removes some (the order the
-   * reorder pass picks changes none) */
+  /* the kernels the artifact will have: copy elimination removes some, fusion makes
+   * chains one kernel (the order the reorder pass picks changes none) */
   if (s == PK_OK) s = drv_pass_copy_elim(&S);
+  if (s == PK_OK) s = drv_pass_fuse(&S);
   if (s == PK_OK) s = drv_tasks(&S);
   if (s != PK_OK) return s;
   memset(out, 0, sizeof *out);

@@ -148,8 +148,10 @@ pk_status pk_memplan_build(const pk_graph *g, const int64_t *workspace, pk_mempl
   }
   if (g->output >= 0 && g->output < nt) mp->last[g->output] = nn;
   if (g->loss >= 0 && g->loss < nt) mp->last[g->loss] = nn;
-  for (int t = 0; t < nt; t++)
+  for (int t = 0; t < nt; t++) {
     if (mp->region[t] != PK_REGION_ARENA) mp->first[t] = -1, mp->last[t] = nn;
+    else if (g->tensors[t]->fused_away) mp->size[t] = 0; /* computed inside its reader */
+  }
 
   /* Persistent regions and IO: one slot each, in tensor order. */
   for (int t = 0; t < nt; t++) {

@@ -61,6 +61,8 @@ typedef struct pk_gtensor {
   int ndim;
   int64_t shape[PK_TE_MAX_DIMS];
   int producer;             /* node id, -1 for inputs, labels, params, state, hyper */
+  bool fused_away;          /* inlined into its one reader by the fuse pass: no node makes or
+                               reads it, and it has no storage */
   /* INPUT: */
   bool no_batch;            /* no batch dim: one value per step shared by every row (a mask,
                                a position table); else dim 0 is the batch */
@@ -100,6 +102,8 @@ typedef struct pk_gnode {
   int noutputs;
   int *outputs;             /* tensor ids = the program's computes, in order */
   pk_te_program *prog;      /* built when the node is added */
+  const char *fused;        /* NULL; after the fuse pass, the chain it computes ("add+relu"):
+                               prog is then that chain's one program, op the last one's */
 } pk_gnode;
 
 typedef struct pk_graph {

@@ -48,8 +48,9 @@ char *pk_graph_print(pk_ctx *ctx, const pk_graph *g) {
     const pk_gnode *n = g->nodes[k];
     pk_strbuf_printf(&b, "  #%d %-8s ", k, pk_phase_name(n->phase));
     put_ids(&b, n->noutputs, n->outputs);
-    pk_strbuf_printf(&b, " = %s", pk_op_name(n->op));
-    if (n->kind == PK_GNODE_GRAD) pk_strbuf_printf(&b, ".grad%d", n->grad_input);
+    if (n->fused) pk_strbuf_printf(&b, " = fused(%s)", n->fused);
+    else pk_strbuf_printf(&b, " = %s", pk_op_name(n->op));
+    if (n->kind == PK_GNODE_GRAD && !n->fused) pk_strbuf_printf(&b, ".grad%d", n->grad_input);
     pk_strbuf_append(&b, "(");
     put_ids(&b, n->ninputs, n->inputs);
     pk_strbuf_printf(&b, ")  # %s\n", n->name);

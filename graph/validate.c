@@ -27,7 +27,7 @@ static pk_status check_tensor(pk_graph *g, int i) {
   if (t->producer < -1 || t->producer >= g->nnodes)
     return FAIL("tensor '%s' names a producer node %d that does not exist", t->name, t->producer);
   /* an alias (graph/passes/copy_elim.c) is produced by its base's producer */
-  if (t->producer < 0 && produced_role(t->role) && t->base < 0)
+  if (t->producer < 0 && produced_role(t->role) && t->base < 0 && !t->fused_away)
     return FAIL("%s '%s' is never produced by a node", pk_role_name(t->role), t->name);
   if (t->producer >= 0 && !produced_role(t->role) && t->base < 0)
     return FAIL("%s '%s' is produced by node '%s' but has no storage base to write into",
@@ -115,6 +115,8 @@ pk_status pk_graph_validate(pk_graph *g) {
       if (t < 0 || t >= g->ntensors)
         return FAIL("node '%s' input %d is a dangling tensor id %d", n->name, i, t);
       const pk_gtensor *gt = g->tensors[t];
+      if (gt->fused_away)
+        return FAIL("node '%s' reads '%s', which was fused into another node", n->name, gt->name);
       int made_by = gt->producer >= 0 ? gt->producer : g->tensors[root_of(g, t)]->producer;
       if (made_by >= k)
         return FAIL("node '%s' reads '%s' before it is produced (node order is not "

@@ -155,6 +155,17 @@ char *pk_te_print(pk_ctx *ctx, const pk_te_program *p);
 /* One expression in canonical form (for messages and comments). */
 char *pk_te_print_expr(pk_ctx *ctx, const pk_expr *e);
 
+/* ---- fusion (te/fuse.c; the graph's fusion pass) ----
+ * Inlines producer into consumer: both compute one elementwise tensor (no reduction, no
+ * scatter); consumer tensor `slot` is a placeholder of the producer's result's shape and
+ * dtype, read once per element. The result reads the producer's placeholders (in order),
+ * then the consumer's other placeholders in order, except those with share[i] >= 0 (NULL:
+ * none), which read the producer's placeholder share[i] instead (the same tensor in the
+ * caller's graph); it computes the consumer's tensor. Checked (pk_te_check) before it is
+ * returned. PK_ERR_UNSUPPORTED when the programs are not of that form. */
+pk_status pk_te_fuse(pk_ctx *ctx, const pk_te_program *producer, const pk_te_program *consumer,
+                     int slot, const int *share, pk_te_program **out);
+
 /* ---- queries ---- */
 int64_t pk_te_tensor_numel(const pk_te_tensor *t);
 bool pk_dtype_is_float(pkrt_dtype t);

@@ -3,9 +3,10 @@
 # digits CNN and MLP and the tiny example models (examples/models: MobileNetV2, ResNet,
 # BERT, LLaMA) under several sparse schemes and optimizers, `pock compile --passes all`
 # and `--passes none` are trained 10 steps on the same rows (--no-shuffle) and the saved
-# weights must agree (f32 within 1e-5 relative; the passes only remove copies and move
-# nodes, so they are in fact bit for bit the same). Also checks that the passes did
-# something (fewer kernels with copy_elim) and the --passes and --dump-after errors.
+# weights must agree (f32 within 1e-5 relative; copy elimination and reordering keep every
+# bit, fusion may round differently: the compiler contracts a*b+c across what were two
+# kernels). Also checks that the passes did something (fewer kernels with copy_elim, fused
+# chains) and the --passes and --dump-after errors.
 # The tiny models need a Python with onnx, torch and numpy ($POCK_ONNX_PYTHON, else
 # python3): without one only the digits cases run.
 #   test_passes_equiv.sh POCK POCK_RT SOURCE_DIR
@@ -77,9 +78,13 @@ expect report_off 0 "pass copy_elim +off" \
   "$pock" compile "$D/models/cnn.json" --batch 4 --passes reorder --verbose --dump-after reorder
 expect dump_after_pass 0 "nodes=(39|40)" \
   "$pock" compile "$D/models/cnn.json" --batch 4 --dump-after copy_elim
-expect passes_unknown 2 "unknown pass 'fusion' \(all, none, or a comma list of: copy_elim, reorder\)" \
+expect passes_unknown 2 "unknown pass 'fusion' \(all, none, or a comma list of: copy_elim, fuse, reorder\)" \
   "$pock" compile "$D/models/cnn.json" --passes copy_elim,fusion -o x.pock
 expect list_passes 0 "^copy_elim .*alias" "$pock" compile --list-passes
+expect fuse_cnn 0 "pass fuse +nodes 39 -> 38, .*: 1 elementwise node inlined" \
+  "$pock" compile "$D/models/cnn.json" --batch 4 --verbose --dump-after reorder
+expect dump_after_fuse 0 "= fused\(mean_grad0\+relu_grad0\)" \
+  "$pock" compile "$D/models/cnn.json" --batch 4 --dump-after fuse
 expect passes_twice 2 "'reorder' is listed twice" \
   "$pock" compile "$D/models/cnn.json" --passes reorder,reorder -o x.pock
 [ -e x.pock ] && fail passes_error_wrote "x.pock exists"
@@ -119,6 +124,8 @@ case_ bert_full m/bert.onnx "--data bert_ids.npy,bert_mask.npy:bert_y.npy"
 case_ bert_last2 m/bert.onnx "--data bert_ids.npy,bert_mask.npy:bert_y.npy" \
   --sparse "$src/examples/minilm/specs/last2.json"
 case_ llama_full m/llama.onnx "--data llama_ids.npy:llama_y.npy"
+expect fuse_llama 0 "pass fuse +nodes [0-9]+ -> [0-9]+, .*: [1-9][0-9]* elementwise nodes inlined" \
+  "$pock" compile m/llama.onnx --batch 4 --verbose --dump-after reorder
 case_ llama_pockengine m/llama.onnx "--data llama_ids.npy:llama_y.npy" \
   --sparse "$src/examples/llama/specs/pockengine.json"
 finish

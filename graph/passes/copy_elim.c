@@ -18,7 +18,7 @@ static int64_t numel_range(const int64_t *shape, int from, int to) {
  * order, returns true. Decided from the op's gradient rule (te/ops), which is a plain read
  * of dY in exactly these cases. */
 static bool copy_of_input(const pk_graph *g, const pk_gnode *n, int64_t *off) {
-  if (n->kind != PK_GNODE_GRAD || n->ninputs != 1 || n->noutputs != 1) return false;
+  if (n->kind != PK_GNODE_GRAD || n->fused || n->ninputs != 1 || n->noutputs != 1) return false;
   const pk_gtensor *x = g->tensors[n->outputs[0]], *dy = g->tensors[n->inputs[0]];
   if (x->dtype != dy->dtype) return false;
   int64_t nx = pk_gtensor_numel(x), ny = pk_gtensor_numel(dy);

@@ -10,6 +10,10 @@ static const pk_pass_info table[PK_PASS_COUNT_] = {
                            "gradients that are copies, reshapes or contiguous slices of "
                            "another tensor alias it (no kernel, no buffer)",
                            pk_pass_copy_elim},
+    [PK_PASS_FUSE] = {"fuse",
+                      "chains of elementwise nodes (bias, activation, residual add, their "
+                      "gradients) become one kernel; the intermediates take no memory",
+                      pk_pass_fuse},
     [PK_PASS_REORDER] = {"reorder",
                          "a topological order with a lower planned arena peak (kept only "
                          "when lower)",
