@@ -117,7 +117,7 @@ pk_status pk_te_fuse(pk_ctx *ctx, const pk_te_program *producer, const pk_te_pro
   for (int i = 0; i < producer->ntensors; i++) {
     const pk_te_tensor *t = producer->tensors[i];
     if (t->kind == PK_TE_PLACEHOLDER)
-      F.prod_tensor[i] = pk_te_placeholder(ctx, p, t->name, t->ndim, t->shape, t->dtype);
+      F.prod_tensor[i] = pk_te_placeholder(ctx, p, NULL, t->ndim, t->shape, t->dtype);
   }
   for (int i = 0; i < consumer->ntensors; i++) {
     const pk_te_tensor *t = consumer->tensors[i];
@@ -129,12 +129,13 @@ pk_status pk_te_fuse(pk_ctx *ctx, const pk_te_program *producer, const pk_te_pro
                            "placeholder", i, s);
       F.cons_tensor[i] = F.prod_tensor[s];
     } else {
-      F.cons_tensor[i] = pk_te_placeholder(ctx, p, t->name, t->ndim, t->shape, t->dtype);
+      F.cons_tensor[i] = pk_te_placeholder(ctx, p, NULL, t->ndim, t->shape, t->dtype);
     }
   }
   const char *names[PK_TE_MAX_DIMS];
   for (int d = 0; d < cc->ndim; d++) names[d] = cc->axes[d]->name;
-  pk_te_tensor *c = pk_te_compute(ctx, p, cc->name, cc->ndim, cc->shape, names);
+  /* names "t<id>": the two programs' names may clash, and canonical text has none */
+  pk_te_tensor *c = pk_te_compute(ctx, p, NULL, cc->ndim, cc->shape, names);
   for (int d = 0; d < cc->ndim; d++) {
     F.axis_from[F.naxes] = cc->axes[d];
     F.axis_to[F.naxes++] = pk_expr_axis(ctx, c->axes[d]);
