@@ -150,17 +150,20 @@ def parse_memory(text):
     return (int(arena.group(1)) if arena else None, int(bp.group(1)) if bp else None)
 
 
-def compile_pock(pock, src, spec, batch, out, db=None):
-    """pock compile with --print-memory: {"arena", "bp", "seconds"} or {"error"}."""
+def compile_pock(pock, src, spec, batch, out, db=None, extra=()):
+    """pock compile with --print-memory (and extra options): {"arena", "bp", "kernels",
+    "seconds"} or {"error"}."""
     t0 = time.time()
     cmd = [pock, "compile", src, "--batch", str(batch), "--sparse", spec, "--print-memory",
-           "-o", out] + (["--db", db] if db else [])
+           "-o", out] + (["--db", db] if db else []) + list(extra)
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         msg = (p.stderr.strip() or "exit %d" % p.returncode).splitlines()[-1]
         return {"error": "pock compile: " + msg}
     arena, bp = parse_memory(p.stdout + p.stderr)
-    return {"arena": arena, "bp": bp, "seconds": time.time() - t0}
+    k = re.search(r": (\d+) kernels", p.stdout + p.stderr)
+    return {"arena": arena, "bp": bp, "kernels": int(k.group(1)) if k else None,
+            "seconds": time.time() - t0}
 
 
 def pock_resolution(pock, src, spec, batch):
