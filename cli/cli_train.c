@@ -58,6 +58,10 @@ static const char train_help[] =
     "  --max-steps N           stop after N steps of this run (then resume later)\n"
     "  --metrics M.jsonl       one JSON object per epoch (appended to when resuming): loss,\n"
     "                          acc, ms_per_step, lr, ms_median, peak_rss_kb, ...\n"
+    "  --cache-frozen          keep each row's results of the frozen prefix the first time\n"
+    "                          it is trained on; later steps on it skip those layers (an\n"
+    "                          artifact from `pock compile --cache-frozen`; docs/runtime.md)\n"
+    "  --cache-budget MIB      the most memory that cache may take (default 1024 MiB)\n"
     "  --scale X               multiply every feature by X (digits: 0.0625)\n"
     "  --label-column K        0-based label column of a CSV; negative counts from the end\n"
     "  --weights W.pkw         start from these weights instead of the artifact's\n"
@@ -109,6 +113,8 @@ typedef struct run_options {
   double lr, scale;
   bool scores;
   bool no_shuffle;          /* train: rows in file order every epoch */
+  bool cache_frozen;        /* train: cache the frozen prefix per row */
+  int64_t cache_budget_mib; /* its budget (0: the default) */
 } run_options;
 
 /* Prints "PROG: <message>" and the pointer to --help; returns the usage exit code. */
@@ -148,6 +154,7 @@ static const int_opt int_opts[] = {
     {"--max-steps", offsetof(run_options, max_steps), 1, INT64_MAX, true},
     {"--warmup-steps", offsetof(run_options, warmup_steps), 1, INT32_MAX, true},
     {"--label-column", offsetof(run_options, label_column), -100000, 100000, false},
+    {"--cache-budget", offsetof(run_options, cache_budget_mib), 1, (int64_t)1 << 30, true},
 };
 
 /* String options and the modes that take them. */
@@ -227,6 +234,10 @@ static int parse_options(const char *prog, int argc, char **argv, mode md, run_o
       o->no_shuffle = true;
       continue;
     }
+    if (md == MODE_TRAIN && !strcmp(a, "--cache-frozen")) {
+      o->cache_frozen = true;
+      continue;
+    }
     int rc = parse_valued(o, cmd, argc, argv, &i);
     if (rc < 0) return usage(o, "%s: unknown option '%s'", cmd, a);
     if (rc != EXIT_OK) return rc;
@@ -236,6 +247,8 @@ static int parse_options(const char *prog, int argc, char **argv, mode md, run_o
   if (md == MODE_TRAIN && !o->epochs) return usage(o, "train: --epochs N is required");
   if (o->every && !o->checkpoint)
     return usage(o, "train: --checkpoint-every needs --checkpoint C.ckpt");
+  if (o->cache_budget_mib && !o->cache_frozen)
+    return usage(o, "train: --cache-budget needs --cache-frozen");
   if (o->weights && o->resume)
     return usage(o, "train: --weights and --resume both set the weights; give one");
   return EXIT_OK;
@@ -262,7 +275,9 @@ static int train(const run_options *o, pkrt_model *m, const pkrt_dataset *data,
                           .val = val, .save_path = o->save, .metrics_path = o->metrics,
                           .stop = &stop_requested, .checkpoint_path = o->checkpoint,
                           .checkpoint_every = o->every, .resume_path = o->resume,
-                          .max_steps = o->max_steps, .warmup_steps = o->warmup_steps};
+                          .max_steps = o->max_steps, .warmup_steps = o->warmup_steps,
+                          .cache_frozen = o->cache_frozen,
+                          .cache_budget = o->cache_budget_mib * ((int64_t)1 << 20)};
   pkrt_train_result r;
   fflush(stdout);
   if (pkrt_train_run(m, data, &t, &r) != 0) return fail(o, "%s", pkrt_model_error(m));

@@ -45,6 +45,10 @@ static const char compile_help[] =
     "                        " PK_PASS_NAMES " (docs/passes.md)\n"
     "  --verbose             a line per pass: nodes and planned arena before and after\n"
     "  --list-passes         print the passes, in the order they run, and exit\n"
+    "  --cache-frozen        run the frozen prefix (layers before the first trained one)\n"
+    "                        first and let `train --cache-frozen` cache its results per\n"
+    "                        sample (docs/runtime.md); refused with the reason where the\n"
+    "                        model has none, or it has dropout or training-mode batch norm\n"
     "  --target T            what to build for (docs/targets.md): c, 'c -march=CPU',\n"
     "                        'c -mcpu=CPU' (default c: this machine)\n"
     "  --cc CC               the C compiler (a cross compiler builds for its machine)\n"
@@ -70,6 +74,7 @@ static int parse_options(int argc, char **argv, pk_compile_options *o,
     if (!strcmp(a, "--inference")) { o->inference = true; continue; }
     if (!strcmp(a, "--print-memory")) { o->print_memory = true; continue; }
     if (!strcmp(a, "--verbose")) { o->verbose = true; continue; }
+    if (!strcmp(a, "--cache-frozen")) { o->cache_frozen = true; continue; }
     if (a[0] != '-' || !a[1]) {
       if (o->model) return pk_cli_usage("compile: one MODEL expected, got '%s' and '%s'", o->model, a);
       o->model = a;

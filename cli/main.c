@@ -30,7 +30,7 @@ static const char usage[] =
     "                           [--scale X] [--label-column K] [--weights W.pkw]\n"
     "                           [--checkpoint C.ckpt [--checkpoint-every N]] [--resume C.ckpt]\n"
     "                           [--max-steps N] [--warmup-steps N] [--trusted-key KEY]\n"
-    "                           [--no-shuffle]\n"
+    "                           [--no-shuffle] [--cache-frozen]\n"
     "                           (as `pock-rt train`)\n"
     "  eval OUT.pock --data FILE   loss and accuracy [--weights W.pkw] [--scale X]\n"
     "                           [--label-column K] [--threads T] [--trusted-key KEY]\n"

@@ -64,6 +64,7 @@ typedef struct drv_state {
   pk_graph *g;                /* train: the training graph (or the inference graph) */
   drv_layout *layout;         /* per tensor of g */
   const char *pass_report;    /* passes: one line per pass stage (NULL before any) */
+  pk_frozen_prefix *frozen;   /* frozen: the prefix run first (cache_frozen), or NULL */
   pk_memplan *mp;             /* memplan */
   int nkernels;               /* tasks */
   drv_kernel *kernels;
@@ -97,6 +98,8 @@ pk_status drv_layouts(drv_state *S);
 pk_status drv_pass_copy_elim(drv_state *S);
 pk_status drv_pass_fuse(drv_state *S);
 pk_status drv_pass_reorder(drv_state *S);
+/* With o->cache_frozen: the frozen prefix first (pk_graph_frozen_prefix) into S->frozen. */
+pk_status drv_frozen(drv_state *S);
 
 /* ---- stage_tasks.c ---- */
 pk_status drv_memplan(drv_state *S);

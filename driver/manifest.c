@@ -215,6 +215,17 @@ pk_status drv_manifest(drv_state *S) {
   }
   cJSON_AddItemToObject(plans, "infer", plan_json(S, DRV_PLAN_INFER));
   cJSON_AddItemToObject(m, "plans", plans);
+  if (S->frozen) { /* --cache-frozen: the train plan's first prefix_steps steps are the prefix */
+    cJSON *c = cJSON_CreateObject(), *ts = cJSON_CreateArray(), *rows = cJSON_CreateArray();
+    cJSON_AddNumberToObject(c, "prefix_steps", S->frozen->nnodes);
+    for (int i = 0; i < S->frozen->ntensors; i++) {
+      cJSON_AddItemToArray(ts, cJSON_CreateNumber(S->frozen->tensors[i]));
+      cJSON_AddItemToArray(rows, cJSON_CreateBool(S->frozen->per_row[i]));
+    }
+    cJSON_AddItemToObject(c, "tensors", ts);
+    cJSON_AddItemToObject(c, "per_row", rows);
+    cJSON_AddItemToObject(m, "cache", c);
+  }
 
   char *text = cJSON_Print(m);
   cJSON_Delete(m);

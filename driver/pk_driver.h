@@ -18,7 +18,7 @@
 
 /* Stages, in order (names for --dump-after). */
 #define PK_DRIVER_STAGES \
-  "load, sparse, train, copy_elim, fuse, reorder, memplan, tasks, schedule, codegen, artifact"
+  "load, sparse, train, copy_elim, fuse, reorder, frozen, memplan, tasks, schedule, codegen, artifact"
 
 typedef struct pk_compile_options {
   const char *model;        /* graph JSON or ONNX (.onnx); with `graph`: a label, may be NULL */
@@ -44,6 +44,10 @@ typedef struct pk_compile_options {
    * pass names; each pass is a stage, so it can be measured alone */
   const char *passes;
   bool verbose;             /* a line per pass stage to `log` */
+  /* the frozen prefix (pk_graph_frozen_prefix) runs first and the artifact says which
+   * tensors the runtime may cache per sample (`--cache-frozen`); refused with the reason
+   * when the model has none */
+  bool cache_frozen;
   /* overrides of the model file's training object (NAN/negative: keep) */
   double lr;
   const char *optimizer;    /* "sgd", "adam", "adamw" or NULL */

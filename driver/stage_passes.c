@@ -34,5 +34,17 @@ static pk_status drv_pass(drv_state *S, pk_pass_kind kind) {
 }
 
 pk_status drv_pass_copy_elim(drv_state *S) { return drv_pass(S, PK_PASS_COPY_ELIM); }
+pk_status drv_frozen(drv_state *S) {
+  if (!S->o->cache_frozen) return PK_OK;
+  if (S->o->inference)
+    return pk_ctx_fail(S->ctx, PK_ERR_USAGE, "compile: --cache-frozen is for training artifacts");
+  S->frozen = pk_alloc(S->ctx, sizeof *S->frozen);
+  pk_status s = pk_graph_frozen_prefix(S->g, S->frozen);
+  if (s == PK_OK && S->o->verbose)
+    fprintf(S->log, "frozen prefix: %d of %d nodes, %d tensors cached\n", S->frozen->nnodes,
+            S->g->nnodes, S->frozen->ntensors);
+  return s;
+}
+
 pk_status drv_pass_fuse(drv_state *S) { return drv_pass(S, PK_PASS_FUSE); }
 pk_status drv_pass_reorder(drv_state *S) { return drv_pass(S, PK_PASS_REORDER); }

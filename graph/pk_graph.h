@@ -298,4 +298,22 @@ void pk_memplan_set_workspace(pk_memplan *mp, const pk_graph *g, const int64_t *
  * gradients and optimizer state, each as its naive sum, and their total. */
 char *pk_memplan_print(pk_ctx *ctx, const pk_graph *g, const pk_memplan *mp);
 
+/* ---- the frozen prefix (frozen_prefix.c: `--cache-frozen`, docs/runtime.md) ----
+ * The forward nodes that read only inputs, frozen weights, constants and each other's
+ * results give the same results every epoch for the same rows: the runtime computes them
+ * once per sample and reuses what the rest of the step reads from them. */
+typedef struct pk_frozen_prefix {
+  int nnodes;     /* the prefix: nodes [0, nnodes) of the order once this returns */
+  int ntensors;   /* its boundary: results of the prefix the nodes after it read */
+  int *tensors;   /* their tensor ids */
+  bool *per_row;  /* [i]: depends on the input rows (dim 0 is the batch: one row per
+                     sample); else the same every step (made from weights and constants) */
+} pk_frozen_prefix;
+/* Finds the prefix and reorders g to run it first (a legal order: nothing in the prefix
+ * reads what a later node writes). PK_ERR_UNSUPPORTED with the reason when there is none
+ * (the first layer trains), when a node with frozen inputs still changes every step
+ * (dropout, batch norm in training mode), or a boundary tensor that depends on the rows
+ * does not start with the batch dimension. */
+pk_status pk_graph_frozen_prefix(pk_graph *g, pk_frozen_prefix *out);
+
 #endif

@@ -591,6 +591,48 @@ static pkrt_status check_signature(parser *P, rt_manifest *mf, int p, int s) {
   return PKRT_OK;
 }
 
+/* "cache" (optional; `pock compile --cache-frozen`): {"prefix_steps": K, "tensors": [ids],
+ * "per_row": [bools]}: the train plan's first K steps are the frozen prefix, the tensors
+ * its results that later steps read (arena tensors with storage of their own; per-row
+ * ones start with the batch dimension). */
+static pkrt_status parse_cache(parser *P, const cJSON *root, rt_manifest *mf) {
+  const cJSON *c = get(root, "cache");
+  if (!c || cJSON_IsNull(c)) return PKRT_OK;
+  if (!cJSON_IsObject(c)) return fail(P, "cache: must be an object");
+  if (!mf->train) return fail(P, "cache: an inference artifact has no training step to cache");
+  int64_t k;
+  if (!get_int(P, c, "cache", "prefix_steps", 1, mf->plans[RT_PLAN_TRAIN].n - 1, 1, 0, &k))
+    return P->st;
+  const cJSON *ts = get(c, "tensors"), *rows = get(c, "per_row");
+  if (!cJSON_IsArray(ts) || !cJSON_IsArray(rows) ||
+      cJSON_GetArraySize(ts) != cJSON_GetArraySize(rows) || cJSON_GetArraySize(ts) < 1)
+    return fail(P, "cache: tensors and per_row must be arrays of one length >= 1");
+  int n = cJSON_GetArraySize(ts);
+  mf->cache_tensors = pkrt_arena_alloc(P->a, sizeof(int) * (size_t)n, 0);
+  mf->cache_per_row = pkrt_arena_alloc(P->a, sizeof(bool) * (size_t)n, 0);
+  if (!mf->cache_tensors || !mf->cache_per_row)
+    return pkrt_ctx_fail(P->rt, PKRT_ERR_NOMEM, "manifest: out of memory");
+  const cJSON *t = ts->child, *r = rows->child;
+  for (int i = 0; i < n; i++, t = t->next, r = r->next) {
+    int64_t v;
+    if (!as_int(t, 0, mf->ntensors - 1, &v))
+      return fail(P, "cache.tensors[%d]: must be a tensor index in [0, %d]", i, mf->ntensors - 1);
+    const rt_tensor *x = &mf->tensors[v];
+    if (x->region != RT_REGION_ARENA || x->base >= 0 || x->view)
+      return fail(P, "cache.tensors[%d]: tensor '%s' is not an arena tensor with storage of "
+                  "its own", i, x->name);
+    if (!cJSON_IsBool(r)) return fail(P, "cache.per_row[%d]: must be true or false", i);
+    mf->cache_per_row[i] = cJSON_IsTrue(r);
+    if (mf->cache_per_row[i] && (x->ndim < 1 || x->shape[0] != mf->batch))
+      return fail(P, "cache.tensors[%d]: tensor '%s' is per row but does not start with the "
+                  "batch dimension (%lld)", i, x->name, (long long)mf->batch);
+    mf->cache_tensors[i] = (int)v;
+  }
+  mf->ncache = n;
+  mf->cache_prefix = (int)k;
+  return PKRT_OK;
+}
+
 static pkrt_status parse_plans(parser *P, const cJSON *root, rt_manifest *mf) {
   const cJSON *plans = get(root, "plans");
   if (!cJSON_IsObject(plans)) return fail(P, "plans: missing or not an object");
@@ -746,7 +788,7 @@ static pkrt_status parse_root(parser *P, const cJSON *root, size_t weights_bytes
     if (parse_tensor(P, t, i, mf) != PKRT_OK) return P->st;
   if (check_bases(P, mf) != PKRT_OK || parse_io(P, root, mf) != PKRT_OK ||
       parse_kernels(P, root, mf) != PKRT_OK || parse_optimizer(P, root, mf) != PKRT_OK ||
-      parse_plans(P, root, mf) != PKRT_OK)
+      parse_plans(P, root, mf) != PKRT_OK || parse_cache(P, root, mf) != PKRT_OK)
     return P->st;
   return PKRT_OK;
 }

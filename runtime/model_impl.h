@@ -126,6 +126,13 @@ typedef struct rt_manifest {
   rt_extern *externs;
   rt_optimizer opt;
   rt_plan plans[RT_PLAN_COUNT_];
+  /* "cache" (`pock compile --cache-frozen`): the train plan's steps [0, cache_prefix) are
+   * the frozen prefix (0: no section); cache_tensors[i] the results of it later steps
+   * read, cache_per_row[i] when they hold one row per sample (dim 0 is the batch) */
+  int cache_prefix;
+  int ncache;
+  int *cache_tensors;
+  bool *cache_per_row;
   /* fingerprint.must_match */
   const char *arch;             /* NULL when absent */
   int nisa;
@@ -184,5 +191,30 @@ static inline unsigned char *rt_tensor_base(const pkrt_model *m, const rt_tensor
 RT_INTERNAL double rt_lr_at(const rt_optimizer *o, double base_lr, int64_t t);
 /* Runs one plan's steps; errors name the plan, step, node and kernel. */
 RT_INTERNAL pkrt_status rt_plan_run(pkrt_model *m, rt_plan_kind p);
+/* Steps [from, to) of plan p (present). */
+RT_INTERNAL pkrt_status rt_plan_run_steps(pkrt_model *m, rt_plan_kind p, int from, int to);
+/* A training step in parts (pkrt_model_train_step is begin, the train plan, end; the
+ * frozen-prefix cache runs the plan in two ranges): begin writes H and the dropout step,
+ * end counts the step and reads the loss. */
+RT_INTERNAL void rt_train_begin(pkrt_model *m);
+RT_INTERNAL void rt_train_end(pkrt_model *m, double *loss);
+
+/* ---- frozen_cache.c: `--cache-frozen` (docs/runtime.md, "Caching the frozen prefix") ----
+ * The artifact's "cache" section says the train plan's first cache_prefix steps are the
+ * frozen prefix and which of its results the later steps read. The cache keeps those per
+ * dataset row (and once for results that do not depend on the rows); a step whose rows
+ * are all cached copies them in and runs only the rest of the plan. */
+typedef struct rt_frozen_cache rt_frozen_cache;
+/* For a dataset of `rows` rows, within budget bytes (0: PKRT_CACHE_DEFAULT_BUDGET). Refuses
+ * an artifact without the section and a cache over the budget, naming both sizes. */
+RT_INTERNAL pkrt_status rt_frozen_cache_new(pkrt_model *m, int64_t rows, int64_t budget,
+                                            rt_frozen_cache **out);
+/* One training step on rows idx[first .. first + valid) (idx NULL: first.. in order), fed
+ * already: as pkrt_model_train_step, the prefix taken from the cache or computed and kept. */
+RT_INTERNAL pkrt_status rt_frozen_cache_step(rt_frozen_cache *c, const int64_t *idx,
+                                             int64_t first, int64_t valid, double *loss);
+RT_INTERNAL int64_t rt_frozen_cache_bytes(const rt_frozen_cache *c);
+RT_INTERNAL int64_t rt_frozen_cache_hits(const rt_frozen_cache *c); /* steps from the cache */
+RT_INTERNAL void rt_frozen_cache_free(rt_frozen_cache *c);
 
 #endif

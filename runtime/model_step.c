@@ -143,8 +143,13 @@ pkrt_status rt_plan_run(pkrt_model *m, rt_plan_kind p) {
   if (!plan->present)
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "this model has no '%s' plan%s",
                          rt_plan_names[p], m->mf.train ? "" : " (inference artifact)");
+  return rt_plan_run_steps(m, p, 0, plan->n);
+}
+
+pkrt_status rt_plan_run_steps(pkrt_model *m, rt_plan_kind p, int from, int to) {
+  const rt_plan *plan = &m->mf.plans[p];
   pkrt_exec_ctx *exec = pkrt_ctx_exec(m->rt);
-  for (int s = 0; s < plan->n; s++) {
+  for (int s = from; s < to; s++) {
     const rt_step *st = &plan->steps[s];
     const rt_kernel *K = &m->mf.kernels[st->kernel];
     if (K->ext >= 0) { /* backend switching: the extern that won tuning (checked at open) */
@@ -186,11 +191,8 @@ int pkrt_model_set_seed(pkrt_model *m, uint64_t seed) {
   return PKRT_OK;
 }
 
-int pkrt_model_train_step(pkrt_model *m, double *loss) {
-  if (!m) return PKRT_ERR_INPUT;
+void rt_train_begin(pkrt_model *m) {
   const rt_manifest *mf = &m->mf;
-  if (!mf->train)
-    return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "this is an inference artifact: it cannot train");
   /* H = (lr, Adam's bias corrections, micro-step): with accumulation the kernels add each
    * step's gradient and update only on the group's last micro-step */
   int64_t t = opt_step(&mf->opt, m->steps), k = mf->opt.accum_steps > 1 ? mf->opt.accum_steps : 1;
@@ -201,10 +203,21 @@ int pkrt_model_train_step(pkrt_model *m, double *loss) {
   store(hb, h->dtype, 2, 1 - pow(mf->opt.beta2, (double)t));
   store(hb, h->dtype, 3, (double)(m->steps % k));
   write_rng(m, t);
-  pkrt_status st = rt_plan_run(m, RT_PLAN_TRAIN);
-  if (st != PKRT_OK) return st;
+}
+
+void rt_train_end(pkrt_model *m, double *loss) {
   m->steps++;
   if (loss) *loss = read_loss(m);
+}
+
+int pkrt_model_train_step(pkrt_model *m, double *loss) {
+  if (!m) return PKRT_ERR_INPUT;
+  if (!m->mf.train)
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "this is an inference artifact: it cannot train");
+  rt_train_begin(m);
+  pkrt_status st = rt_plan_run(m, RT_PLAN_TRAIN);
+  if (st != PKRT_OK) return st;
+  rt_train_end(m, loss);
   return PKRT_OK;
 }
 

@@ -278,6 +278,8 @@ typedef struct loop {
   int64_t start_steps;          /* the model's step count when this run began */
   prng rng;
   rt_loop_state ls;             /* the position a checkpoint records; ls.perm is perm */
+  rt_frozen_cache *cache;       /* --cache-frozen, or NULL */
+  int64_t epoch_ns;             /* step time of the current epoch */
 } loop;
 
 static bool should_stop(const loop *L) {
@@ -308,7 +310,9 @@ static pkrt_status run_epoch(loop *L, int epoch, double *loss, double *acc, bool
     int64_t t0 = pkrt_now_ns();
     double l;
     pkrt_status st = feed(m, d, L->perm, first, valid, L->labels);
-    if (st == PKRT_OK) st = (pkrt_status)pkrt_model_train_step(m, &l);
+    if (st == PKRT_OK)
+      st = L->cache ? rt_frozen_cache_step(L->cache, L->perm, first, valid, &l)
+                    : (pkrt_status)pkrt_model_train_step(m, &l);
     if (st != PKRT_OK) return st;
     /* The step's update ran in place, so the weights may already hold inf or NaN: stop
      * with an error, and the caller saves neither weights nor checkpoint (the files of
@@ -320,6 +324,7 @@ static pkrt_status run_epoch(loop *L, int epoch, double *loss, double *acc, bool
                            (long long)m->steps, epoch, l);
     int64_t dt = pkrt_now_ns() - t0;
     L->step_ns += dt;
+    L->epoch_ns += dt;
     if (L->cap) L->step_ms[L->nt++ % L->cap] = (float)((double)dt / 1e6);
     /* sums over the labels the loss counts (rows; tokens for per-token labels) */
     int64_t n, c = count_correct(m, L->labels, valid, &n);
@@ -384,6 +389,15 @@ static pkrt_status setup(loop *L, pkrt_train_result *r) {
   L->cap = left < 0 ? 0 : left;
   if (o->max_steps > 0 && o->max_steps < L->cap) L->cap = o->max_steps;
   if (L->cap > MAX_TIMED) L->cap = MAX_TIMED;
+  if (o->cache_frozen) {
+    if ((st = rt_frozen_cache_new(m, L->d->rows, o->cache_budget, &L->cache)) != PKRT_OK)
+      return st;
+    if (!o->quiet)
+      fprintf(L->out, "cache-frozen: the first %d of %d steps' kernels are the frozen prefix; "
+              "%d tensors cached for %lld rows (%lld bytes)\n", m->mf.cache_prefix,
+              m->mf.plans[RT_PLAN_TRAIN].n, m->mf.ncache, (long long)L->d->rows,
+              (long long)rt_frozen_cache_bytes(L->cache));
+  }
   L->step_ms = malloc(sizeof(float) * (size_t)(L->cap + 1));
   L->scratch = malloc(sizeof(float) * (size_t)(L->cap + 1));
   if (!L->step_ms || !L->scratch) return pkrt_ctx_fail(m->rt, PKRT_ERR_NOMEM, "out of memory");
@@ -470,7 +484,9 @@ static void print_epoch(loop *L, int epoch, const pkrt_train_result *r, double m
     if (L->bar) fputs("\r\033[K", L->out);
     fprintf(L->out, "epoch %d/%d loss %.4f acc %.4f", epoch, o->epochs, r->loss, r->acc);
     if (o->val) fprintf(L->out, " val_loss %.4f val_acc %.4f", r->val_loss, r->val_acc);
-    fprintf(L->out, " ms/step %.3f median %.3f\n", ms, median);
+    fprintf(L->out, " ms/step %.3f median %.3f", ms, median);
+    if (L->cache) fprintf(L->out, " epoch %.3f ms", (double)L->epoch_ns / 1e6);
+    fputc('\n', L->out);
     fflush(L->out);
   }
   if (L->metrics) {
@@ -483,6 +499,9 @@ static void print_epoch(loop *L, int epoch, const pkrt_train_result *r, double m
     if (rc >= 0)
       rc = fprintf(L->metrics, ", \"ms_per_step\": %.6f, \"lr\": %.17g, \"ms_median\": %.6f",
                    ms, rt_lr_at(&L->m->mf.opt, L->m->lr, last_opt_step(L->m)), median);
+    if (rc >= 0 && L->cache) /* --cache-frozen: what the cache saves shows per epoch */
+      rc = fprintf(L->metrics, ", \"epoch_ms\": %.6f, \"cache_hits\": %lld",
+                   (double)L->epoch_ns / 1e6, (long long)rt_frozen_cache_hits(L->cache));
     int64_t rss = peak_rss_kb();
     if (rc >= 0 && rss >= 0) rc = fprintf(L->metrics, ", \"peak_rss_kb\": %lld", (long long)rss);
     if (rc >= 0) rc = fputs("}\n", L->metrics);
@@ -496,6 +515,8 @@ static void print_end(loop *L, const pkrt_train_result *r, pkrt_status wst, pkrt
   if (!r->interrupted) {
     fprintf(L->out, "trained %lld steps, ms/step %.3f median %.3f", (long long)r->steps,
             r->ms_per_step, r->ms_median);
+    if (L->cache)
+      fprintf(L->out, ", %lld from the frozen cache", (long long)rt_frozen_cache_hits(L->cache));
     if (r->peak_rss_kb >= 0) fprintf(L->out, ", peak RSS %lld kB", (long long)r->peak_rss_kb);
     fputc('\n', L->out);
   } else {
@@ -550,6 +571,7 @@ int pkrt_train_run(pkrt_model *m, const pkrt_dataset *train, const pkrt_train_op
     r->epochs = e;
     int64_t steps = m->steps - L.start_steps;
     print_epoch(&L, e, r, steps ? (double)L.step_ns / 1e6 / (double)steps : 0);
+    L.epoch_ns = 0;
   }
   r->steps = m->steps - L.start_steps;
   r->ms_per_step = r->steps ? (double)L.step_ns / 1e6 / (double)r->steps : 0;
@@ -568,6 +590,7 @@ int pkrt_train_run(pkrt_model *m, const pkrt_dataset *train, const pkrt_train_op
   free(L.labels);
   free(L.step_ms);
   free(L.scratch);
+  rt_frozen_cache_free(L.cache);
   if (st == PKRT_OK && cst == PKRT_OK && wst == PKRT_OK && L.metrics_errno)
     return pkrt_ctx_fail(m->rt, PKRT_ERR_IO, "%s: write: %s", opts->metrics_path,
                          strerror(L.metrics_errno));

@@ -260,7 +260,16 @@ typedef struct pkrt_train_options {
   int64_t warmup_steps;            /* > 0: overrides the manifest's linear lr warmup
                                       (optimizer steps; a cosine schedule's total_steps must
                                       exceed it) */
+  /* Non-zero: cache the frozen prefix (an artifact compiled with `pock compile
+   * --cache-frozen`; docs/runtime.md): each row's prefix results are kept the first time
+   * it is trained on, and later steps on cached rows run only the rest of the step. The
+   * cache is allocated before the first step, at most cache_budget bytes (0: the default,
+   * PKRT_CACHE_DEFAULT_BUDGET); a bigger one is refused. */
+  int cache_frozen;
+  int64_t cache_budget;
 } pkrt_train_options;
+
+#define PKRT_CACHE_DEFAULT_BUDGET ((int64_t)1 << 30) /* 1 GiB */
 
 typedef struct pkrt_train_result {
   int64_t steps;                   /* training steps of this run */
