@@ -16,6 +16,18 @@ bool pkrt_cli_parse_i64(const char *s, int64_t *out) {
   return true;
 }
 
+bool pkrt_cli_parse_size(const char *s, int64_t *out) {
+  char *end;
+  if (!s || *s < '0' || *s > '9') return false;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  int shift = !*end ? 0 : (*end == 'K' || *end == 'k') ? 10 : (*end == 'M' || *end == 'm') ? 20
+              : (*end == 'G' || *end == 'g') ? 30 : -1;
+  if (errno || v <= 0 || shift < 0 || (*end && end[1]) || v > (INT64_MAX >> shift)) return false;
+  *out = (int64_t)v << shift;
+  return true;
+}
+
 bool pkrt_cli_parse_double(const char *s, double *out) {
   char *end;
   if (!s || !*s) return false;

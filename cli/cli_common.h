@@ -12,6 +12,9 @@
 /* Whole decimal integer / finite number; false on junk or overflow. */
 bool pkrt_cli_parse_i64(const char *s, int64_t *out);
 bool pkrt_cli_parse_double(const char *s, double *out);
+/* A size in bytes: a whole number with an optional K, M or G (x 1024, 1024^2, 1024^3); false
+ * on junk, zero or overflow. */
+bool pkrt_cli_parse_size(const char *s, int64_t *out);
 /* Prints "PROG: <message>" and a pointer to `PROG --help` on stderr. */
 void pkrt_cli_vusage(const char *prog, const char *fmt, va_list ap);
 

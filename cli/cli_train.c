@@ -61,7 +61,8 @@ static const char train_help[] =
     "  --cache-frozen          keep each row's results of the frozen prefix the first time\n"
     "                          it is trained on; later steps on it skip those layers (an\n"
     "                          artifact from `pock compile --cache-frozen`; docs/runtime.md)\n"
-    "  --cache-budget MIB      the most memory that cache may take (default 1024 MiB)\n"
+    "  --cache-budget SIZE     the most memory that cache may take: bytes, or with K, M or\n"
+    "                          G (default 1G)\n"
     "  --scale X               multiply every feature by X (digits: 0.0625)\n"
     "  --label-column K        0-based label column of a CSV; negative counts from the end\n"
     "  --weights W.pkw         start from these weights instead of the artifact's\n"
@@ -114,7 +115,7 @@ typedef struct run_options {
   bool scores;
   bool no_shuffle;          /* train: rows in file order every epoch */
   bool cache_frozen;        /* train: cache the frozen prefix per row */
-  int64_t cache_budget_mib; /* its budget (0: the default) */
+  int64_t cache_budget;     /* its budget in bytes (0: the default) */
 } run_options;
 
 /* Prints "PROG: <message>" and the pointer to --help; returns the usage exit code. */
@@ -154,7 +155,6 @@ static const int_opt int_opts[] = {
     {"--max-steps", offsetof(run_options, max_steps), 1, INT64_MAX, true},
     {"--warmup-steps", offsetof(run_options, warmup_steps), 1, INT32_MAX, true},
     {"--label-column", offsetof(run_options, label_column), -100000, 100000, false},
-    {"--cache-budget", offsetof(run_options, cache_budget_mib), 1, (int64_t)1 << 30, true},
 };
 
 /* String options and the modes that take them. */
@@ -195,6 +195,13 @@ static int parse_valued(run_options *o, const char *cmd, int argc, char **argv, 
       return usage(o, "%s: %s needs an integer in %lld..%lld", cmd, a, (long long)io->lo,
                             (long long)io->hi);
     *(int64_t *)((char *)o + io->field) = n;
+    return EXIT_OK;
+  }
+  if (!strcmp(a, "--cache-budget")) {
+    if (!train) return -1;
+    if (*i + 1 >= argc) return usage(o, "%s: %s needs a value", cmd, a);
+    if (!pkrt_cli_parse_size(argv[++*i], &o->cache_budget))
+      return usage(o, "%s: --cache-budget needs a size: bytes, or a number with K, M or G", cmd);
     return EXIT_OK;
   }
   bool lr = !strcmp(a, "--lr");
@@ -247,7 +254,7 @@ static int parse_options(const char *prog, int argc, char **argv, mode md, run_o
   if (md == MODE_TRAIN && !o->epochs) return usage(o, "train: --epochs N is required");
   if (o->every && !o->checkpoint)
     return usage(o, "train: --checkpoint-every needs --checkpoint C.ckpt");
-  if (o->cache_budget_mib && !o->cache_frozen)
+  if (o->cache_budget && !o->cache_frozen)
     return usage(o, "train: --cache-budget needs --cache-frozen");
   if (o->weights && o->resume)
     return usage(o, "train: --weights and --resume both set the weights; give one");
@@ -277,7 +284,7 @@ static int train(const run_options *o, pkrt_model *m, const pkrt_dataset *data,
                           .checkpoint_every = o->every, .resume_path = o->resume,
                           .max_steps = o->max_steps, .warmup_steps = o->warmup_steps,
                           .cache_frozen = o->cache_frozen,
-                          .cache_budget = o->cache_budget_mib * ((int64_t)1 << 20)};
+                          .cache_budget = o->cache_budget};
   pkrt_train_result r;
   fflush(stdout);
   if (pkrt_train_run(m, data, &t, &r) != 0) return fail(o, "%s", pkrt_model_error(m));

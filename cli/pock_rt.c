@@ -18,7 +18,7 @@ static const char usage[] =
     "                    [--threads T] [--save W.pkw] [--checkpoint C.ckpt\n"
     "                    [--checkpoint-every N]] [--resume C.ckpt] [--max-steps N]\n"
     "                    [--warmup-steps N] [--no-shuffle]\n"
-    "                    [--cache-frozen [--cache-budget MIB]]\n"
+    "                    [--cache-frozen [--cache-budget SIZE]]\n"
     "                    [--metrics M.jsonl] [--scale X] [--label-column K] [--weights W.pkw]\n"
     "  eval MODEL.pock --data FILE    loss and accuracy [--weights W.pkw] [--scale X]\n"
     "                    [--label-column K] [--threads T]\n"

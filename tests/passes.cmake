@@ -18,3 +18,10 @@ add_test(NAME test_backend_switch COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_backe
 set_tests_properties(test_backend_switch PROPERTIES LABELS "cli;autotune;passes" TIMEOUT 120
   SKIP_RETURN_CODE 77
   ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")
+
+# Frozen-prefix caching (--cache-frozen): cached training gives the same weights, epochs
+# after the first come from the cache, and each case it cannot serve is refused.
+add_test(NAME test_cache_frozen COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_cache_frozen.sh
+  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_cache_frozen PROPERTIES LABELS "cli;passes" TIMEOUT 180
+  ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCK_ONNX_PYTHON=${POCK_ONNX_PYTHON}")
