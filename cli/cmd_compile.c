@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "pk_backend.h"
 #include "pk_driver.h"
 #include "pk_passes.h"
 
@@ -53,6 +54,7 @@ static const char compile_help[] =
     "                        'c -mcpu=CPU' (default c: this machine)\n"
     "  --cc CC               the C compiler (a cross compiler builds for its machine)\n"
     "  --build-timeout S     limit on building the kernels, seconds (default 300)\n"
+    "  -j, --jobs N          compilers at once, a kernel each (default: this machine's CPUs)\n"
     "\n"
     "Exit status: 0 success, 1 error (bad model, spec, weights or build), 2 usage.\n";
 
@@ -113,6 +115,11 @@ static int parse_options(int argc, char **argv, pk_compile_options *o,
     } else if (!strcmp(a, "--batch")) {
       if (!pkrt_cli_parse_i64(v, &o->batch) || o->batch < 1 || o->batch > 1000000)
         return pk_cli_usage("compile: --batch needs an integer in 1..1000000");
+    } else if (!strcmp(a, "-j") || !strcmp(a, "--jobs")) {
+      int64_t n;
+      if (!pkrt_cli_parse_i64(v, &n) || n < 1 || n > PK_BUILD_JOBS_MAX)
+        return pk_cli_usage("compile: %s needs an integer in 1..%d", a, PK_BUILD_JOBS_MAX);
+      o->build_jobs = (int)n;
     } else if (!strcmp(a, "--build-timeout")) {
       if (!pkrt_cli_parse_double(v, &d) || !(d > 0) || d > 1e6)
         return pk_cli_usage("compile: --build-timeout needs seconds in (0, 1e6]");

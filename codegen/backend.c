@@ -1,7 +1,12 @@
 /* backend.c — the backend table (C now; CUDA and OpenCL slots for the GPU backend) and the
  * one emit-then-build sequence: a unit of kernels emitted once, built within the time
  * limit, loaded through the runtime's loader. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "pk_backend.h"
 
@@ -11,6 +16,7 @@ struct pk_backend {
   const pk_backend_kind *kind;
   pk_cc *cc;
   bool kernel_objects; /* pk_backend_options.kernel_objects */
+  int build_jobs;      /* compiler processes at once for kernel objects (>= 1) */
 };
 
 static pk_status c_emit_new(pk_ctx *ctx, const pk_target *t, pk_cgen_unit **out) {
@@ -45,7 +51,12 @@ pk_status pk_backend_new(pk_ctx *ctx, const pk_target *t, const pk_backend_optio
     return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "target '%s': %s", t->text, k->missing);
   pk_backend *be = pk_alloc(ctx, sizeof *be);
   *be = (pk_backend){.ctx = ctx, .target = t, .kind = k,
-                     .kernel_objects = opts && opts->kernel_objects};
+                     .kernel_objects = opts && opts->kernel_objects,
+                     .build_jobs = opts && opts->build_jobs > 0 ? opts->build_jobs : 0};
+  if (!be->build_jobs) { /* this machine's processors, at most PK_BUILD_JOBS_MAX */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    be->build_jobs = cpus < 1 ? 1 : cpus > PK_BUILD_JOBS_MAX ? PK_BUILD_JOBS_MAX : (int)cpus;
+  }
   double limit = opts && opts->build_timeout_s > 0 ? opts->build_timeout_s : PK_BUILD_TIMEOUT_S;
   pk_cc_options co = {.cc = opts ? opts->cc : NULL, .flags = opts ? opts->flags : NULL,
                       .cache_dir = opts ? opts->cache_dir : NULL};
@@ -104,6 +115,58 @@ static pk_status build_text(pk_backend *be, const char *source, pk_cgen_unit *u,
   return PK_OK;
 }
 
+/* Whether this process runs one thread: fork copies only the caller, so a lock another
+ * thread held (malloc's) would stay taken in the child. */
+static bool single_threaded(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[128];
+  int threads = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "Threads:", 8)) threads = atoi(line + 8);
+  if (f) fclose(f);
+  return threads == 1;
+}
+
+/* Warms the object cache with be->build_jobs compilers at once: forked children each build
+ * every jobs-th kernel the cache lacks (cc_cached gives every builder its own temporaries
+ * and moves objects in atomically, so concurrent builders are safe). The serial loop after
+ * it finds them cached; a kernel a child could not build, it builds again and reports
+ * itself. Returns how many were missing. */
+static int prebuild_objects(pk_backend *be, pk_cgen_unit *u, int n) {
+  int *miss = pk_alloc(be->ctx, sizeof(int) * (size_t)(n + 1)), nmiss = 0;
+  for (int i = 0; i < n; i++) {
+    char *src;
+    const char *sym;
+    if (pk_cgen_unit_kernel_source(u, i, &src, &sym) == PK_OK && !pk_cc_object_cached(be->cc, src))
+      miss[nmiss++] = i;
+  }
+  pk_ctx_clear_error(be->ctx); /* a kernel without source is the serial loop's to report */
+  int jobs = be->build_jobs < nmiss ? be->build_jobs : nmiss;
+  if (jobs < 2 || !single_threaded()) return nmiss;
+  fflush(NULL); /* nothing buffered is written twice */
+  pid_t pids[PK_BUILD_JOBS_MAX];
+  int started = 0;
+  for (int j = 0; j < jobs; j++) {
+    pid_t pid = fork();
+    if (pid < 0) break; /* the serial loop builds what is left */
+    if (pid == 0) {
+      for (int k = j; k < nmiss; k += jobs) {
+        char *src;
+        const char *sym;
+        pk_cc_result r;
+        if (pk_cgen_unit_kernel_source(u, miss[k], &src, &sym) == PK_OK)
+          pk_cc_build_object(be->cc, src, &r);
+      }
+      _exit(0);
+    }
+    pids[started++] = pid;
+  }
+  for (int j = 0; j < started; j++)
+    while (waitpid(pids[j], NULL, 0) < 0 && errno == EINTR) {
+    }
+  return nmiss;
+}
+
 /* A C unit of several kernels: each kernel compiled alone into a cached object, then the
  * objects linked with the descriptor table. A kernel that did not change is never compiled
  * again — across sparse schemes, optimizers and models that share layers — at the price of
@@ -116,6 +179,9 @@ static pk_status build_c_kernels(pk_backend *be, pk_cgen_unit *u, pk_build_resul
   int nobj = 0;
   bool all_hits = true;
   double seconds = 0;
+  int64_t t0 = pkrt_now_ns();
+  bool missing = prebuild_objects(be, u, n) > 0;
+  double parallel_seconds = (double)(pkrt_now_ns() - t0) * 1e-9;
   for (int i = 0; i < n; i++) {
     char *src;
     pk_status s = pk_cgen_unit_kernel_source(u, i, &src, &symbols[i]);
@@ -143,8 +209,8 @@ static pk_status build_c_kernels(pk_backend *be, pk_cgen_unit *u, pk_build_resul
   if (s != PK_OK) return s;
   out->path = r.so_path;
   out->hash = r.hash;
-  out->cache_hit = all_hits && r.cache_hit;
-  out->build_seconds = seconds + r.build_seconds;
+  out->cache_hit = all_hits && !missing && r.cache_hit;
+  out->build_seconds = parallel_seconds + seconds + r.build_seconds;
   return PK_OK;
 }
 

@@ -207,8 +207,9 @@ static const char *log_head(pk_ctx *ctx, const char *log) {
  * one source, or a shared object linked from cached objects and one more source. */
 typedef enum cc_kind { CC_SHARED, CC_OBJECT, CC_LINK } cc_kind;
 
-static pk_status cc_cached(pk_cc *cc, cc_kind kind, const char *source, const char *const *objs,
-                           int nobjs, pk_cc_result *out) {
+/* The cache key of a build (hex SHA-256 into hex) and its cached file's path. */
+static const char *cache_path(pk_cc *cc, cc_kind kind, const char *source,
+                              const char *const *objs, int nobjs, char *hex) {
   pk_ctx *ctx = cc->ctx;
   pk_strbuf key;
   pk_strbuf_init(&key);
@@ -218,14 +219,24 @@ static pk_status cc_cached(pk_cc *cc, cc_kind kind, const char *source, const ch
   for (int i = 0; i < nobjs; i++) /* objects are named by their own hash: content, not path */
     pk_strbuf_printf(&key, "--link-- %s\n", strrchr(objs[i], '/') ? strrchr(objs[i], '/') + 1
                                                                    : objs[i]);
-  char hex[2 * PKRT_SHA256_BYTES + 1];
   pkrt_sha256_hex(key.data, key.len, hex);
   pk_strbuf_free(&key);
+  return pk_sprintf(ctx, "%s/%s%s", cc->cache_dir, hex, kind == CC_OBJECT ? ".o" : ".so");
+}
 
+bool pk_cc_object_cached(pk_cc *cc, const char *source) {
+  char hex[2 * PKRT_SHA256_BYTES + 1];
+  return access(cache_path(cc, CC_OBJECT, source, NULL, 0, hex), R_OK) == 0;
+}
+
+static pk_status cc_cached(pk_cc *cc, cc_kind kind, const char *source, const char *const *objs,
+                           int nobjs, pk_cc_result *out) {
+  pk_ctx *ctx = cc->ctx;
+  char hex[2 * PKRT_SHA256_BYTES + 1];
+  const char *so = cache_path(cc, kind, source, objs, nobjs, hex);
   const char *ext = kind == CC_OBJECT ? ".o" : ".so";
   memset(out, 0, sizeof *out);
   out->hash = pk_strdup(ctx, hex);
-  const char *so = pk_sprintf(ctx, "%s/%s%s", cc->cache_dir, hex, ext);
   out->so_path = so;
   if (access(so, R_OK) == 0) {
     out->cache_hit = true;

@@ -31,6 +31,7 @@
 #include "pk_codegen.h"
 
 #define PK_BUILD_TIMEOUT_S 300.0 /* default build limit: a whole model's kernels at -O3 */
+#define PK_BUILD_JOBS_MAX 64      /* compiler processes at once, at most */
 
 typedef struct pk_backend_options {
   const char *cc;          /* C: compiler; NULL: the target's (its --cc, $CC, cc) */
@@ -41,6 +42,8 @@ typedef struct pk_backend_options {
                               objects (the driver: a model's kernels recur across models,
                               sparse schemes and optimizers); off, one source (tuning
                               candidates and tests, which seldom recur, build faster so) */
+  int build_jobs;          /* kernel objects: compiler processes at once; 0: this machine's
+                              processors (at most PK_BUILD_JOBS_MAX) */
 } pk_backend_options;
 
 /* What one build made. */

@@ -75,6 +75,8 @@ pk_status pk_cc_build(pk_cc *cc, const char *source, pk_cc_result *out);
 /* The same for an object file (`-c`; out->so_path is the .o): one kernel of an artifact
  * built alone, so that an unchanged kernel is never compiled again (pk_backend_build). */
 pk_status pk_cc_build_object(pk_cc *cc, const char *source, pk_cc_result *out);
+/* Whether pk_cc_build_object would find source's object in the cache (builds nothing). */
+bool pk_cc_object_cached(pk_cc *cc, const char *source);
 /* Links objects made by pk_cc_build_object and one more source into a shared object,
  * cached by that source and the objects' names (content hashes). */
 pk_status pk_cc_link(pk_cc *cc, const char *source, const char *const *objects, int n,

@@ -81,7 +81,7 @@ static pk_status open_target(drv_state *S) {
   pk_status s = pk_target_parse(S->ctx, o->target, o->cc, &S->target);
   /* kernel by kernel: a model's kernels recur across models, schemes and optimizers */
   pk_backend_options bo = {.cc = o->cc, .build_timeout_s = o->build_timeout_s,
-                           .kernel_objects = true};
+                           .kernel_objects = true, .build_jobs = o->build_jobs};
   if (s == PK_OK) s = pk_backend_new(S->ctx, S->target, &bo, &S->backend);
   if (s != PK_OK) {
     const char *why = pk_strdup(S->ctx, pk_ctx_error(S->ctx));

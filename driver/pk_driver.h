@@ -36,6 +36,7 @@ typedef struct pk_compile_options {
   const char *cc;           /* the compiler for it (NULL: $CC, else cc): a cross compiler
                                makes a cross build */
   double build_timeout_s;   /* limit on building the kernel object; 0: PK_BUILD_TIMEOUT_S */
+  int build_jobs;           /* compilers at once (kernel objects); 0: this machine's CPUs */
   bool inference;           /* forward only, no loss, no backward */
   const char *out;          /* artifact path (may be NULL with dump_after: nothing written) */
   bool print_memory;        /* print the memory table to `log` */
