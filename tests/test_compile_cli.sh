@@ -99,11 +99,24 @@ printf '1,2,3,4,7\n' >"$tmp/label.csv"
 expect data_label_range 1 'label' "$pock" eval "$tmp/m.pock" --data "$tmp/label.csv"
 expect data_missing 1 'gone\.csv' "$pock" eval "$tmp/m.pock" --data "$tmp/gone.csv"
 
+# ---- parallel builds: 2 compilers into a fresh cache give an artifact that trains to the
+# same weights as one compiler's (the artifacts differ only where the cache path shows)
+for j in 1 2; do
+  POCK_CACHE_DIR=$tmp/cache$j "$pock" compile "$model" --batch 8 -j $j -o "$tmp/j$j.pock" \
+    >/dev/null 2>&1 && "$pock" train "$tmp/j$j.pock" --data "$tmp/train.csv" --epochs 2 \
+    --no-shuffle --save "$tmp/j$j.pkw" >/dev/null 2>&1 || fail "jobs_$j" "compile or train"
+done
+n1=$(ls "$tmp/cache1"/*.o 2>/dev/null | wc -l) n2=$(ls "$tmp/cache2"/*.o 2>/dev/null | wc -l)
+if cmp -s "$tmp/j1.pkw" "$tmp/j2.pkw" && [ "$n1" -gt 1 ] && [ "$n1" -eq "$n2" ]; then
+  pass "jobs_2_same_weights ($n2 kernel objects)"
+else fail jobs_2_same_weights "weights differ, or objects $n1 vs $n2"; fi
+
 # ---- usage (exit 2) and help (exit 0)
 expect compile_no_args 2 'MODEL' "$pock" compile
 expect compile_no_output 2 '-o' "$pock" compile "$model"
 expect compile_bad_stage 2 'bogus' "$pock" compile "$model" --dump-after bogus
 expect compile_bad_option 2 'frobnicate' "$pock" compile "$model" --frobnicate -o "$tmp/x.pock"
+expect compile_bad_jobs 2 '--jobs needs an integer in 1\.\.64' "$pock" compile "$model" --jobs 0 -o "$tmp/x.pock"
 expect compile_bad_batch 2 'batch' "$pock" compile "$model" --batch 0 -o "$tmp/x.pock"
 expect compile_bad_optimizer 2 'rmsprop' "$pock" compile "$model" --optimizer rmsprop -o "$tmp/x.pock"
 expect compile_reinit_alone 2 'reinit' "$pock" compile "$model" --reinit 'fc2.*' -o "$tmp/x.pock"
