@@ -39,6 +39,8 @@ static const char search_help[] =
     "  --verify-lrs X,Y,...    fine-tune each verified scheme at each learning rate and keep\n"
     "                          its best (default: the one lr, --lr or the model's)\n"
     "  --seed S                shuffling and search seed (default 0)\n"
+    "  --exact-max N           search spaces of up to N schemes exhaustively, larger ones\n"
+    "                          by the seeded evolutionary search (default 4096)\n"
     "  --cache FILE            the cache (default: sparse-search.cache.json beside -o)\n"
     "  --report R.txt          also write the text report there\n"
     "  --html R.html           the report as one HTML file (accuracy vs memory chart)\n"
@@ -102,6 +104,8 @@ static int parse_valued(cli_search *c, const char *a, char *v) {
     }
     if (!o->nverify_lrs) return pk_cli_usage("sparse-search: --verify-lrs needs rates: X,Y,...");
     o->verify_lrs = c->lrs;
+  } else if (!strcmp(a, "--exact-max")) {
+    if ((rc = parse_int(a, v, 1, INT32_MAX, &n)) == PK_EXIT_OK) o->exact_max = n;
   } else if (!strcmp(a, "--seed")) {
     if ((rc = parse_int(a, v, 0, INT64_MAX, &n)) == PK_EXIT_OK) o->seed = (uint64_t)n;
   } else if (!strcmp(a, "--batch")) {

@@ -137,6 +137,8 @@ typedef struct pk_search_options {
                                  object), as a user would tune a hand-written spec's */
   int nverify_lrs;
   uint64_t seed;              /* shuffling and the evolutionary search */
+  int64_t exact_max;          /* spaces of up to this many schemes are searched exhaustively,
+                                 larger ones evolutionarily (0: 4096) */
   const char *cache;          /* the cache file (read if present, rewritten after each run) */
   bool html;                  /* also make the one-file HTML report */
   pk_measurer *measurer;      /* times kernels without a tuning record; NULL: step time is

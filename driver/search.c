@@ -302,7 +302,7 @@ static pk_status run_search(search *Q, pk_search_result *out) {
   if ((st = contributions(Q)) != PK_OK) return st;
   for (int i = 0; i < Q->ntried; i++) /* costed before the gains were known */
     srch_scheme_finish(ctx, &Q->sp, Q->tried[i], Q->head_acc);
-  bool exact = size <= SRCH_EXACT_MAX;
+  bool exact = size <= (o->exact_max > 0 ? (double)o->exact_max : SRCH_EXACT_MAX);
   fprintf(Q->log, "sparse-search: %s search over %.0f schemes\n",
           exact ? "exhaustive" : "evolutionary", size);
   st = exact ? exhaustive(Q, (int)size) : evolutionary(Q);

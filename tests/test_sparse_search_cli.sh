@@ -36,6 +36,14 @@ expect rerun_cached 0 'wrote .*\(0 fine-tunes run, [1-9][0-9]* from the cache' "
 [ "$(grep '^chosen' "$tmp/out")" = "$chosen" ] && cmp -s "$tmp/s.json" "$tmp/s2.json" &&
   pass rerun_same || fail rerun_same "$(grep '^chosen' "$tmp/out") vs $chosen"
 
+# the evolutionary search (forced: every space above 1 scheme) from the same cache trains
+# only the verifications, and finds what the exhaustive search found
+expect evolutionary 0 'evolutionary search over [0-9]+ schemes' "$pock" sparse-search "$model" \
+  "${data[@]}" "${fast[@]}" --budget-memory "$budget" --exact-max 1 -o "$tmp/s3.json"
+[ "$(grep '^chosen' "$tmp/out")" = "$chosen" ] && pass evolutionary_same_choice ||
+  fail evolutionary_same_choice "$(grep '^chosen' "$tmp/out") vs $chosen"
+grep -q 'wrote .*(0 fine-tunes run, [1-9][0-9]* from the cache' "$tmp/out" &&
+  pass evolutionary_uses_cache || fail evolutionary_uses_cache "$(grep wrote "$tmp/out")"
 expect no_val 2 'required' "$pock" sparse-search "$model" --data "$d/target_train.csv" \
   --budget-memory 1000 -o "$tmp/x.json"
 expect bad_budget 2 'budget-memory needs an integer' "$pock" sparse-search "$model" "${data[@]}" \
