@@ -7,6 +7,7 @@
 # the :arm64 -dev packages libpockrt links (libffi, cJSON, libsodium).
 #   scripts/build-aarch64.sh [--no-install | --deps-only] [cmake configure arguments...]
 # --no-install: install nothing (fail, naming what is missing); --deps-only: install, no build.
+# BUILD_TARGETS="pock-rt pock-rt-serve" builds only those.
 # Then `ctest --test-dir build-aarch64` runs the tests under qemu-aarch64 (docs/targets.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,4 +42,5 @@ fi
 
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" -DPOCK_DEVICE_ONLY=ON "$@" >/dev/null
-cmake --build "$build" -j"$(nproc)"
+# BUILD_TARGETS: only these (e.g. pock-rt-serve for the remote-tuning test), else all
+cmake --build "$build" -j"$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS}
