@@ -1,0 +1,6 @@
+# remote.cmake — remote tuning (issue 19, docs/remote-tuning.md): the wire format and a
+# fuzz of the server's request parser; the remote measurer against a pock-rt-serve on
+# loopback (crash, hang, wrong, refused, replayed, malformed, over the cap); and one
+# `pock tune --remote` driving an x86-64 server and an AArch64 one under qemu-aarch64.
+pk_add_test(test_remote_wire LIBS pockrt_static LABELS runtime sanitize TIMEOUT 60)
+target_include_directories(test_remote_wire PRIVATE ${PROJECT_SOURCE_DIR}/runtime)
