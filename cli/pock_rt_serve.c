@@ -115,10 +115,22 @@ typedef struct server {
   uint64_t cap;
 } server;
 
-/* Refuses: answers why and ends the connection (its stream is no longer trusted). */
+/* Refuses: answers why and ends the connection (its stream is no longer trusted). The
+ * rest of the request is drained a moment before closing: closing with unread bytes would
+ * reset the connection, and the host could lose the answer that says why. */
 static void refuse(int fd, const char *peer, const char *why) {
   log_line("%s: refused: %s", peer, why);
   send_answer(fd, serve_error_answer("refused", why));
+  shutdown(fd, SHUT_WR);
+  int64_t until = pkrt_now_ns() + 2000000000LL;
+  char sink[4096];
+  for (size_t drained = 0; drained < ((size_t)1 << 24) && pkrt_now_ns() < until;) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 200) <= 0) continue;
+    ssize_t n = read(fd, sink, sizeof sink);
+    if (n <= 0) break;
+    drained += (size_t)n;
+  }
 }
 
 static noreturn void serve_connection(const server *sv, int fd, const char *peer) {
