@@ -182,6 +182,9 @@ static char *mismatch_answer(const pkrt_remote_request *rq, int ti, const void *
 }
 
 static noreturn void measure_child(const pkrt_remote_request *rq, int fd) {
+  /* the reply pipe alone: not the host's socket, not the listening one */
+  if (fd != 3 && dup2(fd, 3) == 3) fd = 3;
+  close_range((unsigned)fd + 1, ~0u, 0);
   if (rq->pin) pk_measure_pin_thread();
   pkrt_ctx *rt = pkrt_ctx_new(1); /* no pool: parallel loops run inline, on one CPU */
   pkrt_module *mod;
