@@ -17,6 +17,7 @@
 #define PK_REMOTE_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 
 #include "pk_autotune.h"
 
@@ -27,6 +28,8 @@ typedef struct pk_remote_info {
   const char *cpu;       /* model name, or "implementer 0x41 part 0xd42" */
   const char *kernel;    /* uname -r */
   int cores;
+  bool emulated;         /* the server runs under an emulator (qemu-user): its timings
+                            mean nothing (tests only) */
 } pk_remote_info;
 
 typedef struct pk_remote pk_remote;

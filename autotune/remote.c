@@ -214,6 +214,7 @@ static pk_status ask_info(pk_remote *r) {
   in->kernel = info_string(r->ctx, a, "kernel");
   const cJSON *cores = cJSON_GetObjectItemCaseSensitive(a, "cores");
   in->cores = cJSON_IsNumber(cores) ? cores->valueint : 0;
+  in->emulated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "emulated"));
   cJSON_Delete(a);
   if (!in->arch || !*in->arch || !in->features)
     return break_off(r, "its INFO answer names no arch or features");
@@ -289,6 +290,7 @@ pk_status pk_remote_fingerprint(pk_ctx *ctx, const pk_remote *r, const pk_target
   cJSON_AddNumberToObject(info, "cores", in->cores);
   cJSON_AddStringToObject(info, "kernel", in->kernel ? in->kernel : "unknown");
   cJSON_AddStringToObject(info, "remote", r->name);
+  if (in->emulated) cJSON_AddTrueToObject(info, "emulated"); /* in the database: not real timings */
   cJSON *old = cJSON_Parse(out->informative);
   if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(old, "fake"))) cJSON_AddTrueToObject(info, "fake");
   cJSON_Delete(old);

@@ -356,6 +356,9 @@ static int tune_remote(const tune_options *o, const char *hostport, int64_t star
                      o->cc || same_arch ? o->cc : pk_sprintf(ctx, "%s-linux-gnu-gcc", info->arch));
     printf("remote %s: %s device (%s, %d cores): target '%s', compiler %s\n", hostport,
            info->arch, info->cpu, info->cores, ro.target, ro.cc ? ro.cc : "(default)");
+    if (info->emulated)
+      printf("remote %s: runs under an emulator (qemu-user): its timings mean nothing; "
+             "records are marked \"emulated\"\n", hostport);
     fflush(stdout);
     rc = run_tune(&ro, ctx, r, start_ns);
   }

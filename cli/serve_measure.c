@@ -89,6 +89,14 @@ char *serve_info_answer(void) {
   cJSON_AddNumberToObject(o, "cores", (double)sysconf(_SC_NPROCESSORS_ONLN));
   cJSON_AddStringToObject(o, "kernel", u.release);
   cJSON_AddStringToObject(o, "pock_version", POCK_VERSION);
+  /* qemu-user shows the host's /proc/cpuinfo: an x86 one on another arch (or an Arm one
+   * on x86) means this server runs emulated, and its timings mean nothing */
+  char *x86 = cpuinfo ? cpuinfo_value(cpuinfo, "vendor_id") : NULL;
+  char *arm = cpuinfo ? cpuinfo_value(cpuinfo, "CPU implementer") : NULL;
+  if ((x86 && strcmp(u.machine, "x86_64") != 0) || (arm && strcmp(u.machine, "aarch64") != 0))
+    cJSON_AddTrueToObject(o, "emulated");
+  free(x86);
+  free(arm);
   char *s = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   free(cpuinfo);
