@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # build-aarch64.sh — cross-builds what runs on an AArch64 Linux device (Jetson, Raspberry Pi
-# OS 64-bit): libpockrt, pock-rt, and the te/, runtime/ and codegen/ unit tests
-# (POCK_DEVICE_ONLY), into BUILD_DIR (default build-aarch64/), with Debian's
+# OS 64-bit): libpockrt, pock-rt, pock-rt-serve (remote tuning), and the te/, runtime/ and
+# codegen/ unit tests (POCK_DEVICE_ONLY), into BUILD_DIR (default build-aarch64/), with Debian's
 # gcc-aarch64-linux-gnu and cmake/aarch64-linux-gnu.cmake. First installs, as root, what
 # is missing: the cross compiler, qemu-user, and — after `dpkg --add-architecture arm64` —
 # the :arm64 -dev packages libpockrt links (libffi, cJSON, libsodium).
