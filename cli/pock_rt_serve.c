@@ -240,6 +240,9 @@ static noreturn void serve_forever(const server *sv, int lfd) {
   for (;;) {
     while (active > 0 && waitpid(-1, NULL, WNOHANG) > 0) active--;
     if (active >= MAX_CONNECTIONS && waitpid(-1, NULL, 0) > 0) active--;
+    /* wake each second to reap connections that ended: no zombie waits for the next one */
+    struct pollfd p = {.fd = lfd, .events = POLLIN};
+    if (poll(&p, 1, active > 0 ? 1000 : -1) <= 0) continue;
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
