@@ -232,7 +232,8 @@ static void print_progress(void *arg, const pk_tune_report *r, int i, double ela
   if (budget > 0 && eta > budget - elapsed_s) eta = budget > elapsed_s ? budget - elapsed_s : 0;
   char sb[96];
   const char *step = step_text(r, sb, sizeof sb);
-  if (isatty(STDERR_FILENO)) {
+  /* one rewritten line on a terminal; whole lines when several servers share it */
+  if (isatty(STDERR_FILENO) && out->o->nremotes < 2) {
     fprintf(stderr, "\r[tune] task %d/%d %-28.28s trial %lld/%lld  best %7.2f GFLOP/s  failed %lld %s ETA %4.0fs ",
             i + 1, r->ntasks, R->label, (long long)R->done, (long long)R->cap, R->best_gflops,
             (long long)R->failed, step, eta);
