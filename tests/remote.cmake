@@ -3,9 +3,7 @@
 # loopback (crash, hang, wrong, refused, replayed, malformed, over the cap); and one
 # `pock tune --remote` driving an x86-64 server and an AArch64 one under qemu-aarch64.
 pk_add_test(test_remote_wire LIBS pockrt_static LABELS runtime sanitize TIMEOUT 60)
-target_include_directories(test_remote_wire PRIVATE ${PROJECT_SOURCE_DIR}/runtime)
 pk_add_test(test_remote_measure LIBS pk_autotune LABELS autotune TIMEOUT 120)
-target_include_directories(test_remote_measure PRIVATE ${PROJECT_SOURCE_DIR}/runtime)
 target_compile_definitions(test_remote_measure PRIVATE PK_SERVE="$<TARGET_FILE:pock-rt-serve>")
 add_dependencies(test_remote_measure pock-rt-serve)
 # (the AArch64 build directory is test_aarch64_qemu's too: one of them builds at a time)
