@@ -113,6 +113,7 @@ static int send_answer(int fd, char *json) {
 typedef struct server {
   pkrt_public_key key;
   uint64_t cap;
+  int64_t fault_every; /* tests: POCK_SERVE_FAULT_EVERY (0: off) */
 } server;
 
 /* Refuses: answers why and ends the connection (its stream is no longer trusted). The
@@ -139,6 +140,7 @@ static noreturn void serve_connection(const server *sv, int fd, const char *peer
   pkrt_remote_hello_encode(hello, sv->cap, nonce);
   if (write_all(fd, hello, sizeof hello) != 0) _exit(0);
   pkrt_ctx *rt = pkrt_ctx_new(1);
+  int64_t measures = 0;
   for (uint64_t seq = 0;; seq++) {
     uint8_t hb[PKRT_REMOTE_HEAD_BYTES];
     pkrt_remote_head head;
@@ -184,7 +186,12 @@ static noreturn void serve_connection(const server *sv, int fd, const char *peer
     } else if (rq.op == PKRT_REMOTE_INFO) {
       answer = serve_info_answer();
     } else {
-      answer = serve_measure_answer(&rq);
+      /* the test hook: every Nth candidate of a connection crashes, the next Nth hangs */
+      measures++;
+      int fault = sv->fault_every > 0 && measures % sv->fault_every == 0
+                      ? (measures / sv->fault_every % 2 ? SERVE_FAULT_CRASH : SERVE_FAULT_HANG)
+                      : SERVE_FAULT_NONE;
+      answer = serve_measure_answer(&rq, fault);
     }
     free(msg);
     if (send_answer(fd, answer) != 0) _exit(0);
@@ -293,6 +300,12 @@ int main(int argc, char **argv) {
     }
   }
   if (!port) return usage("--port P is required");
+  const char *fault = getenv("POCK_SERVE_FAULT_EVERY");
+  if (fault && *fault && (!pkrt_cli_parse_i64(fault, &sv.fault_every) || sv.fault_every < 1))
+    return usage("POCK_SERVE_FAULT_EVERY: want N >= 1");
+  if (sv.fault_every > 0)
+    log_line("POCK_SERVE_FAULT_EVERY=%lld: every %lldth candidate crashes or hangs (tests only)",
+             (long long)sv.fault_every, (long long)sv.fault_every);
   if (!key) return usage("--trusted-key KEY is required: every request is signed with it");
   pkrt_ctx *rt = pkrt_ctx_new(1);
   if (!rt || pkrt_public_key_load(rt, key, &sv.key) != PKRT_OK) {

@@ -13,8 +13,11 @@
 char *serve_info_answer(void);
 
 /* Measures rq in a child process killed at rq->timeout_s; returns the answer (malloc'd
- * JSON object text: ok, mismatch, crashed, timeout or error; NULL when out of memory). */
-char *serve_measure_answer(const pkrt_remote_request *rq);
+ * JSON object text: ok, mismatch, crashed, timeout or error; NULL when out of memory).
+ * fault (tests, POCK_SERVE_FAULT_EVERY): the child crashes or hangs instead of measuring,
+ * so that a host's handling of a candidate that does either is tested through `pock tune`. */
+enum { SERVE_FAULT_NONE, SERVE_FAULT_CRASH, SERVE_FAULT_HANG };
+char *serve_measure_answer(const pkrt_remote_request *rq, int fault);
 
 /* {"status":STATUS,"error":MESSAGE} with MESSAGE escaped; malloc'd. */
 char *serve_error_answer(const char *status, const char *message);

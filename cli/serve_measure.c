@@ -189,10 +189,12 @@ static char *mismatch_answer(const pkrt_remote_request *rq, int ti, const void *
   return s;
 }
 
-static noreturn void measure_child(const pkrt_remote_request *rq, int fd) {
+static noreturn void measure_child(const pkrt_remote_request *rq, int fd, int fault) {
   /* the reply pipe alone: not the host's socket, not the listening one */
   if (fd != 3 && dup2(fd, 3) == 3) fd = 3;
   close_range((unsigned)fd + 1, ~0u, 0);
+  if (fault == SERVE_FAULT_CRASH) raise(SIGSEGV);
+  while (fault == SERVE_FAULT_HANG) pause();
   if (rq->pin) pk_measure_pin_thread();
   pkrt_ctx *rt = pkrt_ctx_new(1); /* no pool: parallel loops run inline, on one CPU */
   pkrt_module *mod;
@@ -255,7 +257,7 @@ static noreturn void measure_child(const pkrt_remote_request *rq, int fd) {
 
 /* ---------------------------------------------------------------- MEASURE, the parent */
 
-char *serve_measure_answer(const pkrt_remote_request *rq) {
+char *serve_measure_answer(const pkrt_remote_request *rq, int fault) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return serve_error_answer("error", "cannot make a pipe");
   pid_t parent = getpid();
@@ -265,7 +267,7 @@ char *serve_measure_answer(const pkrt_remote_request *rq) {
     close(fds[0]);
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* nothing outlives the connection that asked */
     if (getppid() != parent) _exit(127);
-    measure_child(rq, fds[1]);
+    measure_child(rq, fds[1], fault);
   }
   close(fds[1]);
   if (pid < 0) {

@@ -4,9 +4,10 @@
 # test_aarch64_qemu builds its binaries: scripts/build-aarch64.sh, into BINARY_DIR/aarch64),
 # both driven by one `pock tune --remote A --remote B`; the records land under two
 # fingerprints (arch x86_64 and aarch64, informative fields naming the server). A wrong key
-# is refused and writes nothing; a server killed mid-run ends its part with an error naming
-# it while the other server's part finishes, and the database passes SQLite's integrity
-# check with no half or "not measured" record. Timings under qemu mean nothing: none is
+# is refused and writes nothing; candidates that crash or hang on the server (its test hook
+# POCK_SERVE_FAULT_EVERY) are recorded as such and the tune goes on; a server killed mid-run
+# ends its part with an error naming it while the other server's part finishes; each
+# database passes SQLite's integrity check with no half or "not measured" record. Timings under qemu mean nothing: none is
 # printed. Skipped (77) where qemu-aarch64, the cross compiler or the :arm64 libraries are
 # missing (scripts/build-aarch64.sh --deps-only installs them).
 #   test_remote_tune.sh POCK POCK_RT_SERVE SOURCE_DIR BINARY_DIR
@@ -87,6 +88,16 @@ expect wrong_key_refused 1 "remote 127.0.0.1:$px: the server refused the request
 [ "$(sql t.db "select count(*) from records")" = "$before" ] && pass wrong_key_writes_nothing ||
   fail wrong_key_writes_nothing "records changed"
 
+# candidates that crash or hang on the server (its test hook: every 3rd crashes, the 6th
+# hangs): recorded as such, and the tune goes on to the end
+start faulty env POCK_SERVE_FAULT_EVERY=3 "$serve" && pf=$port
+expect crash_and_hang_recorded 0 "done: 9 new records" tune --db f.db --trials 9 --timeout 2 \
+  --remote 127.0.0.1:$pf
+st=$(sql f.db "select status, count(*) from records group by 1 order by 1")
+echo "statuses: $(echo $st)"
+if echo "$st" | grep -q '^crash|' && echo "$st" | grep -q '^timeout|' && echo "$st" | grep -q '^ok|'; then
+  pass crash_hang_ok_statuses; else fail crash_hang_ok_statuses "$st"; fi
+
 # a server killed mid-run: its part ends naming it, the other's goes on
 start victim "$serve" && pv=$port
 tune --db k.db --trials 60 --tune-batch 2 --min-ms 20 --remote 127.0.0.1:$pv \
@@ -105,7 +116,7 @@ if [ "$rc" = 1 ] && grep -q "remote 127.0.0.1:$pv: the server is gone" kill.out 
    grep -q -- "--remote 127.0.0.1:$pv ended with exit status 1" kill.out; then
   pass killed_server_named; else fail killed_server_named "exit $rc: $(head -c 600 kill.out)"; fi
 grep -q "^done: " kill.out && pass other_server_finished || fail other_server_finished "$(head -c 600 kill.out)"
-for db in t.db k.db; do
+for db in t.db f.db k.db; do
   ic=$(sql $db "pragma integrity_check")
   half=$(sql $db "select count(*) from records where status is null or measure_settings is null or error like 'not measured%'")
   [ "$ic" = ok ] && [ "$half" = 0 ] && pass "consistent_$db" || fail "consistent_$db" "integrity '$ic', half or unmeasured records $half"
