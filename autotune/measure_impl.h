@@ -31,6 +31,16 @@ typedef struct meas_job {
   const pk_candidate *cand; /* the candidate (NULL: hand-written source), for test_timing */
 } meas_job;
 
+/* The remote measurer's reference (measure_remote.c): the worker's, computed here. */
+typedef struct meas_remote_ref {
+  pk_ctx *ctx; /* owns what follows; NULL: none */
+  const char *te;
+  uint64_t seed;
+  pk_te_program *prog;
+  pk_te_ref *ref;
+  const char *error; /* why there is none (in the measurer's ctx) */
+} meas_remote_ref;
+
 struct pk_measurer {
   pk_ctx *ctx;            /* the caller's: measurement messages, failures */
   pk_ctx *own;            /* the compiler driver */
@@ -43,6 +53,7 @@ struct pk_measurer {
   pid_t worker;           /* -1 once reaped */
   int link;               /* socket to the worker (requests out, replies in); -1 closed */
   bool broken;            /* the worker died: nothing more can be measured */
+  meas_remote_ref rref;   /* settings.remote: the task's reference */
 };
 
 /* ---- the worker's protocol: a fixed head, then the strings it counts ---- */
@@ -88,6 +99,14 @@ noreturn void meas_worker_main(int link);
 /* Runs in the child: loads, checks and times; writes one meas_reply to result_fd; exits. */
 noreturn void meas_child_main(pk_ctx *ctx, const pk_te_program *prog, const pk_te_ref *ref,
                               const meas_request *rq, char *const *str, int result_fd);
+
+/* ---- the remote half (measure_remote.c) ---- */
+/* As the worker's request: sends the built job to settings.remote and fills r with the
+ * device's verdict; false when the connection is over (the measurer breaks). The limit and
+ * *by_budget are ask_worker's. */
+bool meas_remote_ask(pk_measurer *m, pk_ctx *run, const char *te, const meas_job *job,
+                     double limit_s, meas_reply *r, bool *by_budget);
+void meas_remote_free(pk_measurer *m);
 
 /* ---- extern kernels (measure_extern.c) ---- */
 /* Calls cblas_sgemm (fn) with the shape's arguments on the task's buffers data[]. */

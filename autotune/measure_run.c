@@ -15,9 +15,12 @@ static void refuse(pk_ctx *run, meas_job *job, const char *why) {
 }
 
 /* An extern candidate needs no build: it is ready once its call's shape is known. */
-static void plan_extern(pk_ctx *run, const pk_te_program *prog, const pk_candidate *c,
-                        meas_job *job) {
+static void plan_extern(const pk_measurer *m, pk_ctx *run, const pk_te_program *prog,
+                        const pk_candidate *c, meas_job *job) {
   job->is_extern = true;
+  if (m->settings.remote)
+    return refuse(run, job, "an extern candidate is measured on the device itself only (a "
+                            "remote server may lack the library)");
   job->lib = c->extern_lib;
   job->sym = c->extern_sym;
   job->sig = c->extern_sig;
@@ -65,8 +68,10 @@ static bool ask_worker(pk_measurer *m, meas_request *rq, const char *const str[5
   return meas_read_full(m->link, r, sizeof *r) == 1;
 }
 
-static bool ask_job(pk_measurer *m, const char *te, const meas_job *job, meas_reply *r,
-                    bool *by_budget) {
+static bool ask_job(pk_measurer *m, pk_ctx *run, const char *te, const meas_job *job,
+                    meas_reply *r, bool *by_budget) {
+  if (m->settings.remote)
+    return meas_remote_ask(m, run, te, job, m->settings.timeout_s, r, by_budget);
   meas_request rq = {.kind = job->is_extern ? MEAS_REQ_SGEMM : MEAS_REQ_KERNEL, .sgemm = job->sgemm};
   const char *str[5] = {te, job->is_extern ? job->lib : job->so_path,
                         job->is_extern ? job->sym : "k0", job->check_mask,
@@ -85,11 +90,19 @@ static void hook_timing(pk_measurer *m, const pk_candidate *c, bool confirming, 
  * the measurer. Reap it now so no zombie waits for pk_measurer_free. */
 static void break_measurer(pk_measurer *m) {
   m->broken = true;
-  close(m->link);
+  if (m->link >= 0) close(m->link);
   m->link = -1;
-  kill(m->worker, SIGKILL);
-  meas_wait(m->worker);
+  if (m->worker > 0) {
+    kill(m->worker, SIGKILL);
+    meas_wait(m->worker);
+  }
   m->worker = -1;
+}
+
+/* What died: the local worker, or the remote server (with the connection's reason). */
+static const char *gone(const pk_measurer *m) {
+  const char *why = m->settings.remote ? pk_remote_broken(m->settings.remote) : NULL;
+  return why ? why : "the measurement worker died";
 }
 
 static pk_status measure_jobs(pk_measurer *m, pk_ctx *run, const pk_task *task,
@@ -108,12 +121,12 @@ static pk_status measure_jobs(pk_measurer *m, pk_ctx *run, const pk_task *task,
     }
     if (!jobs[i].ready) {
       o->error = pk_strdup(m->ctx, jobs[i].error);
-    } else if (m->broken || !ask_job(m, task->canonical, &jobs[i], &r, &by_budget)) {
+    } else if (m->broken || !ask_job(m, run, task->canonical, &jobs[i], &r, &by_budget)) {
       if (!m->broken) break_measurer(m);
       for (int j = i; j < n; j++)
         out[j] = (pk_measurement){.status = PK_MEAS_RUNTIME_ERROR,
                                   .error = "not measured: the measurement worker is gone"};
-      return pk_ctx_fail(m->ctx, PK_ERR_RUNTIME, "measurer: the measurement worker died");
+      return pk_ctx_fail(m->ctx, PK_ERR_RUNTIME, "measurer: %s", gone(m));
     } else if (by_budget && r.status == PK_MEAS_TIMEOUT) {
       meas_cut(run, &jobs[i]);
       *o = (pk_measurement){.status = PK_MEAS_TIMEOUT, .error = pk_strdup(m->ctx, jobs[i].error)};
@@ -134,8 +147,9 @@ static pk_status measure_jobs(pk_measurer *m, pk_ctx *run, const pk_task *task,
 }
 
 /* A candidate's job: an extern planned, a schedule's trace to build. */
-static void plan_job(pk_ctx *run, const pk_te_program *prog, const pk_candidate *c, meas_job *job) {
-  if (c->kind == PK_CAND_EXTERN) plan_extern(run, prog, c, job);
+static void plan_job(const pk_measurer *m, pk_ctx *run, const pk_te_program *prog,
+                     const pk_candidate *c, meas_job *job) {
+  if (c->kind == PK_CAND_EXTERN) plan_extern(m, run, prog, c, job);
   else job->trace = c->trace;
   job->cand = c;
 }
@@ -148,7 +162,7 @@ static pk_status parse_task(pk_measurer *m, pk_ctx *run, const pk_task *task, in
     for (int i = 0; i < n; i++)
       out[i] = (pk_measurement){.status = PK_MEAS_RUNTIME_ERROR,
                                 .error = "not measured: the measurement worker is gone"};
-    return pk_ctx_fail(m->ctx, PK_ERR_RUNTIME, "measurer: the measurement worker died earlier");
+    return pk_ctx_fail(m->ctx, PK_ERR_RUNTIME, "measurer: %s earlier", gone(m));
   }
   pk_status s = pk_te_parse(run, task->canonical, strlen(task->canonical), "task.te", prog);
   if (s == PK_OK) return PK_OK;
@@ -164,7 +178,7 @@ pk_status pk_measurer_run(pk_measurer *m, const pk_task *task, const pk_candidat
   pk_status s = parse_task(m, run, task, n, out, &prog);
   if (s == PK_OK) {
     meas_job *jobs = pk_alloc(run, sizeof(meas_job) * (size_t)(n > 0 ? n : 1));
-    for (int i = 0; i < n; i++) plan_job(run, prog, &cands[i], &jobs[i]);
+    for (int i = 0; i < n; i++) plan_job(m, run, prog, &cands[i], &jobs[i]);
     s = measure_jobs(m, run, task, prog, jobs, n, out);
   }
   pk_ctx_free(run);
@@ -184,6 +198,44 @@ static const char *rounds_list(pk_ctx *run, const meas_job *jobs, int n) {
   return pk_strbuf_finish(run, &b);
 }
 
+/* A remote confirmation: the device times one candidate per request, so the rounds are
+ * interleaved request by request (each round: every candidate in turn, one timing each). */
+static pk_status remote_rounds(pk_measurer *m, pk_ctx *run, const pk_task *task,
+                               const pk_candidate *cands, meas_job *jobs, int n, int rounds,
+                               pk_confirmation *out) {
+  double *med = pk_alloc(run, sizeof(double) * (size_t)(n * rounds + 1));
+  double *fast = pk_alloc(run, sizeof(double) * (size_t)(n + 1));
+  bool *failed = pk_alloc(run, (size_t)n + 1);
+  memset(failed, 0, (size_t)n + 1);
+  for (int k = 0; k < rounds; k++)
+    for (int i = 0; i < n; i++) {
+      if (!jobs[i].ready || failed[i]) continue;
+      meas_reply r;
+      bool by_budget;
+      if (meas_time_left(m) <= 0) {
+        failed[i] = true;
+        continue;
+      }
+      if (!meas_remote_ask(m, run, task->canonical, &jobs[i], m->settings.timeout_s, &r, &by_budget)) {
+        break_measurer(m);
+        return pk_ctx_fail(m->ctx, PK_ERR_RUNTIME, "measurer: %s", gone(m));
+      }
+      if (r.status != PK_MEAS_OK) {
+        failed[i] = true;
+        continue;
+      }
+      med[i * rounds + k] = r.timing.median_ns;
+      if (k == 0 || r.timing.min_ns < fast[i]) fast[i] = r.timing.min_ns;
+    }
+  for (int i = 0; i < n; i++) {
+    if (!jobs[i].ready || failed[i]) continue;
+    double median = pk_measure_median(&med[i * rounds], rounds), min = fast[i];
+    hook_timing(m, &cands[i], true, &median, &min);
+    out[i] = (pk_confirmation){.median_ns = median, .min_ns = min, .rounds = rounds};
+  }
+  return PK_OK;
+}
+
 pk_status pk_measurer_confirm(pk_measurer *m, const pk_task *task, const pk_candidate *cands,
                               int n, int rounds, pk_confirmation *out) {
   PK_ASSERT(n >= 0 && n <= PK_CONFIRM_MAX && rounds >= 1);
@@ -197,7 +249,7 @@ pk_status pk_measurer_confirm(pk_measurer *m, const pk_task *task, const pk_cand
   int ready = 0;
   if (s == PK_OK) {
     for (int i = 0; i < n; i++) {
-      plan_job(run, prog, &cands[i], &jobs[i]);
+      plan_job(m, run, prog, &cands[i], &jobs[i]);
       if (jobs[i].is_extern) sig = jobs[i].sig;
     }
     meas_build_batch(m, run, prog, jobs, n);
@@ -205,7 +257,9 @@ pk_status pk_measurer_confirm(pk_measurer *m, const pk_task *task, const pk_cand
   }
   meas_reply r;
   bool by_budget;
-  if (s == PK_OK && ready > 0 && meas_time_left(m) > 0 && !m->broken) {
+  if (s == PK_OK && ready > 0 && meas_time_left(m) > 0 && !m->broken && m->settings.remote) {
+    s = remote_rounds(m, run, task, cands, jobs, n, rounds, out);
+  } else if (s == PK_OK && ready > 0 && meas_time_left(m) > 0 && !m->broken) {
     char *mask = pk_alloc(run, (size_t)prog->ntensors + 1); /* checked when first measured */
     memset(mask, '0', (size_t)prog->ntensors);
     mask[prog->ntensors] = '\0';
@@ -217,7 +271,7 @@ pk_status pk_measurer_confirm(pk_measurer *m, const pk_task *task, const pk_cand
      * kernel of a second a call takes a few seconds a round) */
     if (!ask_worker(m, &rq, str, m->settings.timeout_s * ready * rounds, &r, &by_budget)) {
       break_measurer(m);
-      s = pk_ctx_fail(m->ctx, PK_ERR_RUNTIME, "measurer: the measurement worker died");
+      s = pk_ctx_fail(m->ctx, PK_ERR_RUNTIME, "measurer: %s", gone(m));
     } else if (r.status == PK_MEAS_OK) {
       for (int i = 0, k = 0; i < n; i++) {
         if (!jobs[i].ready) continue;

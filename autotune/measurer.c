@@ -96,12 +96,15 @@ pk_status pk_measurer_new(pk_ctx *ctx, const pk_measure_settings *settings, pk_m
   if (!m) return pk_ctx_fail(ctx, PK_ERR_NOMEM, "measurer: out of memory");
   *m = (pk_measurer){.ctx = ctx, .own = pk_ctx_new(), .settings = *settings, .worker = -1, .link = -1};
   m->jobs = settings->jobs > 0 ? settings->jobs : usable_cpus();
-  m->pinned_cpu = settings->pin ? pin_cpu() : -1;
+  m->pinned_cpu = settings->pin && !settings->remote ? pin_cpu() : -1;
+  /* a remote record says where it was measured (its CPU is the server's choice) */
+  const char *remote = settings->remote
+      ? pk_sprintf(ctx, ",\"remote\":\"%s\"", pk_remote_name(settings->remote)) : "";
   m->settings_json = pk_sprintf(ctx,
       "{\"min_ns\":%lld,\"min_repeats\":5,\"warmup\":1,\"stat\":\"median\",\"timeout_s\":%g,"
-      "\"pin\":%s,\"cpu\":%d,\"threads\":1,\"seed\":%llu}",
+      "\"pin\":%s,\"cpu\":%d,\"threads\":1,\"seed\":%llu%s}",
       (long long)settings->min_ns, settings->timeout_s, settings->pin ? "true" : "false",
-      m->pinned_cpu, (unsigned long long)settings->seed);
+      m->pinned_cpu, (unsigned long long)settings->seed, remote);
   /* Finding the compiler spawns `cc --version` and waits: no thread, so the order does not
    * matter for the worker; first, so a missing compiler leaves no process behind. */
   s = pk_cc_new_target(m->own, &settings->cc, settings->target, settings->build_timeout_s, &m->cc);
@@ -111,7 +114,7 @@ pk_status pk_measurer_new(pk_ctx *ctx, const pk_measure_settings *settings, pk_m
     m->compiler = pk_strdup(ctx, pk_cc_version(m->cc));
     m->flags = pk_strdup(ctx, pk_cc_flags(m->cc));
   }
-  if (s == PK_OK) s = start_worker(m);
+  if (s == PK_OK && !settings->remote) s = start_worker(m);
   if (s != PK_OK) {
     pk_measurer_free(m);
     return s;
@@ -125,6 +128,7 @@ void pk_measurer_free(pk_measurer *m) {
   /* EOF on its link is the worker's signal to finish the candidate at hand and exit. */
   if (m->link >= 0) close(m->link);
   if (m->worker > 0) meas_wait(m->worker);
+  meas_remote_free(m);
   pk_ctx_free(m->own);
   free(m);
 }

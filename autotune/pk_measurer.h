@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "pk_autotune.h"
+#include "pk_remote.h"
 
 typedef struct pk_measure_settings {
   int64_t min_ns;         /* timed repeats last at least this long (>= 5 calls after one
@@ -38,6 +39,11 @@ typedef struct pk_measure_settings {
   uint64_t seed;          /* random inputs; the reference is computed once per task + seed */
   pk_cc_options cc;       /* compiler, flags, kernel cache (NULL fields: the defaults) */
   const pk_target *target; /* what candidates are built for; NULL: this machine ("c") */
+  /* Measure on a device's pock-rt-serve instead of here (docs/remote-tuning.md): no local
+   * worker is forked; each built candidate is sent with the inputs, the reference outputs
+   * (computed here) and their bounds. Extern candidates are refused (illegal): the device
+   * may not have the library. The server gone is the worker gone. NULL: measure here. */
+  pk_remote *remote;
   /* pkrt_now_ns() after which nothing more is built or measured (0: none): a time budget
    * that holds. A candidate the deadline cuts off (not started, its build killed, or its
    * measurement stopped at the deadline) gets PK_MEAS_TIMEOUT "not measured: ..." and no

@@ -423,7 +423,9 @@ pk_status pk_tune(pk_ctx *ctx, const pk_tune_options *o, const pk_tune_input *in
   set.target = target;
   if (s == PK_OK) s = pk_measurer_new(ctx, &set, &T->measurer);
   if (s == PK_OK) s = make_tasks(ctx, target, in, out);
-  if (s == PK_OK) s = pk_target_fp_of(ctx, target, &out->fp);
+  if (s == PK_OK) /* remote: the device's fingerprint, once it is known to run the target */
+    s = o->measure.remote ? pk_remote_fingerprint(ctx, o->measure.remote, target, &out->fp)
+                          : pk_target_fp_of(ctx, target, &out->fp);
   if (s == PK_OK) s = pk_db_open(ctx, o->db, PK_DB_OPEN_CREATE, &T->db);
   if (s == PK_OK) s = pk_db_target_add(T->db, &out->fp);
   char host[256] = "unknown";

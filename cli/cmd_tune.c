@@ -1,8 +1,11 @@
 /* cmd_tune.c — `pock tune INPUT --db FILE [...]`: options and output around the tuning
  * loop (autotune/pk_tune.h). INPUT is a TE file (one kernel) or a model (.json/.onnx:
  * every distinct kernel of its training graph, weighted by calls per step). */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -10,14 +13,21 @@
 
 #include "cli.h"
 #include "pk_driver.h"
+#include "pk_remote.h"
 #include "pk_tune.h"
 
 /* The one piece of process-wide state: a signal handler can only talk through a flag. */
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) { (void)sig; interrupted = 1; }
 
+#define MAX_REMOTES 16
+
 typedef struct tune_options {
   const char *input, *db, *target, *cc, *tuner, *sparse;
+  /* remote tuning: servers, the fleet key, and ARCH=VALUE targets and compilers */
+  const char *remotes[MAX_REMOTES], *key, *arch_targets[MAX_REMOTES], *arch_ccs[MAX_REMOTES];
+  int nremotes, narch_targets, narch_ccs;
+  const char *remote_label; /* "HOST:P" while tuning through one, for the output */
   int64_t trials, total_trials, seed, batch, patience, min_ms, model_batch, confirm;
   double time_budget_s, timeout_s, build_timeout_s;
   bool resume, inference, model, no_transfer;
@@ -56,6 +66,14 @@ static const char tune_help[] =
     "  --min-ms M            time each candidate at least M ms (default 50)\n"
     "  --target T            what to tune for (docs/targets.md; default c, this machine)\n"
     "  --cc CC               the C compiler (default $CC, else cc)\n"
+    "  --remote HOST:P       measure on the device serving there (pock-rt-serve;\n"
+    "                        docs/remote-tuning.md) instead of here; repeatable: the\n"
+    "                        servers are tuned at once, each under its own fingerprint\n"
+    "  --key FLEET.key       with --remote: the fleet's secret key; every request is signed\n"
+    "  --target ARCH=T, --cc ARCH=CC   with --remote: the target and compiler for the\n"
+    "                        servers whose INFO says ARCH (e.g. --cc aarch64=aarch64-linux-\n"
+    "                        gnu-gcc); without ARCH= for all; the compiler defaults to\n"
+    "                        ARCH-linux-gnu-gcc for another arch than this host's\n"
     "  --resume              go on from the records already in the database\n"
     "  --seed N              (default 1)\n";
 
@@ -86,7 +104,19 @@ static int parse_options(int argc, char **argv, tune_options *o) {
     }
     if (!val) return pk_cli_usage("tune: %s needs a value", a);
     const char *v = argv[++i];
+    bool per_arch = strcspn(v, "=") < strlen(v) && strcspn(v, "=") > 0 &&
+                    strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789_") == strcspn(v, "=");
     if (!strcmp(a, "--db")) o->db = v;
+    else if (!strcmp(a, "--key")) o->key = v;
+    else if (!strcmp(a, "--remote")) {
+      if (o->nremotes == MAX_REMOTES) return pk_cli_usage("tune: at most %d --remote", MAX_REMOTES);
+      o->remotes[o->nremotes++] = v;
+    } else if ((!strcmp(a, "--target") || !strcmp(a, "--cc")) && per_arch) {
+      bool t = !strcmp(a, "--target");
+      if ((t ? o->narch_targets : o->narch_ccs) == MAX_REMOTES) return pk_cli_usage("tune: too many %s", a);
+      if (t) o->arch_targets[o->narch_targets++] = v;
+      else o->arch_ccs[o->narch_ccs++] = v;
+    }
     else if (!strcmp(a, "--target")) o->target = v;
     else if (!strcmp(a, "--cc")) o->cc = v;
     else if (!strcmp(a, "--tuner")) o->tuner = v;
@@ -113,6 +143,10 @@ static int parse_options(int argc, char **argv, tune_options *o) {
   }
   if (!o->input) return pk_cli_usage("tune: expected INPUT (a TE file or a model)");
   if (!o->db) return pk_cli_usage("tune: --db FILE is required");
+  if (!o->nremotes && (o->key || o->narch_targets || o->narch_ccs))
+    return pk_cli_usage("tune: --key, --target ARCH=T and --cc ARCH=CC go with --remote");
+  if (o->nremotes && !o->key)
+    return pk_cli_usage("tune: --remote needs --key FLEET.key (every request is signed)");
   o->model = is_model_path(o->input);
   if (o->model) {
     if (batch >= 0) o->model_batch = batch;
@@ -165,11 +199,14 @@ static void print_plan(void *arg, const pk_tune_report *r) {
   const tune_output *out = arg;
   const pk_tune_task_report *t = r->tasks;
   if (r->ntasks == 1) {
-    printf("tuning %s (%s) on %s: %llu configs in the space, %lld records already\n", t->task.name,
-           pk_task_class_name(t->task.cls), r->fp.target, (unsigned long long)t->space_size,
-           (long long)r->existing);
+    printf("tuning %s (%s) on %s%s%s: %llu configs in the space, %lld records already\n",
+           t->task.name, pk_task_class_name(t->task.cls), r->fp.target,
+           out->o->remote_label ? " at " : "", out->o->remote_label ? out->o->remote_label : "",
+           (unsigned long long)t->space_size, (long long)r->existing);
   } else {
-    printf("tuning %s on %s: %d distinct kernels\n", out->o->input, r->fp.target, r->ntasks);
+    printf("tuning %s on %s%s%s: %d distinct kernels\n", out->o->input, r->fp.target,
+           out->o->remote_label ? " at " : "", out->o->remote_label ? out->o->remote_label : "",
+           r->ntasks);
     for (int i = 0; i < r->ntasks; i++)
       printf("  task %d %-32s %-9s calls/step %-3g trials %lld  %s\n", i + 1, t[i].label,
              pk_task_class_name(t[i].task.cls), t[i].task.weight, (long long)t[i].cap, t[i].task.name);
@@ -195,13 +232,15 @@ static void print_progress(void *arg, const pk_tune_report *r, int i, double ela
   if (budget > 0 && eta > budget - elapsed_s) eta = budget > elapsed_s ? budget - elapsed_s : 0;
   char sb[96];
   const char *step = step_text(r, sb, sizeof sb);
-  if (isatty(STDERR_FILENO)) {
+  /* one rewritten line on a terminal; whole lines when several servers share it */
+  if (isatty(STDERR_FILENO) && out->o->nremotes < 2) {
     fprintf(stderr, "\r[tune] task %d/%d %-28.28s trial %lld/%lld  best %7.2f GFLOP/s  failed %lld %s ETA %4.0fs ",
             i + 1, r->ntasks, R->label, (long long)R->done, (long long)R->cap, R->best_gflops,
             (long long)R->failed, step, eta);
     if (final) fputc('\n', stderr);
   } else if (!final) {
-    fprintf(stderr, "[tune] task %d/%d %s trial %lld/%lld best %.2f GFLOP/s failed %lld%s elapsed %.0fs\n",
+    fprintf(stderr, "[tune%s%s] task %d/%d %s trial %lld/%lld best %.2f GFLOP/s failed %lld%s elapsed %.0fs\n",
+            out->o->remote_label ? " " : "", out->o->remote_label ? out->o->remote_label : "",
             i + 1, r->ntasks, R->label, (long long)R->done, (long long)R->cap, R->best_gflops,
             (long long)R->failed, step, elapsed_s);
   }
@@ -247,33 +286,29 @@ static void summary(const pk_tune_report *r) {
   }
 }
 
-int pk_cmd_tune(int argc, char **argv) {
-  int64_t start_ns = pkrt_now_ns(); /* the budget counts loading the model too */
-  tune_options o;
-  int rc = parse_options(argc, argv, &o);
-  if (rc < 0) return PK_EXIT_OK; /* --help */
-  if (rc != PK_EXIT_OK) return rc;
-  pk_ctx *ctx = pk_ctx_new();
-  tune_output out = {&o};
+/* One tuning run: here, or through remote (o's target and compiler already the device's). */
+static int run_tune(const tune_options *o, pk_ctx *ctx, pk_remote *remote, int64_t start_ns) {
+  tune_output out = {o};
   pk_tune_options to;
   pk_tune_options_default(&to);
-  to.db = o.db;
-  to.tuner = o.tuner;
-  to.trials = o.trials;
-  to.total_trials = o.total_trials;
-  to.batch = o.batch;
-  to.patience = o.patience;
-  to.seed = o.seed;
-  to.time_budget_s = o.time_budget_s;
+  to.db = o->db;
+  to.tuner = o->tuner;
+  to.trials = o->trials;
+  to.total_trials = o->total_trials;
+  to.batch = o->batch;
+  to.patience = o->patience;
+  to.seed = o->seed;
+  to.time_budget_s = o->time_budget_s;
   to.start_ns = start_ns;
-  to.confirm_top = (int)o.confirm;
-  to.transfer = !o.no_transfer;
-  to.resume = o.resume;
-  to.allow_untunable = o.model; /* a TE file with nothing to tune is an error */
-  to.measure.timeout_s = o.timeout_s;
-  to.measure.build_timeout_s = o.build_timeout_s;
-  to.measure.min_ns = o.min_ms * 1000000;
-  to.measure.cc.cc = o.cc;
+  to.confirm_top = (int)o->confirm;
+  to.transfer = !o->no_transfer;
+  to.resume = o->resume;
+  to.allow_untunable = o->model; /* a TE file with nothing to tune is an error */
+  to.measure.timeout_s = o->timeout_s;
+  to.measure.build_timeout_s = o->build_timeout_s;
+  to.measure.min_ns = o->min_ms * 1000000;
+  to.measure.cc.cc = o->cc;
+  to.measure.remote = remote;
   to.stop = &interrupted;
   to.on_plan = print_plan;
   to.on_progress = print_progress;
@@ -281,8 +316,8 @@ int pk_cmd_tune(int argc, char **argv) {
   pk_tune_input in;
   pk_target *t;
   pk_tune_report rep;
-  pk_status s = pk_target_parse(ctx, o.target, o.cc, &t);
-  if (s == PK_OK) to.target = t, s = load_input(ctx, &o, &in);
+  pk_status s = pk_target_parse(ctx, o->target, o->cc, &t);
+  if (s == PK_OK) to.target = t, s = load_input(ctx, o, &in);
   if (s == PK_OK) {
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
@@ -291,7 +326,94 @@ int pk_cmd_tune(int argc, char **argv) {
     s = pk_tune(ctx, &to, &in, &rep);
   }
   if (s == PK_OK) summary(&rep);
-  rc = s == PK_OK ? PK_EXIT_OK : pk_cli_fail(ctx, s);
+  return s == PK_OK ? PK_EXIT_OK : pk_cli_fail(ctx, s);
+}
+
+/* VALUE of the first "ARCH=VALUE" in vals for arch, else fallback. */
+static const char *for_arch(const char *const *vals, int n, const char *arch, const char *fallback) {
+  size_t al = strlen(arch);
+  for (int i = 0; i < n; i++)
+    if (!strncmp(vals[i], arch, al) && vals[i][al] == '=') return vals[i] + al + 1;
+  return fallback;
+}
+
+/* Tunes through one server: its INFO's arch picks the target and the compiler
+ * (docs/remote-tuning.md, "Several devices"). */
+static int tune_remote(const tune_options *o, const char *hostport, int64_t start_ns) {
+  pk_ctx *ctx = pk_ctx_new();
+  pk_remote *r;
+  pk_status s = pk_remote_open(ctx, hostport, o->key, &r);
+  int rc;
+  if (s != PK_OK) {
+    rc = pk_cli_fail(ctx, s);
+  } else {
+    const pk_remote_info *info = pk_remote_info_of(r);
+    struct utsname u;
+    bool same_arch = uname(&u) == 0 && !strcmp(u.machine, info->arch);
+    tune_options ro = *o;
+    ro.remote_label = hostport;
+    ro.target = for_arch(o->arch_targets, o->narch_targets, info->arch, o->target);
+    ro.cc = for_arch(o->arch_ccs, o->narch_ccs, info->arch,
+                     o->cc || same_arch ? o->cc : pk_sprintf(ctx, "%s-linux-gnu-gcc", info->arch));
+    printf("remote %s: %s device (%s, %d cores): target '%s', compiler %s\n", hostport,
+           info->arch, info->cpu, info->cores, ro.target, ro.cc ? ro.cc : "(default)");
+    if (info->emulated)
+      printf("remote %s: runs under an emulator (qemu-user): its timings mean nothing; "
+             "records are marked \"emulated\"\n", hostport);
+    fflush(stdout);
+    rc = run_tune(&ro, ctx, r, start_ns);
+  }
+  pk_remote_close(r);
+  pk_ctx_free(ctx);
+  return rc;
+}
+
+/* Several servers at once: one tuning process each (the database takes concurrent
+ * writers); the exit status is the worst of theirs. */
+static int tune_remotes(const tune_options *o, int64_t start_ns) {
+  if (o->nremotes == 1) return tune_remote(o, o->remotes[0], start_ns);
+  fflush(NULL);
+  pid_t pids[MAX_REMOTES];
+  int started = 0, rc = PK_EXIT_OK;
+  for (int i = 0; i < o->nremotes; i++) {
+    pids[i] = fork();
+    if (pids[i] == 0) {
+      setvbuf(stdout, NULL, _IOLBF, 0); /* whole lines, interleaved with the others' */
+      int crc = tune_remote(o, o->remotes[i], start_ns);
+      fflush(NULL);
+      _exit(crc);
+    }
+    if (pids[i] < 0) {
+      fprintf(stderr, "pock: error: tune: cannot fork for --remote %s\n", o->remotes[i]);
+      rc = PK_EXIT_ERROR;
+    } else {
+      started++;
+    }
+  }
+  /* Ctrl-C reaches the children too: each stops after its batch; this one waits for them */
+  signal(SIGINT, SIG_IGN);
+  for (int i = 0; i < o->nremotes; i++) {
+    if (pids[i] <= 0) continue;
+    int st;
+    while (waitpid(pids[i], &st, 0) < 0)
+      if (errno != EINTR) break;
+    int crc = WIFEXITED(st) ? WEXITSTATUS(st) : PK_EXIT_ERROR;
+    if (crc != PK_EXIT_OK)
+      fprintf(stderr, "pock: tune: --remote %s ended with exit status %d\n", o->remotes[i], crc);
+    if (crc > rc) rc = crc;
+  }
+  return started ? rc : PK_EXIT_ERROR;
+}
+
+int pk_cmd_tune(int argc, char **argv) {
+  int64_t start_ns = pkrt_now_ns(); /* the budget counts loading the model too */
+  tune_options o;
+  int rc = parse_options(argc, argv, &o);
+  if (rc < 0) return PK_EXIT_OK; /* --help */
+  if (rc != PK_EXIT_OK) return rc;
+  if (o.nremotes) return tune_remotes(&o, start_ns);
+  pk_ctx *ctx = pk_ctx_new();
+  rc = run_tune(&o, ctx, NULL, start_ns);
   pk_ctx_free(ctx);
   return rc;
 }

@@ -49,6 +49,8 @@ static const char usage[] =
     "                           [--time-budget S] [--timeout S] [--build-timeout S] [--batch N] [--tune-batch N]\n"
     "                           [--sparse SPEC] [--patience N] [--min-ms M] [--target T]\n"
     "                           [--resume] [--seed N]\n"
+    "                           [--remote HOST:P ... --key FLEET.key]: on devices serving\n"
+    "                           pock-rt-serve (docs/remote-tuning.md)\n"
     "  report --db DB           per task: default, best generated, extern; tuning curves\n"
     "                           [--format text|csv|json|html] [-o OUT]\n"
     "  report --db DB --model MODEL   a model's step: each kernel's share, untuned vs tuned,\n"

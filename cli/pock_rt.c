@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pock/pkrt_kernel.h"
 #include "pock_rt.h"
@@ -26,6 +27,8 @@ static const char usage[] =
     "                    [--weights W.pkw] [--scale X] [--label-column K] [--threads T]\n"
     "  info MODEL.pock                format, target, sizes, kernels, tuning ids, signer\n"
     "                    [--extract-kernels OUT.so]\n"
+    "  serve --port P --trusted-key FLEET.pub   serve remote tuning (runs pock-rt-serve;\n"
+    "                    docs/remote-tuning.md)\n"
     "  --version                      print the version\n"
     "  (`pock-rt COMMAND --help` describes each command; every command that opens a model\n"
     "  takes --trusted-key KEY: only artifacts signed by KEY load, docs/signing.md)\n"
@@ -50,6 +53,19 @@ int pkrt_cli_usage(const char *fmt, ...) {
   return PKRT_EXIT_USAGE;
 }
 
+/* `pock-rt serve ...` is pock-rt-serve (its own binary, so that pock-rt stays small):
+ * the one beside this executable, else the one on PATH. */
+static int serve(char **argv) {
+  char self[4096], path[4096 + 16];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  char *slash = n > 0 ? (self[n] = '\0', strrchr(self, '/')) : NULL;
+  argv[1] = "pock-rt-serve";
+  if (slash && snprintf(path, sizeof path, "%.*s/pock-rt-serve", (int)(slash - self), self) > 0)
+    execv(path, argv + 1);
+  execvp("pock-rt-serve", argv + 1);
+  return pkrt_cli_fail("serve: cannot run pock-rt-serve (installed beside pock-rt or on PATH?)");
+}
+
 static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     fputs(usage, stderr);
@@ -69,6 +85,7 @@ static int dispatch(int argc, char **argv) {
   if (!strcmp(cmd, "eval")) return pkrt_cli_train("pock-rt", PKRT_CLI_EVAL, argc - 2, argv + 2);
   if (!strcmp(cmd, "run")) return pkrt_cli_train("pock-rt", PKRT_CLI_RUN, argc - 2, argv + 2);
   if (!strcmp(cmd, "info")) return pkrt_cmd_info(argc - 2, argv + 2);
+  if (!strcmp(cmd, "serve")) return serve(argv);
   return pkrt_cli_usage("unknown command '%s'", cmd);
 }
 

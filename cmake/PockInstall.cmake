@@ -1,5 +1,5 @@
 # PockInstall.cmake — `cmake --install`: libpockrt (shared and static), the public headers
-# (include/pock), pock, pock-rt, the pkg-config file pockrt.pc and the CMake package
+# (include/pock), pock, pock-rt, pock-rt-serve, the pkg-config file pockrt.pc and the CMake package
 # (find_package(Pock) → Pock::pockrt, Pock::pockrt_static). Included from the top level
 # after every target exists. The package files are relocatable: they find the prefix from
 # their own location, so `cmake --install build --prefix DIR` works for any DIR.
@@ -11,7 +11,7 @@ include(CMakePackageConfigHelpers)
 add_library(Pock::pockrt ALIAS pockrt)
 add_library(Pock::pockrt_static ALIAS pockrt_static)
 
-install(TARGETS pockrt pockrt_static pock pock-rt
+install(TARGETS pockrt pockrt_static pock pock-rt pock-rt-serve
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})

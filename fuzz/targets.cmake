@@ -3,7 +3,7 @@
 # replay_main.c to replay its corpus (fuzz/corpus/NAME) in every build.
 # Per target: its sources (in fuzz/), the libraries it links, the symbols the link wraps
 # (a wrap makes a path the target must never take trap or refuse: no_load.c, no_read.c).
-set(POCK_FUZZ_TARGETS artifact graph sparse pkw csv npy jsonl onnx)
+set(POCK_FUZZ_TARGETS artifact graph sparse pkw csv npy jsonl onnx remote)
 set(POCK_FUZZ_artifact_SOURCES fuzz_artifact.c no_load.c)
 set(POCK_FUZZ_artifact_LIBS pockrt_static)
 set(POCK_FUZZ_artifact_WRAP pkrt_module_load_memory dlopen)
@@ -22,6 +22,9 @@ set(POCK_FUZZ_jsonl_SOURCES fuzz_jsonl.c)
 set(POCK_FUZZ_jsonl_LIBS pk_autotune)
 set(POCK_FUZZ_onnx_SOURCES fuzz_onnx.c)
 set(POCK_FUZZ_onnx_LIBS pk_frontends)
+set(POCK_FUZZ_remote_SOURCES fuzz_remote.c no_load.c) # issue 19: pock-rt-serve's requests
+set(POCK_FUZZ_remote_LIBS pockrt_static)
+set(POCK_FUZZ_remote_WRAP pkrt_module_load_memory dlopen)
 
 # pock_fuzz_executable(EXE NAME [more sources...]): EXE built from target NAME's sources.
 function(pock_fuzz_executable exe name)

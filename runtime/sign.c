@@ -26,6 +26,7 @@ _Static_assert(SEED_BYTES == crypto_sign_SEEDBYTES, "Ed25519 seed");
 _Static_assert(RT_SIG_SIGNED_HEAD + crypto_sign_BYTES + 8 == RT_SIG_TRAILER_BYTES,
                "trailer: head, signature, 8 reserved bytes");
 _Static_assert(sizeof RT_SIG_MAGIC == 8, "trailer magic is 8 bytes with its NUL");
+_Static_assert(RT_SECRET_KEY_BYTES == crypto_sign_SECRETKEYBYTES, "Ed25519 secret key");
 
 /* Trailer fields (offsets). */
 enum { T_MAGIC = 0, T_VERSION = 8, T_ALG = 12, T_KEY_ID = 16, T_KEY = 24, T_SIG = 56,
@@ -208,10 +209,8 @@ pkrt_status pkrt_public_key_load(pkrt_ctx *rt, const char *path_or_text, pkrt_pu
   return st;
 }
 
-/* Reads NAME.key into an Ed25519 key pair; sk must be wiped by the caller. */
-static pkrt_status secret_load(pkrt_ctx *rt, const char *path,
-                               uint8_t pk[crypto_sign_PUBLICKEYBYTES],
-                               uint8_t sk[crypto_sign_SECRETKEYBYTES]) {
+pkrt_status rt_secret_load(pkrt_ctx *rt, const char *path, uint8_t pk[PKRT_PUBLIC_KEY_BYTES],
+                           uint8_t sk[RT_SECRET_KEY_BYTES]) {
   void *text;
   size_t len;
   pkrt_status st = rt_file_read(rt, path, KEY_FILE_MAX, &text, &len);
@@ -312,7 +311,7 @@ pkrt_status pkrt_artifact_sign(pkrt_ctx *rt, const char *path, const char *key_p
   if (st == PKRT_OK) st = need_sodium(rt);
   if (st != PKRT_OK) return st;
   uint8_t pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
-  if ((st = secret_load(rt, key_path, pk, sk)) != PKRT_OK) return st;
+  if ((st = rt_secret_load(rt, key_path, pk, sk)) != PKRT_OK) return st;
   /* Only a file that verifies gets signed: signing vouches for what is in it, and an
    * existing signature that no longer verifies means the file changed after signing. */
   pkrt_artifact *a;

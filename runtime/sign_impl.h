@@ -35,4 +35,11 @@ RT_INTERNAL const unsigned char *rt_artifact_signed_span(const pkrt_artifact *a,
 RT_INTERNAL pkrt_status rt_trust_resolve(pkrt_ctx *rt, const char *option, const char *env,
                                          const char *sys_path, pkrt_trusted_key *out);
 
+/* Reads NAME.key (the secret seed, docs/signing.md) into an Ed25519 key pair (libsodium's
+ * 64-byte secret key: seed || public key); sk must be wiped (sodium_memzero) by the caller. */
+#define RT_SECRET_KEY_BYTES 64
+RT_INTERNAL pkrt_status rt_secret_load(pkrt_ctx *rt, const char *path,
+                                       uint8_t pk[PKRT_PUBLIC_KEY_BYTES],
+                                       uint8_t sk[RT_SECRET_KEY_BYTES]);
+
 #endif

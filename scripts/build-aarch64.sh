@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # build-aarch64.sh — cross-builds what runs on an AArch64 Linux device (Jetson, Raspberry Pi
-# OS 64-bit): libpockrt, pock-rt, and the te/, runtime/ and codegen/ unit tests
-# (POCK_DEVICE_ONLY), into BUILD_DIR (default build-aarch64/), with Debian's
+# OS 64-bit): libpockrt, pock-rt, pock-rt-serve (remote tuning), and the te/, runtime/ and
+# codegen/ unit tests (POCK_DEVICE_ONLY), into BUILD_DIR (default build-aarch64/), with Debian's
 # gcc-aarch64-linux-gnu and cmake/aarch64-linux-gnu.cmake. First installs, as root, what
 # is missing: the cross compiler, qemu-user, and — after `dpkg --add-architecture arm64` —
 # the :arm64 -dev packages libpockrt links (libffi, cJSON, libsodium).
 #   scripts/build-aarch64.sh [--no-install | --deps-only] [cmake configure arguments...]
 # --no-install: install nothing (fail, naming what is missing); --deps-only: install, no build.
+# BUILD_TARGETS="pock-rt pock-rt-serve" builds only those.
 # Then `ctest --test-dir build-aarch64` runs the tests under qemu-aarch64 (docs/targets.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,4 +42,5 @@ fi
 
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" -DPOCK_DEVICE_ONLY=ON "$@" >/dev/null
-cmake --build "$build" -j"$(nproc)"
+# BUILD_TARGETS: only these (e.g. pock-rt-serve for the remote-tuning test), else all
+cmake --build "$build" -j"$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS}

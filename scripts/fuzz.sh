@@ -5,7 +5,7 @@
 # $FUZZ_BUILD_DIR/crashes/TARGET.
 #
 #   scripts/fuzz.sh TARGET [SECONDS] [--merge]   TARGET: artifact graph sparse pkw csv npy
-#                                                jsonl onnx (fuzz/targets.cmake), or all
+#                                                jsonl onnx remote (fuzz/targets.cmake), or all
 #   scripts/fuzz.sh SECONDS [--merge]            the artifact target (the old form)
 #
 # SECONDS (default 60) is the whole run: with `all`, each target gets an equal share (less
@@ -20,7 +20,7 @@
 # libFuzzer is not installed (scripts/install-deps.sh installs it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-all_targets="artifact graph sparse pkw csv npy jsonl onnx"
+all_targets="artifact graph sparse pkw csv npy jsonl onnx remote"
 usage() { echo "usage: scripts/fuzz.sh TARGET|all [SECONDS] [--merge] (TARGET: $all_targets)" >&2; exit 2; }
 target= secs=60 merge=0
 for a in "$@"; do

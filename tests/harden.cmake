@@ -21,7 +21,7 @@ endforeach()
 # The artifact corpus's test keeps its first name.
 add_test(NAME test_fuzz_corpus COMMAND fuzz_artifact_replay ${PROJECT_SOURCE_DIR}/fuzz/corpus/artifact)
 set_tests_properties(test_fuzz_corpus PROPERTIES LABELS "runtime;fuzz;sanitize" TIMEOUT 60)
-foreach(t graph sparse pkw csv npy jsonl onnx)
+foreach(t graph sparse pkw csv npy jsonl onnx remote)
   add_test(NAME test_fuzz_corpus_${t} COMMAND fuzz_${t}_replay ${PROJECT_SOURCE_DIR}/fuzz/corpus/${t})
   set_tests_properties(test_fuzz_corpus_${t} PROPERTIES LABELS "fuzz;sanitize" TIMEOUT 60)
 endforeach()

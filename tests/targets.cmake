@@ -18,4 +18,5 @@ add_test(NAME test_aarch64_qemu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_aarch64
   $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> $<TARGET_FILE:pkw_close> ${PROJECT_SOURCE_DIR}
   ${PROJECT_BINARY_DIR})
 set_tests_properties(test_aarch64_qemu PROPERTIES LABELS "cli;aarch64" TIMEOUT 180
+  RESOURCE_LOCK aarch64_build # (test_remote_tune builds in the same directory)
   SKIP_RETURN_CODE 77 ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")

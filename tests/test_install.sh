@@ -38,7 +38,7 @@ P=$T/prefix
 D=$SRC/examples/digits
 
 run "cmake --install into $P" cmake --install "$BUILD" --prefix "$P" || exit 1
-for f in bin/pock bin/pock-rt lib/libpockrt.so lib/libpockrt.a include/pock/pockrt.h \
+for f in bin/pock bin/pock-rt bin/pock-rt-serve lib/libpockrt.so lib/libpockrt.a include/pock/pockrt.h \
   include/pock/pkrt_kernel.h include/pock/pkrt_status.h lib/pkgconfig/pockrt.pc lib/cmake/Pock/PockConfig.cmake \
   lib/cmake/Pock/PockConfigVersion.cmake share/pock/examples/runtime/train_digits.c; do
   if [ -f "$P/$f" ]; then pass "installed $f"; else fail "missing $f"; fi
