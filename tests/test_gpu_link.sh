@@ -1,0 +1,28 @@
+#!/bin/sh
+# test_gpu_link.sh — GPU support keeps libpockrt shippable: neither libpockrt.so nor pock-rt
+# names the OpenCL ICD loader or the CUDA driver in DT_NEEDED (both are dlopened), and
+# libpockrt.so stripped stays <= 200 KB (docs/runtime.md). Exit 77 without readelf/strip.
+# usage: test_gpu_link.sh LIBPOCKRT_SO POCK_RT
+set -u
+lib=$1 rt=$2
+for t in readelf strip; do
+  command -v "$t" >/dev/null || { echo "SKIP test_gpu_link: $t is not installed"; exit 77; }
+done
+fails=0
+for f in "$lib" "$rt"; do
+  bad=$(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -i -E 'opencl|cuda|nvrtc')
+  if [ -z "$bad" ]; then echo "PASS no_gpu_dt_needed $(basename "$f")"
+  else echo "FAIL no_gpu_dt_needed $(basename "$f"): $bad"; fails=$((fails + 1)); fi
+done
+tmp=$(mktemp /tmp/pk_gpu_link_XXXXXX)
+trap 'rm -f "$tmp"' EXIT
+strip -o "$tmp" "$lib"
+size=$(wc -c <"$tmp" | tr -d ' ')
+if [ "$size" -le 204800 ]; then echo "PASS libpockrt_stripped_size $size bytes (<= 200 KB)"
+else echo "FAIL libpockrt_stripped_size: $size bytes > 200 KB"; fails=$((fails + 1)); fi
+# The dlopen names really are in the library (the GPU code is linked, not dropped).
+for s in libOpenCL.so.1 libcuda.so.1; do
+  if grep -q "$s" "$tmp"; then echo "PASS dlopens_$s"
+  else echo "FAIL dlopens_$s: the name is not in libpockrt"; fails=$((fails + 1)); fi
+done
+[ "$fails" -eq 0 ]
