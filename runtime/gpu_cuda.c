@@ -376,13 +376,11 @@ static pkrt_status cu_load_module(pkrt_gpu_module *mod, const pkrt_gpu_image *im
   if (err == PK_CUDA_SUCCESS) return PKRT_OK;
   int major = 0, minor = 0, drv = g->info.driver_version;
   ptx_isa(img->ptx, &major, &minor);
-  char too_old[64] = "";
-  if (err == PK_CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
-    snprintf(too_old, sizeof too_old, "; this driver, CUDA %d.%d, is too old for it",
-             drv / 1000, drv % 1000 / 10);
-  return pkrt_ctx_fail(g->rt, PKRT_ERR_LOAD, "cuModuleLoadData(PTX ISA %d.%d%s): %s%s%s%.200s",
-                       major, minor, too_old, cu_err_name(&d->cu, err, buf), cubin_part,
-                       log[0] ? ": " : "", log);
+  return pkrt_ctx_fail(g->rt, PKRT_ERR_LOAD,
+                       "cuModuleLoadData(PTX ISA %d.%d, this driver CUDA %d.%d%s): %s%s%s%.200s",
+                       major, minor, drv / 1000, drv % 1000 / 10,
+                       err == PK_CUDA_ERROR_UNSUPPORTED_PTX_VERSION ? ", too old for it" : "",
+                       cu_err_name(&d->cu, err, buf), cubin_part, log[0] ? ": " : "", log);
 }
 
 static pkrt_status cuda_module_load(pkrt_gpu_module *mod, const pkrt_gpu_image *img) {

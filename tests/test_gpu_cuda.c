@@ -158,6 +158,34 @@ static void *nvrtc_build(nvrtc_api *a, const char *arch, int cubin, size_t *len)
   return out;
 }
 
+/* Without a GPU too: the CUDA test kernels compile, and NVRTC's PTX is refused by a driver
+ * older than its ISA, naming both versions (a Jetson on CUDA 12.2 given CUDA 13's PTX). */
+static void test_nvrtc_ptx(void) {
+  nvrtc_api nv = {0};
+  if (!nvrtc_load(&nv)) {
+    printf("SKIP %s: no NVRTC\n", __func__);
+    return;
+  }
+  size_t len = 0;
+  char *ptx = nvrtc_build(&nv, "compute_80", 0, &len);
+  CHECK(ptx && strstr(ptx, ".entry k_axpb") && strstr(ptx, ".entry k_matmul") &&
+            strstr(ptx, ".entry k_scaled"), "NVRTC's PTX lacks the kernels");
+  int major = 0, minor = 0;
+  const char *v = strstr(ptx, ".version ");
+  int ok = v && sscanf(v, ".version %d.%d", &major, &minor) == 2;
+  pkrt_status st = pkrt_gpu_ptx_check(rt, ptx, 9000); /* a CUDA 9.0 driver: too old for any */
+  char want[64];
+  snprintf(want, sizeof want, "ISA version %d.%d, which needs a CUDA ", major, minor);
+  int named = st == PKRT_ERR_LOAD && has(want) && has("this driver is CUDA 9.0");
+  free(ptx);
+  CHECK(ok && named, "PTX %d.%d on CUDA 9.0: %s", major, minor, pkrt_ctx_error(rt));
+  unsigned char *cubin = nvrtc_build(&nv, "sm_87", 1, &len); /* Jetson Orin */
+  int elf = cubin && len > 4 && !memcmp(cubin, "\177ELF", 4);
+  free(cubin);
+  CHECK(elf, "NVRTC's sm_87 cubin is not an ELF image");
+  printf("PASS %s (PTX ISA %d.%d: %s)\n", __func__, major, minor, pkrt_ctx_error(rt));
+}
+
 static void run_module(pkrt_gpu *g, const char *what, const pkrt_gpu_image *img, int timed) {
   pkrt_gpu_module *mod = NULL;
   gt_buffers bf = {0};
@@ -241,7 +269,7 @@ static void test_device(pkrt_gpu *g) {
   char *future = strdup(ptx), *v = strstr(future, ".version ");
   if (v) memcpy(v, ".version 99.9", 13);
   refused(g, "cuda_ptx_too_new", &(pkrt_gpu_image){.ptx = future}, &gt_kernels[0],
-          "cuModuleLoadData(PTX ISA 99.9", i->driver);
+          "cuModuleLoadData(PTX ISA 99.9, this driver CUDA ", i->driver);
   free(future);
   pkrt_gpu_kernel_desc k = gt_kernels[GT_AXPB];
   k.name = "k_missing";
@@ -265,6 +293,9 @@ int main(void) {
   test_declarations();
   test_ptx_check();
   test_driver_library(st == PKRT_OK && n > 0);
+#ifdef PK_HAVE_CUDA_H
+  test_nvrtc_ptx();
+#endif
   if (st != PKRT_OK || n == 0) {
     printf("skipped: no GPU (%s)\n", why);
     pkrt_ctx_free(rt);
