@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_gpu_link.sh — GPU support keeps libpockrt shippable: neither libpockrt.so nor pock-rt
 # names the OpenCL ICD loader or the CUDA driver in DT_NEEDED (both are dlopened), and
-# libpockrt.so stripped stays <= 200 KB (docs/runtime.md). Exit 77 without readelf/strip.
+# libpockrt.so stripped stays <= 200 KB (docs/runtime.md); `pock-rt gpu` lists what it sees
+# of each API, or why nothing, and exits 0. Exit 77 without readelf/strip.
 # usage: test_gpu_link.sh LIBPOCKRT_SO POCK_RT
 set -u
 lib=$1 rt=$2
@@ -25,4 +26,13 @@ for s in libOpenCL.so.1 libcuda.so.1; do
   if grep -q "$s" "$tmp"; then echo "PASS dlopens_$s"
   else echo "FAIL dlopens_$s: the name is not in libpockrt"; fails=$((fails + 1)); fi
 done
+# pock-rt gpu: one line per API whatever is installed (a missing library is a reason, not a
+# failure); arguments are a usage error.
+out=$("$rt" gpu 2>&1); rc=$?
+if [ "$rc" -eq 0 ] && echo "$out" | grep -q '^opencl: ' && echo "$out" | grep -q '^cuda: '; then
+  echo "PASS pock_rt_gpu"; echo "$out" | sed 's/^/    /'
+else echo "FAIL pock_rt_gpu: exit $rc"; echo "$out" | sed 's/^/    /'; fails=$((fails + 1)); fi
+"$rt" gpu extra >/dev/null 2>&1; rc=$?
+if [ "$rc" -eq 2 ]; then echo "PASS pock_rt_gpu_usage"
+else echo "FAIL pock_rt_gpu_usage: exit $rc, want 2"; fails=$((fails + 1)); fi
 [ "$fails" -eq 0 ]
