@@ -15,12 +15,22 @@
 #define CU_LIBRARY "libcuda.so.1"
 #define CU_LOG_BYTES 2048 /* the JIT's error log, kept for the message */
 
+/* The entry points; `fn` is the same storage as an array, which cu_load fills from the
+ * names in order. */
 typedef struct cu_api {
   void *lib;
+  union {
+    struct {
 #define CU_FIELD(f, params) pk_##f##_fn f;
-  PK_CU_FUNCS(CU_FIELD)
+      PK_CU_FUNCS(CU_FIELD)
 #undef CU_FIELD
+    };
+#define CU_ONE(f, params) +1
+    void *fn[0 PK_CU_FUNCS(CU_ONE)];
+#undef CU_ONE
+  };
 } cu_api;
+_Static_assert(sizeof(void (*)(void)) == sizeof(void *), "entry points fill a void * array");
 
 typedef struct cu_dev {
   cu_api cu;
@@ -86,14 +96,15 @@ static pkrt_status cu_load(pkrt_ctx *rt, const char *library, cu_api *a) {
                          "cannot load the CUDA driver %s: %s (the NVIDIA driver provides it)",
                          library, why ? why : "?");
   }
-#define CU_SYM(f, params)                                                                 \
-  if (!(*(void **)&a->f = dlsym(a->lib, #f))) {                                          \
-    dlclose(a->lib);                                                                      \
-    a->lib = NULL;                                                                        \
-    return pkrt_ctx_fail(rt, PKRT_ERR_LOAD, "%s has no %s", library, #f);                 \
-  }
-  PK_CU_FUNCS(CU_SYM)
-#undef CU_SYM
+#define CU_NAME(f, params) #f "\0"
+  const char *name = PK_CU_FUNCS(CU_NAME);
+#undef CU_NAME
+  for (size_t i = 0; i < sizeof a->fn / sizeof a->fn[0]; name += strlen(name) + 1, i++)
+    if (!(a->fn[i] = dlsym(a->lib, name))) {
+      dlclose(a->lib);
+      a->lib = NULL;
+      return pkrt_ctx_fail(rt, PKRT_ERR_LOAD, "%s has no %s", library, name);
+    }
   return PKRT_OK;
 }
 

@@ -30,13 +30,22 @@
   X(clReleaseKernel) X(clSetKernelArg) X(clEnqueueNDRangeKernel) X(clWaitForEvents)       \
   X(clGetEventProfilingInfo) X(clReleaseEvent)
 
-/* The entry points, typed by the headers' own prototypes. */
+/* The entry points, typed by the headers' own prototypes; `fn` is the same storage as an
+ * array, which cl_load fills from the names in order. */
 typedef struct cl_api {
   void *lib;
+  union {
+    struct {
 #define CL_FIELD(f) __typeof__(&f) f;
-  CL_FUNCS(CL_FIELD)
+      CL_FUNCS(CL_FIELD)
 #undef CL_FIELD
+    };
+#define CL_ONE(f) +1
+    void *fn[0 CL_FUNCS(CL_ONE)];
+#undef CL_ONE
+  };
 } cl_api;
+_Static_assert(sizeof(void (*)(void)) == sizeof(void *), "entry points fill a void * array");
 
 typedef struct cl_dev {
   cl_api cl;
@@ -106,14 +115,15 @@ static pkrt_status cl_load(pkrt_ctx *rt, cl_api *a) {
                          "cannot load the OpenCL ICD loader %s: %s (Debian: ocl-icd-libopencl1 "
                          "and a driver, e.g. pocl-opencl-icd)", CL_LIBRARY, why ? why : "?");
   }
-#define CL_SYM(f)                                                                         \
-  if (!(*(void **)&a->f = dlsym(a->lib, #f))) {                                          \
-    dlclose(a->lib);                                                                      \
-    a->lib = NULL;                                                                        \
-    return pkrt_ctx_fail(rt, PKRT_ERR_LOAD, "%s has no %s", CL_LIBRARY, #f);              \
-  }
-  CL_FUNCS(CL_SYM)
-#undef CL_SYM
+#define CL_NAME(f) #f "\0"
+  const char *name = CL_FUNCS(CL_NAME);
+#undef CL_NAME
+  for (size_t i = 0; i < sizeof a->fn / sizeof a->fn[0]; name += strlen(name) + 1, i++)
+    if (!(a->fn[i] = dlsym(a->lib, name))) {
+      dlclose(a->lib);
+      a->lib = NULL;
+      return pkrt_ctx_fail(rt, PKRT_ERR_LOAD, "%s has no %s", CL_LIBRARY, name);
+    }
   return PKRT_OK;
 }
 
