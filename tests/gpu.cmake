@@ -6,6 +6,9 @@ pk_add_test(test_gpu_opencl LIBS pockrt_static LABELS runtime TIMEOUT 60)
 # --wrap: libpockrt's own allocations during launches are counted (must be 0).
 target_link_options(test_gpu_opencl PRIVATE -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc)
 set_tests_properties(test_gpu_opencl PROPERTIES SKIP_RETURN_CODE 77)
+# PoCL caches built programs under $HOME unless told otherwise: keep them in the build tree.
+set_property(TEST test_gpu_opencl APPEND PROPERTY ENVIRONMENT
+  "POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
 
 pk_add_test(test_gpu_cuda LIBS pockrt_static LABELS runtime TIMEOUT 60)
 target_include_directories(test_gpu_cuda PRIVATE ${PROJECT_SOURCE_DIR}/runtime)
@@ -23,5 +26,5 @@ endif()
 
 # libpockrt stays small and links neither OpenCL nor CUDA (readelf), stripped <= 200 KB.
 add_test(NAME test_gpu_link COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_link.sh
-  $<TARGET_FILE:pockrt> $<TARGET_FILE:pock-rt>)
+  $<TARGET_FILE:pockrt> $<TARGET_FILE:pock-rt> "${CMAKE_BUILD_TYPE}")
 set_tests_properties(test_gpu_link PROPERTIES LABELS "runtime" TIMEOUT 30 SKIP_RETURN_CODE 77)
