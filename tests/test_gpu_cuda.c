@@ -259,20 +259,41 @@ static void test_device(pkrt_gpu *g) {
   void *cubin = nvrtc_build(&nv, arch, 1, &cubin_len);
   check(ptx && cubin, "cuda_nvrtc", "PTX %p cubin %p", (void *)ptx, cubin);
   if (!ptx || !cubin) goto done;
+  static const char junk[64] = "not a cubin";
+  pkrt_gpu_kernel_desc k = gt_kernels[GT_AXPB];
+  k.name = "k_missing";
+  if (pkrt_gpu_ptx_check(rt, ptx, i->driver_version) != PKRT_OK) {
+    /* A toolkit newer than the driver: its PTX is refused by name, and only the cubin is
+     * left to run (if this driver takes it). */
+    check(has(i->driver), "cuda_ptx_refused_by_old_driver", "%s", pkrt_ctx_error(rt));
+    pkrt_gpu_module *mod = NULL;
+    pkrt_gpu_image img = {.cubin = cubin, .cubin_size = cubin_len};
+    if (pkrt_gpu_module_load(g, &img, gt_kernels, GT_NKERNELS, &mod) != PKRT_OK) {
+      printf("SKIP cuda kernels: this driver (CUDA %s) loads neither NVRTC's PTX nor its "
+             "cubin: %s\n", i->driver, pkrt_ctx_error(rt));
+      goto done;
+    }
+    pkrt_gpu_module_free(mod);
+    run_module(g, "cubin", &img, 1);
+    goto done;
+  }
   run_module(g, "ptx", &(pkrt_gpu_image){.ptx = ptx}, 0);
   run_module(g, "cubin", &(pkrt_gpu_image){.cubin = cubin, .cubin_size = cubin_len, .ptx = ptx}, 1);
-  static const char junk[64] = "not a cubin";
   run_module(g, "ptx_fallback", &(pkrt_gpu_image){.cubin = junk, .cubin_size = 64, .ptx = ptx}, 0);
   refused(g, "cuda_bad_cubin", &(pkrt_gpu_image){.cubin = junk, .cubin_size = 64},
           &gt_kernels[0], "cuModuleLoadData(cubin for sm_", "CUDA_ERROR_");
-  /* A PTX ISA from the future: the driver's refusal names both versions. */
-  char *future = strdup(ptx), *v = strstr(future, ".version ");
-  if (v) memcpy(v, ".version 99.9", 13);
-  refused(g, "cuda_ptx_too_new", &(pkrt_gpu_image){.ptx = future}, &gt_kernels[0],
-          "cuModuleLoadData(PTX ISA 99.9, this driver CUDA ", i->driver);
+  /* A PTX ISA from the future (the .version line rewritten): the driver's refusal names
+   * the ISA and the driver's version. */
+  const char *v = strstr(ptx, ".version "), *eol = v ? strchr(v, '\n') : NULL;
+  char *future = v && eol ? malloc(strlen(ptx) + 16) : NULL;
+  if (future) {
+    sprintf(future, "%.*s.version 99.9%s", (int)(v - ptx), ptx, eol);
+    refused(g, "cuda_ptx_too_new", &(pkrt_gpu_image){.ptx = future}, &gt_kernels[0],
+            "cuModuleLoadData(PTX ISA 99.9, this driver CUDA ", i->driver);
+  } else {
+    check(0, "cuda_ptx_too_new", "NVRTC's PTX has no .version line");
+  }
   free(future);
-  pkrt_gpu_kernel_desc k = gt_kernels[GT_AXPB];
-  k.name = "k_missing";
   refused(g, "cuda_wrong_kernel_name", &(pkrt_gpu_image){.ptx = ptx}, &k,
           "cuModuleGetFunction(k_missing): CUDA_ERROR_NOT_FOUND", NULL);
 done:
