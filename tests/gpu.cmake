@@ -24,6 +24,20 @@ if(CUDAToolkit_FOUND)
     $<$<BOOL:${POCK_CUDA_STUB}>:PK_CUDA_STUB="${POCK_CUDA_STUB}">)
 endif()
 
+# The CUDA path against a stand-in driver (fixtures/mock_libcuda.c), on every machine: the
+# mock is the only libcuda.so.1 on the test's LD_LIBRARY_PATH.
+add_library(pk_mock_libcuda MODULE fixtures/mock_libcuda.c)
+target_include_directories(pk_mock_libcuda PRIVATE ${PROJECT_SOURCE_DIR}/runtime
+  ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_options(pk_mock_libcuda PRIVATE -fvisibility=hidden)
+set_target_properties(pk_mock_libcuda PROPERTIES PREFIX "lib" OUTPUT_NAME "cuda" SUFFIX ".so.1"
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mock-cuda)
+pk_add_test(test_gpu_cuda_mock LIBS pockrt_static LABELS runtime TIMEOUT 60)
+target_link_options(test_gpu_cuda_mock PRIVATE -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc)
+add_dependencies(test_gpu_cuda_mock pk_mock_libcuda)
+set_property(TEST test_gpu_cuda_mock APPEND PROPERTY ENVIRONMENT
+  "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/mock-cuda")
+
 # libpockrt stays small and links neither OpenCL nor CUDA (readelf), stripped <= 200 KB.
 add_test(NAME test_gpu_link COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_link.sh
   $<TARGET_FILE:pockrt> $<TARGET_FILE:pock-rt> "${CMAKE_BUILD_TYPE}")

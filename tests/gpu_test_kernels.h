@@ -80,12 +80,10 @@ static const pkrt_gpu_kernel_desc gt_kernels[] = {
 };
 enum { GT_AXPB, GT_MATMUL, GT_SCALED, GT_NKERNELS };
 
-#endif
-
-/* ---- running them: gt_run_kernels loads img on g, launches the three kernels on buffers
- * carved from one device arena at offsets that are multiples of the device's alignment
- * (so OpenCL makes sub-buffers), and compares every output with a C loop. Needs
- * pk_test.h's check() and pkrt.h included before. */
+/* ---- running them (tests only: pk_test.h's check() and pkrt.h included before): the
+ * buffers are carved from one device arena at offsets that are multiples of the device's
+ * alignment (so OpenCL makes sub-buffers); every output is compared with a C loop. */
+#ifdef PK_TEST_H
 
 /* Next offset in the arena: at rounded up to align, then bytes reserved. */
 static inline size_t gt_place(size_t *at, size_t bytes, size_t align) {
@@ -199,3 +197,6 @@ static inline void gt_compare(pkrt_ctx *rt, const char *api, gt_buffers *bf) {
   check(bad < 0, name, "y[%d] = %g, want %g", bad, bad < 0 ? 0 : y2[bad],
         bad < 0 ? 0 : x2[GT_WN - 1 - bad] * 3.0f + 5.0f);
 }
+#endif /* PK_TEST_H */
+
+#endif
