@@ -26,6 +26,10 @@
  * and the error ("clBuildProgram: CL_BUILD_PROGRAM_FAILURE" and the build log,
  * "cuModuleLoadData: CUDA_ERROR_INVALID_IMAGE"), or the library that could not be loaded.
  * A device object and everything made from it are used by one thread at a time.
+ *
+ * Who uses it: the runtime's model executor and the compiler's measurer (with a pkrt_ctx
+ * from runtime/pkrt.h, pkrt_ctx_new), and generated GPU code's descriptors
+ * (pkrt_gpu_kernel_desc). Applications train GPU artifacts through pockrt.h.
  */
 #ifndef PKRT_GPU_H
 #define PKRT_GPU_H
