@@ -2,6 +2,7 @@
 # on any installed OpenCL device (PoCL's CPU device in CI); CUDA launches need a GPU and
 # skip without one, but the driver's symbols are still resolved where a libcuda (or the
 # toolkit's stub) exists and the declarations are checked against the toolkit's cuda.h.
+# (Not `sanitize`: PoCL and its LLVM leak at exit; libpockrt's part is clean under ASan.)
 pk_add_test(test_gpu_opencl LIBS pockrt_static LABELS runtime TIMEOUT 60)
 # --wrap: libpockrt's own allocations during launches are counted (must be 0).
 target_link_options(test_gpu_opencl PRIVATE -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc)
@@ -10,7 +11,7 @@ set_tests_properties(test_gpu_opencl PROPERTIES SKIP_RETURN_CODE 77)
 set_property(TEST test_gpu_opencl APPEND PROPERTY ENVIRONMENT
   "POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
 
-pk_add_test(test_gpu_cuda LIBS pockrt_static LABELS runtime TIMEOUT 60)
+pk_add_test(test_gpu_cuda LIBS pockrt_static LABELS runtime sanitize TIMEOUT 60)
 target_include_directories(test_gpu_cuda PRIVATE ${PROJECT_SOURCE_DIR}/runtime)
 target_link_options(test_gpu_cuda PRIVATE -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc)
 set_tests_properties(test_gpu_cuda PROPERTIES SKIP_RETURN_CODE 77)
@@ -32,7 +33,7 @@ target_include_directories(pk_mock_libcuda PRIVATE ${PROJECT_SOURCE_DIR}/runtime
 target_compile_options(pk_mock_libcuda PRIVATE -fvisibility=hidden)
 set_target_properties(pk_mock_libcuda PROPERTIES PREFIX "lib" OUTPUT_NAME "cuda" SUFFIX ".so.1"
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mock-cuda)
-pk_add_test(test_gpu_cuda_mock LIBS pockrt_static LABELS runtime TIMEOUT 60)
+pk_add_test(test_gpu_cuda_mock LIBS pockrt_static LABELS runtime sanitize TIMEOUT 60)
 target_link_options(test_gpu_cuda_mock PRIVATE -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc)
 add_dependencies(test_gpu_cuda_mock pk_mock_libcuda)
 set_property(TEST test_gpu_cuda_mock APPEND PROPERTY ENVIRONMENT
