@@ -242,13 +242,17 @@ static pkrt_status cuda_open(pkrt_gpu *g, int index) {
     goto fail;
   }
   if ((st = cu_describe(g->rt, cu, index, &d->device, &g->info)) != PKRT_OK) goto fail;
-  pk_cu_result err = cu->cuDevicePrimaryCtxRetain(&d->ctx, d->device);
-  const char *call = "cuDevicePrimaryCtxRetain";
-  if (err == PK_CUDA_SUCCESS && (call = "cuCtxSetCurrent", err = cu->cuCtxSetCurrent(d->ctx)) == 0 &&
-      (call = "cuStreamCreate",
-       err = cu->cuStreamCreate(&d->stream, PK_CU_STREAM_NON_BLOCKING)) == 0 &&
-      (call = "cuEventCreate", err = cu->cuEventCreate(&d->t0, PK_CU_EVENT_DEFAULT)) == 0)
-    err = cu->cuEventCreate(&d->t1, PK_CU_EVENT_DEFAULT);
+  pk_cu_result err;
+  const char *call = NULL;
+  if ((err = cu->cuDevicePrimaryCtxRetain(&d->ctx, d->device)) != PK_CUDA_SUCCESS)
+    call = "cuDevicePrimaryCtxRetain";
+  else if ((err = cu->cuCtxSetCurrent(d->ctx)) != PK_CUDA_SUCCESS)
+    call = "cuCtxSetCurrent";
+  else if ((err = cu->cuStreamCreate(&d->stream, PK_CU_STREAM_NON_BLOCKING)) != PK_CUDA_SUCCESS)
+    call = "cuStreamCreate";
+  else if ((err = cu->cuEventCreate(&d->t0, PK_CU_EVENT_DEFAULT)) != PK_CUDA_SUCCESS ||
+           (err = cu->cuEventCreate(&d->t1, PK_CU_EVENT_DEFAULT)) != PK_CUDA_SUCCESS)
+    call = "cuEventCreate";
   if (err != PK_CUDA_SUCCESS) {
     st = cu_fail(g->rt, cu, PKRT_ERR_GPU, err, "%s(%s)", call, g->info.name);
     goto fail;
@@ -481,11 +485,14 @@ static pkrt_status cuda_launch(pkrt_gpu_module *mod, int ki, const pkrt_gpu_ptr 
     return cu_fail(g->rt, &d->cu, PKRT_ERR_KERNEL, err, "cuLaunchKernel(%s)", k->name);
   if (!ms) return PKRT_OK;
   float t = 0;
-  const char *call = "cuEventRecord";
-  if ((err = d->cu.cuEventRecord(d->t1, d->stream)) == PK_CUDA_SUCCESS &&
-      (call = "cuEventSynchronize", err = d->cu.cuEventSynchronize(d->t1)) == PK_CUDA_SUCCESS)
-    call = "cuEventElapsedTime", err = d->cu.cuEventElapsedTime(&t, d->t0, d->t1);
-  if (err != PK_CUDA_SUCCESS) return cu_fail(g->rt, &d->cu, PKRT_ERR_GPU, err, "%s(%s)", call, k->name);
+  const char *call = NULL;
+  if ((err = d->cu.cuEventRecord(d->t1, d->stream)) != PK_CUDA_SUCCESS)
+    call = "cuEventRecord";
+  else if ((err = d->cu.cuEventSynchronize(d->t1)) != PK_CUDA_SUCCESS)
+    call = "cuEventSynchronize";
+  else if ((err = d->cu.cuEventElapsedTime(&t, d->t0, d->t1)) != PK_CUDA_SUCCESS)
+    call = "cuEventElapsedTime";
+  if (call) return cu_fail(g->rt, &d->cu, PKRT_ERR_GPU, err, "%s(%s)", call, k->name);
   *ms = t;
   return PKRT_OK;
 }

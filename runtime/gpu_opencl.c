@@ -165,7 +165,8 @@ static pkrt_status cl_str(pkrt_ctx *rt, const cl_api *cl, cl_platform_id plat, c
   if (err == CL_SUCCESS && size > 0)
     err = dev ? cl->clGetDeviceInfo(dev, param, size, buf, NULL)
               : cl->clGetPlatformInfo(plat, param, size, buf, NULL);
-  if (err != CL_SUCCESS) return cl_fail(rt, err, "%s(%s)", dev ? "clGetDeviceInfo" : "clGetPlatformInfo", what);
+  if (err != CL_SUCCESS)
+    return cl_fail(rt, err, "%s(%s)", dev ? "clGetDeviceInfo" : "clGetPlatformInfo", what);
   buf[size ? size - 1 : 0] = '\0';
   pkrt_gpu_setstr(dst, cap, buf);
   return PKRT_OK;
@@ -341,7 +342,8 @@ static pkrt_status ocl_view(pkrt_gpu_mem *m, pkrt_gpu_ptr *p) {
   cl_int err;
   cl_mem sub = d->cl.clCreateSubBuffer(m->handle, CL_MEM_READ_WRITE,
                                        CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
-  if (!sub) return cl_fail(m->g->rt, err, "clCreateSubBuffer(%zu bytes at %zu)", p->bytes, p->offset);
+  if (!sub)
+    return cl_fail(m->g->rt, err, "clCreateSubBuffer(%zu bytes at %zu)", p->bytes, p->offset);
   m->views[m->nviews++] = (struct pkrt_gpu_subbuf){p->offset, p->bytes, sub};
   p->handle = sub;
   return PKRT_OK;

@@ -116,8 +116,8 @@ static void test_errors(void) {
   refused("mock_bad_cubin", &(pkrt_gpu_image){.cubin = junk, .cubin_size = 16}, k0,
           "cuModuleLoadData(cubin for sm_87): CUDA_ERROR_INVALID_IMAGE", NULL);
   refused("mock_ptx_isa_needs_newer_driver", &(pkrt_gpu_image){.ptx = "// MOCK\n.version 9.0\n"},
-          k0, "the PTX is ISA version 9.0, which needs a CUDA 13.0 driver; this driver is CUDA 12.2",
-          NULL);
+          k0, "the PTX is ISA version 9.0, which needs a CUDA 13.0 driver; this driver is "
+          "CUDA 12.2", NULL);
   refused("mock_ptx_unknown_isa", &(pkrt_gpu_image){.ptx = "// MOCK\n.version 99.1\n"}, k0,
           "cuModuleLoadData(PTX ISA 99.1, this driver CUDA 12.2, too old for it): "
           "CUDA_ERROR_UNSUPPORTED_PTX_VERSION: mock: PTX ISA too new", NULL);

@@ -5,7 +5,8 @@
  * Usage:
  *   pkrt_ctx *rt = pkrt_ctx_new(1);
  *   pkrt_gpu *g;
- *   if (pkrt_gpu_open(rt, PKRT_GPU_OPENCL, 0, &g) != PKRT_OK) fprintf(stderr, "%s\n", pkrt_ctx_error(rt));
+ *   if (pkrt_gpu_open(rt, PKRT_GPU_OPENCL, 0, &g) != PKRT_OK)
+ *     fprintf(stderr, "%s\n", pkrt_ctx_error(rt));
  *   pkrt_gpu_mem *arena;                                  // one allocation per model
  *   pkrt_gpu_mem_new(g, bytes, &arena);
  *   pkrt_gpu_ptr x, y;                                    // buffers carved from it (at load)
