@@ -29,6 +29,7 @@ static const char usage[] =
     "                    [--extract-kernels OUT.so]\n"
     "  serve --port P --trusted-key FLEET.pub   serve remote tuning (runs pock-rt-serve;\n"
     "                    docs/remote-tuning.md)\n"
+    "  gpu                            the GPU devices seen (OpenCL, CUDA), or why none\n"
     "  --version                      print the version\n"
     "  (`pock-rt COMMAND --help` describes each command; every command that opens a model\n"
     "  takes --trusted-key KEY: only artifacts signed by KEY load, docs/signing.md)\n"
@@ -86,6 +87,7 @@ static int dispatch(int argc, char **argv) {
   if (!strcmp(cmd, "run")) return pkrt_cli_train("pock-rt", PKRT_CLI_RUN, argc - 2, argv + 2);
   if (!strcmp(cmd, "info")) return pkrt_cmd_info(argc - 2, argv + 2);
   if (!strcmp(cmd, "serve")) return serve(argv);
+  if (!strcmp(cmd, "gpu")) return pkrt_cmd_gpu(argc - 2, argv + 2);
   return pkrt_cli_usage("unknown command '%s'", cmd);
 }
 

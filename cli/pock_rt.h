@@ -16,5 +16,6 @@ int pkrt_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int pkrt_cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 int pkrt_cmd_info(int argc, char **argv);  /* pock_rt_info.c */
+int pkrt_cmd_gpu(int argc, char **argv);   /* pock_rt_gpu.c */
 
 #endif

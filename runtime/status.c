@@ -13,6 +13,7 @@ const char *pkrt_status_name(pkrt_status s) {
   case PKRT_ERR_LOAD: return "load";
   case PKRT_ERR_KERNEL: return "kernel";
   case PKRT_ERR_EXTERN: return "extern";
+  case PKRT_ERR_GPU: return "gpu";
   }
   return "unknown"; /* a value cast from an integer read off disk */
 }

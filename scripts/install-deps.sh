@@ -16,6 +16,9 @@ packages+=(chromium)
 # test_aarch64_qemu): the cross compiler and qemu-user here; the :arm64 -dev packages
 # (dpkg --add-architecture arm64) by `build-aarch64.sh --deps-only` at the end.
 packages+=(gcc-aarch64-linux-gnu qemu-user)
+# GPU devices (issue 18): OpenCL's C headers build libpockrt (which dlopens the ICD loader
+# and the CUDA driver, linking neither); the ICD loader and PoCL run test_gpu_opencl on the CPU.
+packages+=(opencl-c-headers ocl-icd-opencl-dev ocl-icd-libopencl1 pocl-opencl-icd)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

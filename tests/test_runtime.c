@@ -109,7 +109,7 @@ static void test_arena(const char *test_name) {
 static void test_names(const char *test_name) {
   CHECK(strcmp(pkrt_status_name(PKRT_OK), "ok") == 0, "ok");
   const pkrt_status all[] = {PKRT_OK,     PKRT_ERR_INPUT,  PKRT_ERR_IO,    PKRT_ERR_NOMEM,
-                             PKRT_ERR_LOAD, PKRT_ERR_KERNEL, PKRT_ERR_EXTERN};
+                             PKRT_ERR_LOAD, PKRT_ERR_KERNEL, PKRT_ERR_EXTERN, PKRT_ERR_GPU};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     for (size_t j = 0; j < i; j++)
       CHECK(strcmp(pkrt_status_name(all[i]), pkrt_status_name(all[j])) != 0,

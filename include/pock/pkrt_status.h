@@ -10,11 +10,12 @@ typedef enum pkrt_status {
   PKRT_ERR_NOMEM,
   PKRT_ERR_LOAD,    /* dlopen/dlsym, ABI version, missing symbol */
   PKRT_ERR_KERNEL,  /* a kernel returned non-zero */
-  PKRT_ERR_EXTERN   /* extern library, symbol or signature */
+  PKRT_ERR_EXTERN,  /* extern library, symbol or signature */
+  PKRT_ERR_GPU      /* a GPU API call failed (pock/pkrt_gpu.h): the message names it */
 } pkrt_status;
 
-/* A code's short name: "ok", "input", "io", "nomem", "load", "kernel", "extern", or
- * "unknown". The message of a failure is pkrt_model_error() (or the open call's err). */
+/* A code's short name: "ok", "input", "io", "nomem", "load", "kernel", "extern", "gpu",
+ * or "unknown". The message of a failure is pkrt_model_error() (or the open call's err). */
 const char *pkrt_status_name(pkrt_status s);
 
 #endif

@@ -1,0 +1,153 @@
+/* pkrt_gpu.h — libpockrt's GPU devices: the CUDA driver API and OpenCL, both loaded with
+ * dlopen at first use (libpockrt has no DT_NEEDED on either), device memory, kernel
+ * modules and launches described by pkrt_gpu_kernel_desc. Self-contained C11.
+ *
+ * Usage:
+ *   pkrt_ctx *rt = pkrt_ctx_new(1);
+ *   pkrt_gpu *g;
+ *   if (pkrt_gpu_open(rt, PKRT_GPU_OPENCL, 0, &g) != PKRT_OK)
+ *     fprintf(stderr, "%s\n", pkrt_ctx_error(rt));
+ *   pkrt_gpu_mem *arena;                                  // one allocation per model
+ *   pkrt_gpu_mem_new(g, bytes, &arena);
+ *   pkrt_gpu_ptr x, y;                                    // buffers carved from it (at load)
+ *   pkrt_gpu_mem_view(arena, 0, 4096, &x);
+ *   pkrt_gpu_mem_view(arena, 4096, 4096, &y);
+ *   pkrt_gpu_copy_to(arena, 0, host_x, 4096);
+ *   static const pkrt_gpu_kernel_desc k[] = {{"k0", 2, 0, 0, {4, 1, 1}, {256, 1, 1}, 0, "…"}};
+ *   pkrt_gpu_image img = {.source = opencl_c_text};       // CUDA: .cubin and/or .ptx
+ *   pkrt_gpu_module *mod;
+ *   pkrt_gpu_module_load(g, &img, k, 1, &mod);
+ *   pkrt_gpu_ptr bufs[] = {x, y};
+ *   pkrt_gpu_launch(mod, 0, bufs, 2, NULL, 0, NULL, NULL);  // asynchronous
+ *   pkrt_gpu_sync(g);
+ *   pkrt_gpu_copy_from(arena, 4096, host_y, 4096);
+ *   pkrt_gpu_module_free(mod); pkrt_gpu_mem_free(arena); pkrt_gpu_close(g);
+ *
+ * Errors: every call returns a pkrt_status; the message in the context names the API call
+ * and the error ("clBuildProgram: CL_BUILD_PROGRAM_FAILURE" and the build log,
+ * "cuModuleLoadData: CUDA_ERROR_INVALID_IMAGE"), or the library that could not be loaded.
+ * A device object and everything made from it are used by one thread at a time.
+ *
+ * Who uses it: the runtime's model executor and the compiler's measurer (with a pkrt_ctx
+ * from runtime/pkrt.h, pkrt_ctx_new), and generated GPU code's descriptors
+ * (pkrt_gpu_kernel_desc). Applications use the model API, pockrt.h (GPU artifacts are not
+ * wired into it yet).
+ */
+#ifndef PKRT_GPU_H
+#define PKRT_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pock/pkrt_status.h"
+
+typedef struct pkrt_ctx pkrt_ctx; /* runtime context: error message (runtime/pkrt.h) */
+
+typedef enum pkrt_gpu_api {
+  PKRT_GPU_CUDA = 1,   /* the CUDA driver API, libcuda.so.1 */
+  PKRT_GPU_OPENCL = 2  /* OpenCL 1.2 or later through the ICD loader, libOpenCL.so.1 */
+} pkrt_gpu_api;
+
+/* One generated GPU kernel (docs/runtime.md, "GPU devices", states the parameter
+ * contract): its parameters are nbufs device pointers (inputs, then outputs), nscalars
+ * 64-bit integers, then a workspace pointer only when workspace_bytes > 0. */
+typedef struct pkrt_gpu_kernel_desc {
+  const char *name;        /* entry point made by Pock, e.g. "k3" */
+  int32_t nbufs, nscalars;
+  int64_t workspace_bytes; /* device workspace the launch must be given; 0: none */
+  uint32_t grid[3], block[3]; /* blocks / work-groups; threads per block / local size */
+  uint32_t shared_bytes;   /* dynamic shared memory (CUDA only); 0 normally */
+  const char *workload;    /* hex hash of the canonical TE text */
+} pkrt_gpu_kernel_desc;
+
+/* What a device is, for listings and the GPU fingerprint. Strings are NUL-terminated and
+ * cut to fit. */
+typedef struct pkrt_gpu_info {
+  pkrt_gpu_api api;
+  int index;               /* what pkrt_gpu_open takes */
+  char name[128];          /* "NVIDIA A100-SXM4-40GB", "Mali-G78" */
+  char vendor[64];
+  char platform[64];       /* OpenCL platform name; "CUDA" for CUDA */
+  char version[64];        /* CUDA: "sm_87"; OpenCL: the device version, "OpenCL 3.0 …" */
+  char driver[64];         /* CUDA: the driver's CUDA version, "12.4"; OpenCL: driver version */
+  int sm;                  /* CUDA compute capability as 87; 0 for OpenCL */
+  int driver_version;      /* CUDA: cuDriverGetVersion (12040); 0 for OpenCL */
+  int compute_units;       /* multiprocessors / compute units */
+  int clock_mhz;           /* core clock; 0 when the device does not say */
+  int memory_clock_mhz;    /* CUDA: memory clock; 0 when unknown (OpenCL has no query) */
+  int64_t memory_bytes;    /* global memory */
+  int64_t max_block_threads; /* threads per block / work-group size limit */
+  int64_t base_align;      /* OpenCL: byte alignment a view's offset needs; CUDA: 1 */
+} pkrt_gpu_info;
+
+/* The devices of one API, without creating contexts: up to cap into out (may be NULL with
+ * cap 0), the count in *n. A missing library or driver is an error naming it
+ * ("cannot load libcuda.so.1: ..."); an API with no device gives *n = 0 and PKRT_OK.
+ * The CUDA driver's "no device" (CUDA_ERROR_NO_DEVICE) counts as no device. */
+pkrt_status pkrt_gpu_list(pkrt_ctx *rt, pkrt_gpu_api api, pkrt_gpu_info *out, int cap, int *n);
+
+/* ---- a device: context and queue (CUDA stream / OpenCL command queue with profiling) ---- */
+typedef struct pkrt_gpu pkrt_gpu;
+pkrt_status pkrt_gpu_open(pkrt_ctx *rt, pkrt_gpu_api api, int index, pkrt_gpu **out);
+const pkrt_gpu_info *pkrt_gpu_describe(const pkrt_gpu *g);
+/* Waits for everything queued on the device. */
+pkrt_status pkrt_gpu_sync(pkrt_gpu *g);
+void pkrt_gpu_close(pkrt_gpu *g); /* after its modules and memory are freed */
+const char *pkrt_gpu_api_name(pkrt_gpu_api api); /* "cuda", "opencl", "unknown" */
+
+/* ---- device memory: one allocation (a model's device arena) and views into it ---- */
+typedef struct pkrt_gpu_mem pkrt_gpu_mem;
+pkrt_status pkrt_gpu_mem_new(pkrt_gpu *g, size_t bytes, pkrt_gpu_mem **out);
+void pkrt_gpu_mem_free(pkrt_gpu_mem *m);
+size_t pkrt_gpu_mem_size(const pkrt_gpu_mem *m);
+/* Blocking copies between host memory and [offset, offset + bytes) of m. */
+pkrt_status pkrt_gpu_copy_to(pkrt_gpu_mem *m, size_t offset, const void *src, size_t bytes);
+pkrt_status pkrt_gpu_copy_from(pkrt_gpu_mem *m, size_t offset, void *dst, size_t bytes);
+
+/* A kernel argument: [offset, offset + bytes) of a device arena. Made once when a model
+ * loads (OpenCL makes a sub-buffer, owned by the arena, whose offset must be a multiple of
+ * pkrt_gpu_info.base_align); passing it to launches allocates nothing. */
+typedef struct pkrt_gpu_ptr {
+  pkrt_gpu_mem *mem;
+  size_t offset, bytes;
+  uint64_t addr;  /* CUDA: the device address */
+  void *handle;   /* OpenCL: the cl_mem */
+} pkrt_gpu_ptr;
+pkrt_status pkrt_gpu_mem_view(pkrt_gpu_mem *m, size_t offset, size_t bytes, pkrt_gpu_ptr *out);
+
+/* ---- modules: a compiled image and its kernels ---- */
+typedef struct pkrt_gpu_image {
+  /* CUDA: the cubin for this device's arch is tried first, then the PTX (NUL-terminated
+   * text, JIT-compiled by the driver); a driver too old for the PTX's ISA version is
+   * refused naming both versions. Either may be NULL, not both. */
+  const void *cubin;
+  size_t cubin_size;
+  const char *ptx;
+  /* OpenCL: the program's OpenCL C source (NUL-terminated) and clBuildProgram options
+   * (NULL: none); a failed build's message carries the build log. */
+  const char *source;
+  const char *options;
+} pkrt_gpu_image;
+
+typedef struct pkrt_gpu_module pkrt_gpu_module;
+/* Loads the image and looks up every kernel of kernels[0..n) (the array must outlive the
+ * module): a missing kernel, a parameter count that differs from the descriptor (OpenCL),
+ * a block larger than the kernel may use, or a zero grid/block size is an error naming
+ * the kernel. Everything a launch needs is sized here. */
+pkrt_status pkrt_gpu_module_load(pkrt_gpu *g, const pkrt_gpu_image *img,
+                                 const pkrt_gpu_kernel_desc *kernels, int n,
+                                 pkrt_gpu_module **out);
+/* Index of the kernel named name, or -1. */
+int pkrt_gpu_module_find(const pkrt_gpu_module *m, const char *name);
+void pkrt_gpu_module_free(pkrt_gpu_module *m);
+
+/* Queues kernel k with its buffers (views of memory of this device), scalars and, when the
+ * descriptor has one, a workspace of at least workspace_bytes (NULL otherwise). Counts
+ * that differ from the descriptor are refused before anything is queued. elapsed_ms NULL:
+ * asynchronous; otherwise the launch is timed with device events (CUDA events / OpenCL
+ * profiling), waited for, and its time stored there. Allocates nothing. */
+pkrt_status pkrt_gpu_launch(pkrt_gpu_module *m, int k, const pkrt_gpu_ptr *bufs, int32_t nbufs,
+                            const int64_t *scalars, int32_t nscalars,
+                            const pkrt_gpu_ptr *workspace, double *elapsed_ms);
+
+#endif

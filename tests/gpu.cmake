@@ -1,0 +1,45 @@
+# gpu.cmake — issue 18, runtime half: libpockrt's GPU devices (pock/pkrt_gpu.h). OpenCL runs
+# on any installed OpenCL device (PoCL's CPU device in CI); CUDA launches need a GPU and
+# skip without one, but the driver's symbols are still resolved where a libcuda (or the
+# toolkit's stub) exists and the declarations are checked against the toolkit's cuda.h.
+# (Not `sanitize`: PoCL and its LLVM leak at exit; libpockrt's part is clean under ASan.)
+pk_add_test(test_gpu_opencl LIBS pockrt_static LABELS runtime TIMEOUT 60)
+# --wrap: libpockrt's own allocations during launches are counted (must be 0).
+target_link_options(test_gpu_opencl PRIVATE -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc)
+set_tests_properties(test_gpu_opencl PROPERTIES SKIP_RETURN_CODE 77)
+# PoCL caches built programs under $HOME unless told otherwise: keep them in the build tree.
+set_property(TEST test_gpu_opencl APPEND PROPERTY ENVIRONMENT
+  "POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
+
+pk_add_test(test_gpu_cuda LIBS pockrt_static LABELS runtime sanitize TIMEOUT 60)
+target_include_directories(test_gpu_cuda PRIVATE ${PROJECT_SOURCE_DIR}/runtime)
+target_link_options(test_gpu_cuda PRIVATE -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc)
+set_tests_properties(test_gpu_cuda PROPERTIES SKIP_RETURN_CODE 77)
+if(CUDAToolkit_FOUND)
+  # cuda.h for the declaration check, the stub libcuda for symbol resolution, NVRTC
+  # (by dlopen) to compile the test kernels where a GPU is present.
+  find_library(POCK_CUDA_STUB NAMES cuda PATHS ${CUDAToolkit_LIBRARY_DIR}/stubs NO_DEFAULT_PATH)
+  target_include_directories(test_gpu_cuda PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
+  target_compile_definitions(test_gpu_cuda PRIVATE PK_HAVE_CUDA_H=1
+    PK_CUDA_LIB_DIR="${CUDAToolkit_LIBRARY_DIR}"
+    $<$<BOOL:${POCK_CUDA_STUB}>:PK_CUDA_STUB="${POCK_CUDA_STUB}">)
+endif()
+
+# The CUDA path against a stand-in driver (fixtures/mock_libcuda.c), on every machine: the
+# mock is the only libcuda.so.1 on the test's LD_LIBRARY_PATH.
+add_library(pk_mock_libcuda MODULE fixtures/mock_libcuda.c)
+target_include_directories(pk_mock_libcuda PRIVATE ${PROJECT_SOURCE_DIR}/runtime
+  ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_options(pk_mock_libcuda PRIVATE -fvisibility=hidden)
+set_target_properties(pk_mock_libcuda PROPERTIES PREFIX "lib" OUTPUT_NAME "cuda" SUFFIX ".so.1"
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mock-cuda)
+pk_add_test(test_gpu_cuda_mock LIBS pockrt_static LABELS runtime sanitize TIMEOUT 60)
+target_link_options(test_gpu_cuda_mock PRIVATE -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc)
+add_dependencies(test_gpu_cuda_mock pk_mock_libcuda)
+set_property(TEST test_gpu_cuda_mock APPEND PROPERTY ENVIRONMENT
+  "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/mock-cuda")
+
+# libpockrt stays small and links neither OpenCL nor CUDA (readelf), stripped <= 200 KB.
+add_test(NAME test_gpu_link COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_link.sh
+  $<TARGET_FILE:pockrt> $<TARGET_FILE:pock-rt> "${CMAKE_BUILD_TYPE}")
+set_tests_properties(test_gpu_link PROPERTIES LABELS "runtime" TIMEOUT 30 SKIP_RETURN_CODE 77)
