@@ -42,7 +42,8 @@ static int write_all(int fd, const void *buf, size_t len) {
   return 0;
 }
 
-/* 1 read, 0 EOF before any byte, -1 error, EOF midway or the deadline passed. */
+/* 1 read; 0 the peer went away (EOF before any byte, or the connection reset: a killed
+ * server's socket may do either); -1 an error, EOF midway or the deadline passed. */
 static int read_all(int fd, void *buf, size_t len, int64_t deadline) {
   size_t got = 0;
   while (got < len) {
@@ -52,6 +53,7 @@ static int read_all(int fd, void *buf, size_t len, int64_t deadline) {
     if (poll(&p, 1, left_ms > 60000 ? 60000 : (int)left_ms + 1) <= 0) continue;
     ssize_t r = read(fd, (char *)buf + got, len - got);
     if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == ECONNRESET || errno == EPIPE)) return 0;
     if (r <= 0) return r == 0 && got == 0 ? 0 : -1;
     got += (size_t)r;
   }
