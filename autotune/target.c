@@ -52,6 +52,16 @@ static cJSON *informative_fields(pk_ctx *ctx, const char *cpuinfo, const struct 
   char *max_khz = pk_target_read_sysfile(ctx, "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
   if (max_khz) cJSON_AddNumberToObject(info, "max_mhz", (double)(atol(max_khz) / 1000));
   cJSON_AddStringToObject(info, "kernel", u->release);
+  /* the measuring machine's caches (per core; L3 shared), as the presets size tiles by them */
+  pk_target *native;
+  if (pk_target_native(ctx, &native) == PK_OK) {
+    const int64_t bytes[3] = {native->l1d_bytes, native->l2_bytes, native->l3_bytes};
+    static const char *const keys[3] = {"l1d_bytes", "l2_bytes", "l3_bytes"};
+    for (int i = 0; i < 3; i++)
+      if (bytes[i] > 0) cJSON_AddNumberToObject(info, keys[i], (double)bytes[i]);
+  } else {
+    pk_ctx_clear_error(ctx); /* informative only */
+  }
   return info;
 }
 
