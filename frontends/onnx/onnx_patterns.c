@@ -276,8 +276,9 @@ static bool ox_reduces_last(pk_ox *im, int j, int rank) {
   for (size_t k = 0; k < n->n_attribute; k++) {
     const Onnx__AttributeProto *a = n->attribute[k];
     if (strcmp(a->name, "keepdims") == 0) keep = a->i;
-    else if (strcmp(a->name, "axes") == 0 && a->n_ints == 1) axes[naxes++] = a->ints[0];
-    else return false; /* noop_with_empty_axes or anything else: leave it to the converter */
+    else if (strcmp(a->name, "axes") == 0 && a->n_ints == 1 && naxes == 0) axes[naxes++] = a->ints[0];
+    else return false; /* noop_with_empty_axes, a repeated axes (found by fuzz_onnx) or anything
+                          else: leave it to the converter */
   }
   if (n->n_input == 2) {
     int id = pk_ox_find(im, n->input[1]);
