@@ -271,14 +271,15 @@ static bool ox_scalar(pk_ox *im, const char *name, double *out) {
 /* ReduceMean node j reduces exactly the last axis of a rank-`rank` input, keeping it. */
 static bool ox_reduces_last(pk_ox *im, int j, int rank) {
   const Onnx__NodeProto *n = im->model->graph->node[j];
-  int64_t keep = 1, axes[2];
+  int64_t keep = 1, axes[2] = {0, 0};
   int naxes = 0;
   for (size_t k = 0; k < n->n_attribute; k++) {
     const Onnx__AttributeProto *a = n->attribute[k];
+    if (!a->name) return false; /* a nameless attribute (found by fuzz_onnx): the converter's */
     if (strcmp(a->name, "keepdims") == 0) keep = a->i;
     else if (strcmp(a->name, "axes") == 0 && a->n_ints == 1 && naxes == 0) axes[naxes++] = a->ints[0];
-    else return false; /* noop_with_empty_axes, a repeated axes (found by fuzz_onnx) or anything
-                          else: leave it to the converter */
+    else return false; /* noop_with_empty_axes, a repeated axes or anything else: leave it to
+                          the converter */
   }
   if (n->n_input == 2) {
     int id = pk_ox_find(im, n->input[1]);
