@@ -36,6 +36,11 @@ typedef struct pk_cc_options {
  * reproduced in tests/test_cc_select.c). Pock's own vectorizer does not rely on it. */
 #define PK_CC_DEFAULT_FLAGS "-O3 -march=native -fno-tree-loop-if-convert -fPIC -fvisibility=hidden"
 
+/* The build cache's directory when none is given: $POCK_CACHE_DIR, $XDG_CACHE_HOME/pock/
+ * kernels, ~/.cache/pock/kernels, /tmp/pock-kernels-UID; and mkdir -p of a cache path. */
+const char *pk_cache_dir_default(pk_ctx *ctx);
+pk_status pk_cache_dir_make(pk_ctx *ctx, const char *path);
+
 typedef struct pk_cc pk_cc;
 typedef struct pk_cc_result {
   const char *so_path;   /* in the cache; valid while the ctx lives */

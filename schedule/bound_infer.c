@@ -167,11 +167,20 @@ static bool dim_region(const region_ctx *R, const access_list *acc, int d, pk_le
 
 /* Marks the variables of every loop around sl's attachment point, and the region mins
  * bound around the stages it sits in. */
+static bool is_thread_loop(pk_loop_kind k) {
+  return k >= PK_LOOP_GPU_THREAD_X && k <= PK_LOOP_GPU_THREAD_Z;
+}
+
+/* A SHARED stage is one buffer for the whole block: its region is what every thread of
+ * the block reads, so loops bound to threads do not fix it (TVM relaxes them the same way). */
 static region_ctx enclosing_loops(lowering *L, const stage_lowering *sl) {
   region_ctx R = {L, NULL, L->f->nvars};
   bool *fixed = pk_alloc(L->ctx, sizeof(bool) * (size_t)(R.nfixed + 1));
+  bool block_wide = sl->st->scope == PK_SCOPE_SHARED;
   for (const stage_lowering *s = sl; s->target; s = s->target) {
-    for (int p = 0; p <= s->attach_pos; p++) fixed[s->target->leaf_var[p]->id] = true;
+    for (int p = 0; p <= s->attach_pos; p++)
+      if (!block_wide || !is_thread_loop(s->target->st->leaf[p]->kind))
+        fixed[s->target->leaf_var[p]->id] = true;
     for (int d = 0; d < s->target->st->tensor->ndim; d++)
       if (s->target->min_var[d]) fixed[s->target->min_var[d]->id] = true;
   }

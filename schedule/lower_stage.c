@@ -205,8 +205,18 @@ static pk_stmt *with_attached(nest *N, int pos, pk_stmt *s) {
   int n = N->nkids[pos];
   if (!n) return s;
   pk_stmt **seq = pk_alloc(ctx, sizeof(pk_stmt *) * (size_t)(n + 1));
-  for (int i = 0; i < n; i++) seq[i] = N->kid_nests[pos][i];
+  int shared = 0;
+  for (int i = 0; i < n; i++) {
+    seq[i] = N->kid_nests[pos][i];
+    shared += N->kids[pos][i]->st->scope == PK_SCOPE_SHARED;
+  }
   seq[n] = s;
+  if (shared) {
+    /* A block's threads stage shared data together: all of it is written before any
+     * thread reads it, and read by all before the next iteration overwrites it. */
+    pk_stmt *fenced[3] = {pk_st_barrier(ctx), s, pk_st_barrier(ctx)};
+    seq[n] = pk_st_seq(ctx, 3, fenced);
+  }
   s = pk_st_seq(ctx, n + 1, seq);
   for (int i = n - 1; i >= 0; i--) {
     const stage_lowering *c = N->kids[pos][i];

@@ -252,8 +252,10 @@ static pk_status cache_read(const sched_op *op, const char *tensor, const char *
   pk_te_tensor *t = find_tensor(s, tensor, &tstage);
   if (!t) return sched_fail(op, "unknown tensor '%.64s'", tensor ? tensor : "(null)");
   bool ws = scope && strcmp(scope, "ws") == 0;
-  if (!ws && !(scope && strcmp(scope, "local") == 0))
-    return sched_fail(op, "cache_read scope must be \"local\" or \"ws\", got '%.32s'", scope ? scope : "(null)");
+  bool shared = scope && strcmp(scope, "shared") == 0; /* GPU: staged by a block's threads */
+  if (!ws && !shared && !(scope && strcmp(scope, "local") == 0))
+    return sched_fail(op, "cache_read scope must be \"local\", \"shared\" or \"ws\", got '%.32s'",
+                      scope ? scope : "(null)");
   const char *name = pk_sprintf(ctx, "%s.%s", tensor, scope);
   if (need_free_name(op, name) != PK_OK) return PK_ERR_SCHEDULE;
   if (tstage && tstage->attach == PK_ATTACH_AT)
@@ -294,7 +296,8 @@ static pk_status cache_read(const sched_op *op, const char *tensor, const char *
   m.block = block;
   for (int i = 0; i < nreaders; i++) prog_replace(ctx, s->prog, sx_tensor_copy(ctx, rs[i]->tensor, &m));
   prog_insert(ctx, s->prog, prog_pos(s->prog, t) + 1, copy);
-  pk_stage *cs = sched_stage_new(ctx, name, copy, ws ? PK_SCOPE_WORKSPACE : PK_SCOPE_LOCAL, -1);
+  pk_stage *cs = sched_stage_new(ctx, name, copy,
+                                  ws ? PK_SCOPE_WORKSPACE : shared ? PK_SCOPE_SHARED : PK_SCOPE_LOCAL, -1);
   add_spatial_roots(ctx, cs);
   insert_stage_in_program_order(s, cs);
   relink(s);
