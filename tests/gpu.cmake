@@ -1,3 +1,4 @@
 # issue 18 (codegen half): GPU lowering check, CUDA/OpenCL emitter, NVRTC, barrier checker.
 # None needs a GPU; the NVRTC test skips (77) where libnvrtc does not load.
 pk_add_test(test_gpu_codegen LIBS pk_codegen LABELS codegen gpu)
+pk_add_test(test_gpu_presets LIBS pk_autotune LABELS autotune gpu)
