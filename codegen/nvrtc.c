@@ -146,36 +146,26 @@ pk_status pk_nvrtc_compile(pk_nvrtc *nv, const char *source, const char *arch,
   if (!num)
     return pk_ctx_fail(ctx, PK_ERR_USAGE, "GPU arch '%s' is not of the form sm_NN", arch ? arch : "");
   nvrtc_program prog;
-  const char *log;
-  /* the real arch gives the cubin; the PTX of the virtual one is the fallback a newer
-   * device's driver can still compile */
+  const char *log = "";
+  /* one compilation for the real arch gives the cubin and the PTX it was made from, the
+   * fallback a newer device's driver can still compile */
   pk_status s = compile_once(nv, source, pk_sprintf(ctx, "--gpu-architecture=sm_%d", num), &prog, &log);
   if (s != PK_OK) return s;
-  size_t n = 0;
-  if (nv->cubin_size(prog, &n) != 0 || n == 0) {
+  size_t n = 0, m = 0;
+  if (nv->cubin_size(prog, &n) != 0 || n == 0 || nv->ptx_size(prog, &m) != 0 || m <= 1) {
     nv->destroy(&prog);
-    return pk_ctx_fail(ctx, PK_ERR_BUILD, "%s gave no cubin for %s", nv->version, arch);
+    return pk_ctx_fail(ctx, PK_ERR_BUILD, "%s gave no cubin or PTX for %s", nv->version, arch);
   }
-  char *cubin = pk_alloc(ctx, n);
+  char *cubin = pk_alloc(ctx, n), *ptx = pk_alloc(ctx, m + 1);
   nv->cubin(prog, cubin);
+  nv->ptx(prog, ptx);
+  ptx[m] = '\0';
+  nv->destroy(&prog);
   out->cubin = cubin;
   out->cubin_size = n;
-  out->log = log;
-  nv->destroy(&prog);
-
-  s = compile_once(nv, source, pk_sprintf(ctx, "--gpu-architecture=compute_%d", num), &prog, &log);
-  if (s != PK_OK) return s;
-  n = 0;
-  if (nv->ptx_size(prog, &n) != 0 || n <= 1) {
-    nv->destroy(&prog);
-    return pk_ctx_fail(ctx, PK_ERR_BUILD, "%s gave no PTX for compute_%d", nv->version, num);
-  }
-  char *ptx = pk_alloc(ctx, n + 1);
-  nv->ptx(prog, ptx);
-  ptx[n] = '\0';
-  nv->destroy(&prog);
   out->ptx = ptx;
   out->ptx_size = strlen(ptx);
+  out->log = log;
   out->arch = pk_sprintf(ctx, "sm_%d", num);
   out->nvrtc_version = nv->version;
   return PK_OK;
