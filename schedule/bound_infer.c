@@ -177,14 +177,20 @@ static region_ctx enclosing_loops(lowering *L, const stage_lowering *sl) {
   region_ctx R = {L, NULL, L->f->nvars};
   bool *fixed = pk_alloc(L->ctx, sizeof(bool) * (size_t)(R.nfixed + 1));
   bool block_wide = sl->st->scope == PK_SCOPE_SHARED;
-  for (const stage_lowering *s = sl; s->target; s = s->target) {
+  for (const stage_lowering *s = sl; s->target; s = s->target)
     for (int p = 0; p <= s->attach_pos; p++)
       if (!block_wide || !is_thread_loop(s->target->st->leaf[p]->kind))
         fixed[s->target->leaf_var[p]->id] = true;
-    for (int d = 0; d < s->target->st->tensor->ndim; d++)
-      if (s->target->min_var[d]) fixed[s->target->min_var[d]->id] = true;
-  }
   R.fixed = fixed;
+  /* a region min bound around the attachment is fixed when its value is: for a shared
+   * stage, not when it follows a thread's loop (outer attachments first) */
+  const stage_lowering *chain[64];
+  int n = 0;
+  for (const stage_lowering *s = sl; s->target && n < 64; s = s->target) chain[n++] = s->target;
+  for (int i = n - 1; i >= 0; i--)
+    for (int d = 0; d < chain[i]->st->tensor->ndim; d++)
+      if (chain[i]->min_var[d] && (!block_wide || is_fixed_atom(&R, chain[i]->min_value[d])))
+        fixed[chain[i]->min_var[d]->id] = true;
   return R;
 }
 

@@ -1,0 +1,127 @@
+/* test_gpu_barrier.c — the barrier checker: GPU kernels run on the CPU executor with each
+ * block's threads in forward, reversed and random order between barriers, against the
+ * interpreter. It passes the hand-scheduled shared-memory matmul in every order and fails
+ * it with either of its barriers taken out; a missing barrier that forward order (PoCL's)
+ * hides is caught by the reversed and random orders; and every operator's forward and
+ * gradient kernel with its preset GPU schedule, and the sampled configs of every op class
+ * (20 each, 200 with POCK_TEST_SCALE=full), pass in all three orders. */
+#include <stdio.h>
+#include <string.h>
+
+#include "pk_test.h"
+#include "gpu_test_util.h"
+#include "gpu_test_cases.h"
+
+static const char *const order_names[] = {"forward", "reversed", "random"};
+
+static pk_gpu_kernel prepared(pk_ctx *ctx, const pk_te_program *p, const pk_schedule *s, bool *ok) {
+  pk_lfunc *f;
+  pk_gpu_kernel k;
+  memset(&k, 0, sizeof k);
+  *ok = pk_sched_lower(ctx, p, s, "k0", &f) == PK_OK && pk_gpu_prepare(ctx, f, &k) == PK_OK;
+  return k;
+}
+
+static void test_matmul_barriers(pk_ctx *ctx) {
+  pk_te_program *p = gpu_test_parse(ctx, GPU_TEST_MATMUL);
+  pk_schedule *s = p ? gpu_test_matmul_schedule(ctx, p) : NULL;
+  bool ok = s != NULL;
+  pk_gpu_kernel k = ok ? prepared(ctx, p, s, &ok) : (pk_gpu_kernel){0};
+  CHECK(ok, "matmul: %s", pk_ctx_error(ctx));
+  pk_gpu_exec_result r;
+  for (int o = 0; o < 3; o++)
+    CHECK(pk_gpu_check(ctx, p, s, &k, (pk_gpu_order)o, 5, NULL, &r) == PK_OK && r.barriers == 2 * 6 * 4,
+          "%s order: %s (%lld phases)", order_names[o], pk_ctx_error(ctx), (long long)r.barriers);
+  for (int b = 0; b < 2; b++) { /* after the panels are staged; after they are read */
+    pk_gpu_kernel broken = gpu_test_without_barrier(ctx, &k, b);
+    for (int o = 1; o < 3; o++) {
+      pk_status st = pk_gpu_check(ctx, p, s, &broken, (pk_gpu_order)o, 5, NULL, &r);
+      check(st == PK_ERR_MISMATCH || st == PK_ERR_RUNTIME,
+            pk_sprintf(ctx, "matmul_without_barrier%d_fails_%s", b, order_names[o]), "%s",
+            pk_status_name(st));
+      pk_ctx_clear_error(ctx);
+    }
+  }
+  PASS();
+}
+
+/* Z reads Y one element to the left: in forward order every thread finds its neighbour's
+ * Y written even without the barrier between the two nests; reversed and random do not. */
+static void test_forward_hides(pk_ctx *ctx) {
+  pk_te_program *p = gpu_test_parse(ctx, "X = placeholder((64,), f32)\n"
+                                         "Y = compute((64,), (i) => X[i] * 2.0)\n"
+                                         "Z = compute((64,), (i) => Y[max(i - 1, 0)] + 1.0)\n");
+  pk_schedule *s = p ? pk_sched_new(ctx, p) : NULL;
+  bool ok = s && pk_sched_bind(s, "t1", "i0", "threadIdx.x") == PK_OK &&
+            pk_sched_bind(s, "t2", "i0", "threadIdx.x") == PK_OK;
+  pk_gpu_kernel k = ok ? prepared(ctx, p, s, &ok) : (pk_gpu_kernel){0};
+  CHECK(ok, "schedule: %s", pk_ctx_error(ctx));
+  pk_gpu_exec_result r;
+  for (int o = 0; o < 3; o++)
+    CHECK(pk_gpu_check(ctx, p, s, &k, (pk_gpu_order)o, 9, NULL, &r) == PK_OK, "%s: %s",
+          order_names[o], pk_ctx_error(ctx));
+  pk_gpu_kernel broken = gpu_test_without_barrier(ctx, &k, 0);
+  CHECK(pk_gpu_check(ctx, p, s, &broken, PK_GPU_ORDER_FORWARD, 9, NULL, &r) == PK_OK,
+        "forward order should hide the missing barrier: %s", pk_ctx_error(ctx));
+  for (int o = 1; o < 3; o++) {
+    CHECK(pk_gpu_check(ctx, p, s, &broken, (pk_gpu_order)o, 9, NULL, &r) == PK_ERR_MISMATCH,
+          "%s order missed the missing barrier", order_names[o]);
+    pk_ctx_clear_error(ctx);
+  }
+  PASS();
+}
+
+/* Each kernel in the three orders against one interpreter run of its program. */
+static void run_orders(pk_ctx *ctx, const char *label, const pk_te_program *p, const pk_schedule *s,
+                       double *worst) {
+  bool ok;
+  pk_gpu_kernel k = prepared(ctx, p, s, &ok);
+  pk_te_ref *ref = pk_te_ref_new(ctx, p);
+  pk_te_ref_fill_random(p, ref, 1);
+  if (ok) ok = pk_te_interp_run(ctx, p, ref) == PK_OK;
+  for (int o = 0; o < 3 && ok; o++) {
+    pk_gpu_exec_result r;
+    ok = pk_gpu_check(ctx, p, s, &k, (pk_gpu_order)o, 1 + (uint64_t)o, ref, &r) == PK_OK;
+    if (ok && r.worst_ratio > *worst) *worst = r.worst_ratio;
+    if (!ok) label = pk_sprintf(ctx, "%s (%s order)", label, order_names[o]);
+  }
+  if (!ok) {
+    printf("FAIL %s: %s\n", label, pk_ctx_error(ctx));
+    failures++;
+  }
+  pk_ctx_clear_error(ctx);
+}
+
+int main(void) {
+  pk_ctx *ctx = pk_ctx_new();
+  test_matmul_barriers(ctx);
+  test_forward_hides(ctx);
+
+  pk_target *t;
+  int n, ns, counts[4];
+  gpu_case *cases = pk_target_parse(ctx, "opencl", NULL, &t) == PK_OK ? gpu_test_cases(ctx, t, &n) : NULL;
+  if (!cases) {
+    printf("FAIL cases: %s\n", pk_ctx_error(ctx));
+    return 1;
+  }
+  int before = failures;
+  double worst = 0;
+  for (int i = 0; i < n; i++) run_orders(ctx, cases[i].label, cases[i].prog, cases[i].preset, &worst);
+  check(failures == before, "presets_all_orders", "%d of %d kernels failed", failures - before, n);
+  printf("     %d preset kernels in 3 orders, worst error/bound %.3g\n", n, worst);
+
+  int per_class = gpu_test_per_class();
+  gpu_sample *samples = gpu_test_samples(ctx, cases, n, per_class, 42, &ns, counts);
+  before = failures;
+  worst = 0;
+  for (int i = 0; i < ns; i++)
+    run_orders(ctx, pk_sprintf(ctx, "sample %s %s", samples[i].c->label, samples[i].knobs),
+               samples[i].c->prog, samples[i].sched, &worst);
+  for (int c = 0; c < 4; c++)
+    check(counts[c] >= per_class, pk_sprintf(ctx, "samples_%s", pk_task_class_name((pk_task_class)c)),
+          "%d sampled configs", counts[c]);
+  check(failures == before, "samples_all_orders", "%d of %d configs failed", failures - before, ns);
+  printf("     %d sampled configs in 3 orders, worst error/bound %.3g\n", ns, worst);
+  pk_ctx_free(ctx);
+  return pk_test_summary("gpu_barrier");
+}
