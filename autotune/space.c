@@ -392,8 +392,18 @@ pk_schedule *pk_space_default_schedule(pk_ctx *ctx, const pk_task *task, const c
     reason = pk_sprintf(ctx, "no space: %s", pk_ctx_error(ctx));
   else if (!pk_space_preset(sp, &cfg))
     reason = pk_sprintf(ctx, "no preset for class %s (template %s)", pk_task_class_name(task->cls), sp->cls->name);
-  else if (pk_space_schedule(sp, ctx, &cfg, &sched) != PK_OK || space_gpu_refuses(sp, ctx, sched))
-    reason = pk_sprintf(ctx, "preset refused: %s", pk_ctx_error(ctx));
+  else if (pk_space_schedule(sp, ctx, &cfg, &sched) != PK_OK || space_gpu_refuses(sp, ctx, sched)) {
+    /* a GPU preset whose shared panels do not fit: the same tiles without them */
+    int k = pk_space_knob_index(sp, "shared");
+    if (k >= 0 && sp->knobs[k].values[cfg.idx[k]] != 0) {
+      pk_ctx_clear_error(ctx);
+      cfg.idx[k] = 0;
+      if (pk_space_schedule(sp, ctx, &cfg, &sched) != PK_OK || space_gpu_refuses(sp, ctx, sched))
+        reason = pk_sprintf(ctx, "preset refused: %s", pk_ctx_error(ctx));
+    } else {
+      reason = pk_sprintf(ctx, "preset refused: %s", pk_ctx_error(ctx));
+    }
+  }
   pk_ctx_clear_error(ctx);
   pk_space_free(sp);
   if (why) *why = reason;

@@ -41,10 +41,11 @@ static pk_status product_init(pk_space *sp) {
   space_names_of(sp, t, &p->n);
   p->x_extent = t->shape[t->ndim - 1];
   p->y_extent = t->ndim >= 2 ? t->shape[t->ndim - 2] : 1;
-  const pk_te_axis *k0 = NULL;
-  for (int a = 0; a < t->body->naxes; a++) /* the reduce root named k[0] */
-    if (!k0 || strcmp(pk_sprintf(ctx, "k%d", t->body->axes[a]->id), p->n.k[0]) == 0) k0 = t->body->axes[a];
-  p->k_extent = k0 ? k0->hi - k0->lo : 1;
+  pk_ctx *tmp = pk_ctx_new(); /* the extent of the reduce root the k-steps split */
+  const pk_stage *st0 = pk_sched_find_stage(pk_sched_new(tmp, prog), p->n.stage);
+  const pk_iter *k0 = st0 ? pk_sched_find_iter(st0, p->n.k[0]) : NULL;
+  p->k_extent = k0 ? k0->extent : 1;
+  pk_ctx_free(tmp);
   const pk_expr *mul = space_sum_product(t);
   for (int i = 0; mul && i < 2; i++) {
     const pk_expr *r = mul->args[i];
@@ -58,9 +59,10 @@ static pk_status product_init(pk_space *sp) {
   space_add_knob(sp, "threads_y", (int64_t[]){1, 2, 4, 8, 16}, p->y_extent > 1 ? 5 : 1);
   space_add_knob(sp, "tile_x", (int64_t[]){1, 2, 4}, 3);
   space_add_knob(sp, "tile_y", (int64_t[]){1, 2, 4}, p->y_extent > 1 ? 3 : 1);
-  int nk = 0;
+  int nk = 0; /* 0: no k-steps; a step as long as k stages the whole panel once */
   v[nk++] = 0;
-  for (int64_t f = 4; f <= 32 && f < p->k_extent; f *= 2) v[nk++] = f;
+  for (int64_t f = 2; f <= 32 && f < p->k_extent; f *= 2) v[nk++] = f;
+  if (p->k_extent <= 32) v[nk++] = p->k_extent;
   space_add_knob(sp, "kstep", v, nk);
   space_add_knob(sp, "shared", (int64_t[]){0, 1}, p->nstaged ? 2 : 1);
   space_add_knob(sp, "unroll", (int64_t[]){0, 1}, 2);
