@@ -39,6 +39,7 @@ typedef struct xthread {
   char *heap;          /* the LOCAL buffers' bump region */
   size_t heap_top, heap_size;
   bool done, at_barrier;
+  const pk_stmt *barrier;  /* the barrier it waits at */
 } xthread;
 
 struct xexec {
@@ -255,8 +256,9 @@ static xval eval(xthread *T, const pk_lexpr *e) {
 
 /* ---- statements ---- */
 
-static void barrier(xthread *T) {
+static void barrier(xthread *T, const pk_stmt *s) {
   T->at_barrier = true;
+  T->barrier = s;
   swapcontext(&T->uc, &T->X->sched);
 }
 
@@ -331,7 +333,7 @@ static void run(xthread *T, const pk_stmt *s) {
     T->vars[s->var->id] = eval(T, s->value);
     run(T, s->body);
     return;
-  case PK_ST_BARRIER: barrier(T); return;
+  case PK_ST_BARRIER: barrier(T, s); return;
   }
 }
 
@@ -408,6 +410,11 @@ static void run_block(xexec *X, pk_gpu_order order, uint64_t *rng, int *perm, in
                          "others had finished", waiting, X->nthreads));
       return;
     }
+    for (int t = 1; t < X->nthreads; t++)
+      if (X->threads[t].barrier != X->threads[0].barrier) {
+        fail(X, "the threads of a block wait at different barriers");
+        return;
+      }
   }
 }
 

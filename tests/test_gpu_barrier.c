@@ -71,6 +71,32 @@ static void test_forward_hides(pk_ctx *ctx) {
   PASS();
 }
 
+/* A barrier only some threads reach (what pk_gpu_prepare refuses) stops the executor. */
+static void test_divergent_barrier(pk_ctx *ctx) {
+  pk_te_program *p = gpu_test_parse(ctx, "X = placeholder((4,), f32)\n"
+                                         "Y = compute((4,), (i) => X[i])\n");
+  pk_lfunc *f;
+  CHECK(p && pk_sched_lower(ctx, p, NULL, "k0", &f) == PK_OK, "lower: %s", pk_ctx_error(ctx));
+  pk_lvar *v = pk_lvar_new(ctx, f, PKRT_DTYPE_I64);
+  pk_lexpr *i = pk_lx_var(ctx, v);
+  pk_stmt *body[2] = {
+      pk_st_if(ctx, pk_lx_binary(ctx, PK_EOP_LT, i, pk_lx_int(ctx, 2), PKRT_DTYPE_BOOL),
+               pk_st_barrier(ctx), NULL),
+      pk_st_store(ctx, f->params[1], i, pk_lx_load(ctx, f->params[0], i))};
+  f->body = pk_st_for(ctx, v, pk_lx_int(ctx, 0), pk_lx_int(ctx, 4), PK_LOOP_GPU_THREAD_X,
+                      pk_st_seq(ctx, 2, body));
+  pk_gpu_kernel k;
+  CHECK(pk_gpu_prepare(ctx, f, &k) == PK_ERR_SCHEDULE, "prepare accepted a divergent barrier");
+  pk_ctx_clear_error(ctx);
+  k = (pk_gpu_kernel){.f = f, .desc = {.name = "k0", .nbufs = 2, .grid = {1, 1, 1}, .block = {4, 1, 1}}};
+  pk_gpu_exec_result r;
+  CHECK(pk_gpu_check(ctx, p, NULL, &k, PK_GPU_ORDER_FORWARD, 1, NULL, &r) == PK_ERR_RUNTIME &&
+            strstr(pk_ctx_error(ctx), "2 of the block's 4 threads"),
+        "executor: %s", pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+  PASS();
+}
+
 /* Each kernel in the three orders against one interpreter run of its program. */
 static void run_orders(pk_ctx *ctx, const char *label, const pk_te_program *p, const pk_schedule *s,
                        double *worst) {
@@ -96,6 +122,7 @@ int main(void) {
   pk_ctx *ctx = pk_ctx_new();
   test_matmul_barriers(ctx);
   test_forward_hides(ctx);
+  test_divergent_barrier(ctx);
 
   pk_target *t;
   int n, ns, counts[4];

@@ -9,16 +9,50 @@
 #include "pk_test.h"
 #include "gpu_test_cases.h"
 
+/* Every kernel that emits, prepared, for one OpenCL source at the end. */
+static pk_gpu_kernel all[4096];
+static int nall;
+
 static bool emits(pk_ctx *ctx, const pk_te_program *p, const pk_schedule *s, const char **why) {
   pk_lfunc *f;
   pk_gpu_kernel k;
   char *cu, *cl;
-  bool ok = pk_sched_lower(ctx, p, s, "k0", &f) == PK_OK && pk_gpu_prepare(ctx, f, &k) == PK_OK &&
+  bool ok = pk_sched_lower(ctx, p, s, pk_sprintf(ctx, "k%d", nall), &f) == PK_OK &&
+            pk_gpu_prepare(ctx, f, &k) == PK_OK &&
             pk_cgen_gpu(ctx, PK_GPU_CUDA, &k, 1, &cu) == PK_OK &&
             pk_cgen_gpu(ctx, PK_GPU_OPENCL, &k, 1, &cl) == PK_OK;
+  if (ok && nall < 4096) all[nall++] = k;
   *why = pk_strdup(ctx, pk_ctx_error(ctx));
   pk_ctx_clear_error(ctx);
   return ok;
+}
+
+/* The OpenCL C of every kernel, checked by clang's OpenCL 1.2 front end where clang is
+ * installed (no OpenCL runtime needed; PoCL builds with the same front end). */
+static void opencl_syntax(pk_ctx *ctx) {
+  char *src;
+  char *argv[] = {"clang", "--version", NULL};
+  char *out;
+  if (pk_run_capture(ctx, argv, &out) != 0) {
+    printf("SKIP opencl_syntax: no clang on PATH\n");
+    return;
+  }
+  if (pk_test_tmpdir_make("pock_gpu_presets") != 0) {
+    check(false, "opencl_syntax", "no temporary directory");
+    return;
+  }
+  const char *path = pk_test_path("kernels.cl");
+  if (pk_cgen_gpu(ctx, PK_GPU_OPENCL, all, nall, &src) != PK_OK ||
+      pk_test_write_file(path, src, strlen(src)) != 0) {
+    check(false, "opencl_syntax", "%s", pk_ctx_error(ctx));
+    return;
+  }
+  char *cl[] = {"clang", "-x", "cl", "-cl-std=CL1.2", "-Xclang", "-finclude-default-header",
+                "-fsyntax-only", "-Werror=implicit-function-declaration", (char *)path, NULL};
+  int rc = pk_run_capture(ctx, cl, &out);
+  check(rc == 0, "opencl_syntax", "clang: %.2000s", out);
+  printf("     %d kernels' OpenCL C parsed by clang\n", nall);
+  pk_test_tmpdir_remove();
 }
 
 int main(void) {
@@ -64,6 +98,7 @@ int main(void) {
           pk_sprintf(ctx, "sample_%d_%s", i, samples[i].c->label), "%s %s", samples[i].knobs,
           why ? why : "");
   }
+  opencl_syntax(ctx);
   pk_ctx_free(ctx);
   return pk_test_summary("gpu_presets");
 }
