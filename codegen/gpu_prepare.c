@@ -193,16 +193,22 @@ static bool has_bound_loop(const pk_stmt *s) {
   return has_bound_loop(s->then_) || has_bound_loop(s->else_) || has_bound_loop(s->body);
 }
 
+/* Memory other blocks see: global buffers and the workspace (shared memory is per block,
+ * local per thread). */
+static bool device_wide(const pk_lbuf *b) {
+  return b->scope == PK_SCOPE_GLOBAL || b->scope == PK_SCOPE_WORKSPACE;
+}
+
 static void mark_access(const pk_lexpr *e, bool *read) {
   if (!e) return;
-  if (e->kind == PK_LX_LOAD) read[e->buf->id] = true;
+  if (e->kind == PK_LX_LOAD && device_wide(e->buf)) read[e->buf->id] = true;
   for (int i = 0; i < e->nargs; i++) mark_access(e->args[i], read);
 }
 
 static void accesses(const pk_stmt *s, bool *read, bool *written) {
   if (!s) return;
   for (int i = 0; s->kind == PK_ST_SEQ && i < s->n; i++) accesses(s->stmts[i], read, written);
-  if (s->kind == PK_ST_STORE) written[s->buf->id] = true;
+  if (s->kind == PK_ST_STORE && device_wide(s->buf)) written[s->buf->id] = true;
   mark_access(s->min, read), mark_access(s->extent, read), mark_access(s->cond, read);
   mark_access(s->index, read), mark_access(s->value, read), mark_access(s->mask, read);
   accesses(s->then_, read, written), accesses(s->else_, read, written), accesses(s->body, read, written);
@@ -232,9 +238,10 @@ static pk_status check_block_sync(prep *P, const nest_list *nl) {
 }
 
 /* A nest with no bound loop in a launch of several threads: a loop of one iteration bound
- * to each index the launch uses keeps it to thread 0 of block 0. */
-static pk_stmt *one_thread(prep *P, pk_lfunc *f, pk_stmt *s) {
-  for (int pass = 0; pass < 2; pass++) /* thread loops inside, block loops outside */
+ * to each thread index the launch uses keeps it to thread 0, and to each block index
+ * (one_block: it writes global or workspace memory) to block 0. */
+static pk_stmt *one_thread(prep *P, pk_lfunc *f, pk_stmt *s, bool one_block) {
+  for (int pass = 0; pass < 1 + one_block; pass++) /* thread loops inside, block loops outside */
     for (int d = 2; d >= 0; d--) {
       if ((pass ? P->grid : P->block)[d] <= 1) continue;
       pk_loop_kind k = (pass ? PK_LOOP_GPU_BLOCK_X : PK_LOOP_GPU_THREAD_X) + d;
@@ -264,7 +271,15 @@ static pk_stmt *rebuild(prep *P, pk_lfunc *f, const pk_stmt *s, bool wrap, bool 
   if (s->kind == PK_ST_ALLOC) return pk_st_alloc(ctx, s->buf, rebuild(P, f, s->body, wrap, fence, left));
   if (s->kind == PK_ST_BARRIER) return (pk_stmt *)s;
   pk_stmt *copy = (pk_stmt *)s;
-  if (!has_bound_loop(s) && wrap) copy = one_thread(P, f, copy);
+  if (!has_bound_loop(s) && wrap) {
+    /* what only shared memory holds every block needs; the rest is written once */
+    bool *read = pk_alloc(ctx, sizeof(bool) * (size_t)(P->f->nbufs + 1));
+    bool *written = pk_alloc(ctx, sizeof(bool) * (size_t)(P->f->nbufs + 1));
+    accesses(s, read, written);
+    bool device = false;
+    for (int b = 0; b < P->f->nbufs; b++) device |= written[b];
+    copy = one_thread(P, f, copy, device);
+  }
   return copy;
 }
 

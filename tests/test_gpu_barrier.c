@@ -71,6 +71,26 @@ static void test_forward_hides(pk_ctx *ctx) {
   PASS();
 }
 
+/* A shared stage at the root with no bound loop: thread 0 of every block fills its own
+ * block's copy (not just block 0's); the readers follow the barrier after it. */
+static void test_root_shared_per_block(pk_ctx *ctx) {
+  pk_te_program *p = gpu_test_parse(ctx, "X = placeholder((256,), f32)\n"
+                                         "Y = compute((256,), (i) => X[255 - i] * 2.0)\n");
+  pk_schedule *s = p ? pk_sched_new(ctx, p) : NULL;
+  const char *readers[] = {"t1"};
+  bool ok = s && pk_sched_cache_read(s, "t0", "shared", 1, readers, -1, 0) == PK_OK &&
+            pk_sched_split(s, "t1", "i0", 64) == PK_OK &&
+            pk_sched_bind(s, "t1", "i0.o", "blockIdx.x") == PK_OK &&
+            pk_sched_bind(s, "t1", "i0.i", "threadIdx.x") == PK_OK;
+  pk_gpu_kernel k = ok ? prepared(ctx, p, s, &ok) : (pk_gpu_kernel){0};
+  CHECK(ok && k.desc.grid[0] == 4 && k.desc.block[0] == 64, "schedule: %s", pk_ctx_error(ctx));
+  pk_gpu_exec_result r;
+  for (int o = 0; o < 3; o++)
+    CHECK(pk_gpu_check(ctx, p, s, &k, (pk_gpu_order)o, 4, NULL, &r) == PK_OK, "%s: %s",
+          order_names[o], pk_ctx_error(ctx));
+  PASS();
+}
+
 /* A barrier only some threads reach (what pk_gpu_prepare refuses) stops the executor. */
 static void test_divergent_barrier(pk_ctx *ctx) {
   pk_te_program *p = gpu_test_parse(ctx, "X = placeholder((4,), f32)\n"
@@ -123,6 +143,7 @@ int main(void) {
   test_matmul_barriers(ctx);
   test_forward_hides(ctx);
   test_divergent_barrier(ctx);
+  test_root_shared_per_block(ctx);
 
   pk_target *t;
   int n, ns, counts[4];
