@@ -78,7 +78,6 @@ pk_status pk_nvrtc_open(pk_ctx *ctx, pk_nvrtc **out) {
   *(void **)&nv->error_string = sym(nv, "nvrtcGetErrorString", &ok);
   int major = 0, minor = 0;
   if (!ok || nv->version_fn(&major, &minor) != 0) {
-    dlclose(nv->lib);
     return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED,
                        "%s lacks the NVRTC entry points Pock needs (CUDA 11.2 or newer)", nv->path);
   }
@@ -89,8 +88,10 @@ pk_status pk_nvrtc_open(pk_ctx *ctx, pk_nvrtc **out) {
 
 const char *pk_nvrtc_version(const pk_nvrtc *nv) { return nv->version; }
 
+/* The library stays mapped: unloading libnvrtc would unload the libstdc++ it brought in,
+ * whose exception pool leak checkers then report, and a process that compiled once
+ * (the tuner, the driver) compiles again; dlopen of a mapped library is only a count. */
 void pk_nvrtc_close(pk_nvrtc *nv) {
-  if (nv && nv->lib) dlclose(nv->lib);
   if (nv) nv->lib = NULL;
 }
 

@@ -100,7 +100,7 @@ typedef struct pk_nvrtc_image {
  * NVRTC's log; PK_ERR_USAGE for an arch NVRTC does not know. */
 pk_status pk_nvrtc_compile(pk_nvrtc *nv, const char *source, const char *arch,
                            pk_nvrtc_image *out);
-void pk_nvrtc_close(pk_nvrtc *nv); /* NULL is ok */
+void pk_nvrtc_close(pk_nvrtc *nv); /* NULL is ok; the library stays mapped (nvrtc.c) */
 
 /* The GPU rows' build (gpu_build.c): CUDA through NVRTC into <cache>/<hash>.cubin (for
  * t->arch) and <hash>.ptx, out->so_path the cubin; OpenCL the source as <hash>.cl. The hash
