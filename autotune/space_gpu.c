@@ -35,6 +35,11 @@ static pk_status product_init(pk_space *sp) {
   for (int i = 0; i < prog->ntensors; i++) ncomputes += prog->tensors[i]->kind == PK_TE_COMPUTE;
   /* one stage only: its block loops need no other stage's results */
   if (!t || t->ndim < 1 || ncomputes != 1) return PK_ERR_UNSUPPORTED;
+  double length = 1;
+  for (int a = 0; a < t->body->naxes; a++) length *= (double)(t->body->axes[a]->hi - t->body->axes[a]->lo);
+  /* few outputs, each a long sum (a dot product, a loss): the generic template's
+   * reduction across a block's threads has the parallelism tiles lack */
+  if (pk_te_tensor_numel(t) < 1024 && length >= 256) return PK_ERR_UNSUPPORTED;
   pk_ctx *ctx = sp->ctx;
   gpu_product_plan *p = pk_alloc(ctx, sizeof *p);
   memset(p, 0, sizeof *p);
@@ -190,12 +195,14 @@ const space_class pk_space_class_gpu_product = {"gpu_product", product_init, pro
 
 /* ---- everything else ---- */
 
-enum { GG_THREADS, GG_BLOCKS, GG_ITEMS, GG_UNROLL, GG_NKNOBS };
+enum { GG_THREADS, GG_BLOCKS, GG_ITEMS, GG_UNROLL, GG_RFACTOR, GG_NKNOBS };
 
 typedef struct gpu_generic_plan {
   int nstages;
   const char *stage[64];
   bool independent;  /* no compute reads another: the stages may run over several blocks */
+  int64_t longest;   /* the longest last reduce axis of a reduction stage */
+  int64_t outputs;   /* elements of the last reduction's output */
 } gpu_generic_plan;
 
 static bool reads_compute(const pk_expr *e) {
@@ -213,8 +220,14 @@ static pk_status generic_init(pk_space *sp) {
   pk_ctx *tmp = pk_ctx_new();
   pk_schedule *s0 = pk_sched_new(tmp, prog);
   for (int i = 0; i < s0->nstages && p->nstages < 64; i++) {
+    const pk_te_tensor *t = s0->stages[i]->tensor;
     p->stage[p->nstages++] = pk_strdup(sp->ctx, s0->stages[i]->name);
-    p->independent = p->independent && !reads_compute(s0->stages[i]->tensor->body);
+    p->independent = p->independent && !reads_compute(t->body);
+    if (t->body->kind == PK_EXPR_REDUCE && !t->dom_ndim) {
+      const pk_te_axis *k = t->body->axes[t->body->naxes - 1];
+      if (k->hi - k->lo > p->longest) p->longest = k->hi - k->lo;
+      p->outputs = pk_te_tensor_numel(t);
+    }
   }
   pk_ctx_free(tmp);
   sp->plan = p;
@@ -222,13 +235,44 @@ static pk_status generic_init(pk_space *sp) {
   space_add_knob(sp, "blocks", (int64_t[]){0, 1}, 2);
   space_add_knob(sp, "items", (int64_t[]){1, 2, 4}, 3);
   space_add_knob(sp, "unroll", (int64_t[]){1, 4}, 2);
+  int64_t rf[PK_SPACE_MAX_VALUES];
+  int nrf = 0;
+  rf[nrf++] = 0;
+  for (int64_t f = 32; f <= 256 && f <= p->longest; f *= 2) rf[nrf++] = f;
+  space_add_knob(sp, "rfactor", rf, nrf);
   PK_ASSERT(sp->nknobs == GG_NKNOBS);
   return PK_OK;
+}
+
+/* A cross-thread reduction: the last reduce axis split into `threads` lanes, whose partial
+ * results (S.rf) the block's threads write to shared memory; then one thread per output
+ * sums them (each output its own block with `blocks`, else a serial loop). */
+static pk_status generic_rfactor(pk_schedule *s, const char *S, int64_t threads, const int64_t *v) {
+  const pk_stage *st = pk_sched_find_stage(s, S);
+  int nsp = st->tensor->ndim, nred = st->nroot - nsp;
+  const char *k = st->root[nsp + nred - 1]->name, *RF = N_(S, ".rf");
+  SPACE_TRY(pk_sched_split(s, S, k, threads));
+  SPACE_TRY(pk_sched_rfactor(s, S, N_(k, ".i")));
+  const pk_stage *rf = pk_sched_find_stage(s, RF);
+  SPACE_TRY(pk_sched_set_scope(s, RF, "shared"));
+  SPACE_TRY(pk_sched_bind(s, RF, rf->root[nsp]->name, "threadIdx.x"));
+  if (v[GG_UNROLL] > 1) SPACE_TRY(pk_sched_unroll(s, RF, rf->leaf[rf->nleaf - 1]->name, v[GG_UNROLL]));
+  if (nsp == 0) return PK_OK; /* one output: S.rf at the root, S on thread 0 */
+  for (; nsp > 1; nsp--) SPACE_TRY(pk_sched_fuse(s, S, st->leaf[0]->name, st->leaf[1]->name));
+  const char *f = st->leaf[0]->name;
+  SPACE_TRY(pk_sched_split(s, S, f, 1));
+  SPACE_TRY(pk_sched_bind(s, S, N_(f, ".i"), "threadIdx.x"));
+  if (v[GG_BLOCKS]) SPACE_TRY(pk_sched_bind(s, S, N_(f, ".o"), "blockIdx.x"));
+  return pk_sched_compute_at(s, RF, S, N_(f, ".o"));
 }
 
 static pk_status generic_stage(pk_schedule *s, const char *S, const int64_t *v) {
   const pk_stage *st = pk_sched_find_stage(s, S);
   if (st->attach != PK_ATTACH_ROOT || st->tensor->dom_ndim) return PK_OK; /* scatter: fixed */
+  const pk_expr *red = st->tensor->body->kind == PK_EXPR_REDUCE ? st->tensor->body : NULL;
+  const pk_te_axis *klast = red ? red->axes[red->naxes - 1] : NULL;
+  if (klast && v[GG_RFACTOR] > 0 && klast->hi - klast->lo >= v[GG_RFACTOR])
+    return generic_rfactor(s, S, v[GG_RFACTOR], v);
   int nsp = 0;
   while (nsp < st->nleaf && !st->leaf[nsp]->reduce) nsp++;
   bool reduce = nsp < st->nleaf;
@@ -258,13 +302,16 @@ static pk_status generic_apply(const pk_space *sp, pk_schedule *s, const int64_t
 }
 
 /* 256 threads, one element each; several blocks when the stages are independent, one
- * block (whose barriers order the stages) otherwise. */
+ * block (whose barriers order the stages) otherwise; a reduction of few outputs over a
+ * long axis (a loss, a bias gradient's column sums, a row softmax over few rows) split
+ * across up to 256 threads. */
 static bool generic_preset(const pk_space *sp, int64_t *v) {
   const gpu_generic_plan *p = sp->plan;
   v[GG_THREADS] = 256;
   v[GG_BLOCKS] = p->independent;
   v[GG_ITEMS] = 1;
   v[GG_UNROLL] = 1;
+  v[GG_RFACTOR] = p->longest >= 64 && p->outputs <= 4096 ? space_pick(sp, GG_RFACTOR, 256) : 0;
   return true;
 }
 

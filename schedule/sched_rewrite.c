@@ -316,6 +316,32 @@ pk_status pk_sched_cache_read(pk_schedule *s, const char *tensor, const char *sc
   return sched_op_end(&op, status, &step);
 }
 
+/* ---- set_scope ---- */
+
+static pk_status set_scope(const sched_op *op, const char *stage, const char *scope) {
+  pk_stage *st = sched_need_stage(op, stage);
+  if (!st) return PK_ERR_SCHEDULE;
+  if (st->scope == PK_SCOPE_GLOBAL)
+    return sched_fail(op, "%s is a kernel output; only derived stages (.local, .ws, .shared, .rf) "
+                      "choose their scope", st->name);
+  pk_mem_scope to;
+  if (scope && !strcmp(scope, "local")) to = PK_SCOPE_LOCAL;
+  else if (scope && !strcmp(scope, "ws")) to = PK_SCOPE_WORKSPACE;
+  else if (scope && !strcmp(scope, "shared")) to = PK_SCOPE_SHARED;
+  else return sched_fail(op, "set_scope scope must be \"local\", \"shared\" or \"ws\", got '%.32s'",
+                         scope ? scope : "(null)");
+  st->scope = to;
+  return PK_OK;
+}
+
+pk_status pk_sched_set_scope(pk_schedule *s, const char *stage, const char *scope) {
+  sched_op op;
+  sched_op_begin(&op, s, PK_STEP_SET_SCOPE, stage);
+  pk_status status = set_scope(&op, stage, scope);
+  pk_sched_step step = {.kind = PK_STEP_SET_SCOPE, .stage = stage, .target = scope};
+  return sched_op_end(&op, status, &step);
+}
+
 /* ---- rfactor ---- */
 
 /* st's loops are its roots with axis's parent replaced by its split, and nothing else. */

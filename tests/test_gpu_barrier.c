@@ -2,7 +2,8 @@
  * block's threads in forward, reversed and random order between barriers, against the
  * interpreter. It passes the hand-scheduled shared-memory matmul in every order and fails
  * it with either of its barriers taken out; a missing barrier that forward order (PoCL's)
- * hides is caught by the reversed and random orders; and every operator's forward and
+ * hides is caught by the reversed and random orders; long reductions split across a block's
+ * threads through shared memory are right; and every operator's forward and
  * gradient kernel with its preset GPU schedule, and the sampled configs of every op class
  * (20 each, 200 with POCK_TEST_SCALE=full), pass in all three orders. */
 #include <stdio.h>
@@ -91,6 +92,47 @@ static void test_root_shared_per_block(pk_ctx *ctx) {
   PASS();
 }
 
+/* Long reductions of few outputs: the preset splits them across the block's threads
+ * (rfactor into shared memory); right in every order, and wrong without the barrier
+ * between the partial results and their sum. */
+static void test_cross_thread_reduction(pk_ctx *ctx) {
+  const char *texts[] = {
+      "X = placeholder((6, 1000), f32)\nk = reduce_axis(1000)\n"
+      "Y = compute((6,), (i) => sum(X[i, k] * X[i, k], k))\n",
+      "X = placeholder((3000,), f32)\nk = reduce_axis(3000)\nY = compute((1,), (i) => max(X[k], k))\n",
+      "X = placeholder((2, 700), f32)\nk = reduce_axis(700)\nj = reduce_axis(700)\n"
+      "M = compute((2,), (i) => max(X[i, k], k))\n"
+      "S = compute((2,), (i) => sum(exp(X[i, j] - M[i]), j))\n"};
+  pk_target *t;
+  CHECK(pk_target_parse(ctx, "opencl", NULL, &t) == PK_OK, "target");
+  for (int c = 0; c < 3; c++) {
+    pk_te_program *p = gpu_test_parse(ctx, texts[c]);
+    CHECK(p, "parse %d: %s", c, pk_ctx_error(ctx));
+    gpu_case gc;
+    gpu_case_add(ctx, t, &gc, "reduction", p);
+    CHECK(gc.preset && strstr(pk_sched_to_json(gc.preset), "\"set_scope\""),
+          "case %d: no cross-thread preset (%s)", c, gc.why ? gc.why : pk_sched_to_json(gc.preset));
+    bool ok;
+    pk_gpu_kernel k = prepared(ctx, p, gc.preset, &ok);
+    CHECK(ok && k.desc.block[0] == 256, "case %d: %s", c, pk_ctx_error(ctx));
+    pk_gpu_exec_result r;
+    for (int o = 0; o < 3; o++)
+      CHECK(pk_gpu_check(ctx, p, gc.preset, &k, (pk_gpu_order)o, 6, NULL, &r) == PK_OK,
+            "case %d %s: %s", c, order_names[o], pk_ctx_error(ctx));
+    /* reversed order runs thread 0, which sums, after every other thread wrote its part:
+     * the random order is what catches this one */
+    pk_gpu_kernel broken = gpu_test_without_barrier(ctx, &k, 0);
+    int caught = 0;
+    for (int o = 1; o < 3; o++) {
+      pk_status st = pk_gpu_check(ctx, p, gc.preset, &broken, (pk_gpu_order)o, 6, NULL, &r);
+      caught += st == PK_ERR_MISMATCH || st == PK_ERR_RUNTIME;
+      pk_ctx_clear_error(ctx);
+    }
+    CHECK(caught, "case %d: a missing barrier passed in reversed and random order", c);
+  }
+  PASS();
+}
+
 /* A barrier only some threads reach (what pk_gpu_prepare refuses) stops the executor. */
 static void test_divergent_barrier(pk_ctx *ctx) {
   pk_te_program *p = gpu_test_parse(ctx, "X = placeholder((4,), f32)\n"
@@ -144,6 +186,7 @@ int main(void) {
   test_forward_hides(ctx);
   test_divergent_barrier(ctx);
   test_root_shared_per_block(ctx);
+  test_cross_thread_reduction(ctx);
 
   pk_target *t;
   int n, ns, counts[4];
