@@ -14,7 +14,7 @@
  *   pk_nvrtc *nv; pk_nvrtc_open(ctx, &nv);            // PK_ERR_UNSUPPORTED: no libnvrtc
  *   pk_nvrtc_image img; pk_nvrtc_compile(nv, src, "sm_87", &img);   // img.ptx, img.cubin
  *   pk_gpu_exec_result r;
- *   pk_gpu_check(ctx, prog, sched, &k, PK_GPU_ORDER_RANDOM, seed, &r);   // barrier checker
+ *   pk_gpu_check(ctx, prog, sched, &k, PK_GPU_ORDER_RANDOM, seed, NULL, &r); // barrier checker
  *
  * Semantics of GPU loop IR (what the emitter and the executor both implement): every
  * thread of every block runs the whole body; a loop bound to blockIdx/threadIdx d is
