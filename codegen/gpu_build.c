@@ -56,8 +56,9 @@ pk_status pk_gpu_build_image(pk_ctx *ctx, const pk_target *t, const char *cache_
   s = pk_nvrtc_compile(nv, source, t->arch, &img);
   if (s == PK_OK) s = write_atomic(ctx, ptx, img.ptx, img.ptx_size);
   if (s == PK_OK) s = write_atomic(ctx, cubin, img.cubin, img.cubin_size);
-  const char *meta = pk_sprintf(ctx, "compiler: %s\narch: %s\ntarget: %s\nlog: %s\n",
-                                img.nvrtc_version, img.arch, pk_target_describe(ctx, t), img.log);
+  const char *meta = s != PK_OK ? "" :
+      pk_sprintf(ctx, "compiler: %s\narch: %s\nptx_isa: %s\ntarget: %s\nlog: %s\n", img.nvrtc_version,
+                 img.arch, img.ptx_isa, pk_target_describe(ctx, t), img.log);
   if (s == PK_OK) /* what made the image, beside it */
     s = write_atomic(ctx, pk_sprintf(ctx, "%s/%s.txt", cache_dir, hex), meta, strlen(meta));
   out->build_seconds = (double)(pkrt_now_ns() - t0) * 1e-9;

@@ -167,6 +167,9 @@ pk_status pk_nvrtc_compile(pk_nvrtc *nv, const char *source, const char *arch,
   out->ptx = ptx;
   out->ptx_size = strlen(ptx);
   out->log = log;
+  const char *v = strstr(ptx, "\n.version ");
+  size_t vn = v ? strcspn(v + 10, " \r\n") : 0;
+  out->ptx_isa = v && vn < 16 ? pk_sprintf(ctx, "%.*s", (int)vn, v + 10) : "";
   out->arch = pk_sprintf(ctx, "sm_%d", num);
   out->nvrtc_version = nv->version;
   return PK_OK;

@@ -95,6 +95,8 @@ typedef struct pk_nvrtc_image {
   size_t cubin_size;
   const char *log;        /* NVRTC's log (may be empty) */
   const char *nvrtc_version;
+  const char *ptx_isa;    /* the PTX's ".version" ("9.0"): a driver older than it cannot
+                             compile the PTX, which the runtime says naming both */
 } pk_nvrtc_image;
 /* Compiles CUDA C for arch ("sm_NN") to PTX and cubin (in nv's ctx). PK_ERR_BUILD quotes
  * NVRTC's log; PK_ERR_USAGE for an arch NVRTC does not know. */

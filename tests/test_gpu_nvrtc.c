@@ -46,7 +46,8 @@ static void compile_for(pk_ctx *ctx, pk_nvrtc *nv, const char *what, const char 
   const char *last = pk_sprintf(ctx, ".entry k%d(", nkernels - 1);
   check(img.cubin_size > 4 && !memcmp(img.cubin, "\177ELF", 4) &&
             strstr(img.ptx, pk_sprintf(ctx, ".target %s", arch)) && strstr(img.ptx, ".entry k0(") &&
-            strstr(img.ptx, last) && !strcmp(img.arch, arch) && img.nvrtc_version,
+            strstr(img.ptx, last) && !strcmp(img.arch, arch) && img.nvrtc_version &&
+            img.ptx_isa[0] >= '1' && img.ptx_isa[0] <= '9' && strchr(img.ptx_isa, '.'),
         name, "cubin %zu bytes, PTX %zu bytes", img.cubin_size, img.ptx_size);
 }
 
