@@ -37,7 +37,7 @@ static const gpu_dialect cuda = {
     .name = "CUDA C",
     .header = "typedef long long pk_i64;\ntypedef unsigned long long pk_u64;\n"
               "typedef unsigned int pk_u32;\n"
-              "#define PK_FN static __device__ __forceinline__\n"
+              "#define PK_FN static __device__ __forceinline__ __attribute__((unused))\n"
               "#define PK_I64_MIN (-9223372036854775807LL - 1)\n"
               "#define PK_I64_MAX 9223372036854775807LL\n#define PK_U64C(x) x##ull\n"
               "#define PK_FLOORF floorf\n#define PK_FLOOR floor\n"
