@@ -165,14 +165,14 @@ static bool dim_region(const region_ctx *R, const access_list *acc, int d, pk_le
   return true;
 }
 
-/* Marks the variables of every loop around sl's attachment point, and the region mins
- * bound around the stages it sits in. */
 static bool is_thread_loop(pk_loop_kind k) {
   return k >= PK_LOOP_GPU_THREAD_X && k <= PK_LOOP_GPU_THREAD_Z;
 }
 
-/* A SHARED stage is one buffer for the whole block: its region is what every thread of
- * the block reads, so loops bound to threads do not fix it (TVM relaxes them the same way). */
+/* Marks the variables of every loop around sl's attachment point, and the region mins
+ * bound around the stages it sits in. A SHARED stage is one buffer for the whole block:
+ * its region is what every thread of the block reads, so loops bound to threads do not
+ * fix it (TVM relaxes them the same way). */
 static region_ctx enclosing_loops(lowering *L, const stage_lowering *sl) {
   region_ctx R = {L, NULL, L->f->nvars};
   bool *fixed = pk_alloc(L->ctx, sizeof(bool) * (size_t)(R.nfixed + 1));
