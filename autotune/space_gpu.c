@@ -88,14 +88,16 @@ static pk_status fetch(pk_schedule *s, const char *st, int64_t tx, int64_t ty, i
   const pk_stage *stage = pk_sched_find_stage(s, st);
   while (stage->nleaf > 1) SPACE_TRY(pk_sched_fuse(s, st, stage->leaf[0]->name, stage->leaf[1]->name));
   const char *f = stage->leaf[0]->name;
+  int64_t n = stage->leaf[0]->extent; /* a panel smaller than the block: fewer threads */
   if (vector > 1) {
     SPACE_TRY(pk_sched_split(s, st, f, vector));
     SPACE_TRY(pk_sched_vectorize(s, st, N_(f, ".i")));
     f = N_(f, ".o");
+    n = (n + vector - 1) / vector;
   }
-  SPACE_TRY(pk_sched_split(s, st, f, tx * ty));
+  SPACE_TRY(pk_sched_split(s, st, f, tx * ty < n ? tx * ty : n));
   if (ty == 1) return pk_sched_bind(s, st, N_(f, ".i"), "threadIdx.x");
-  SPACE_TRY(pk_sched_split(s, st, N_(f, ".i"), tx));
+  SPACE_TRY(pk_sched_split(s, st, N_(f, ".i"), tx < n ? tx : n));
   SPACE_TRY(pk_sched_bind(s, st, N_(f, ".i.o"), "threadIdx.y"));
   return pk_sched_bind(s, st, N_(f, ".i.i"), "threadIdx.x");
 }
@@ -165,11 +167,11 @@ static pk_status product_apply(const pk_space *sp, pk_schedule *s, const int64_t
   return PK_OK;
 }
 
-/* The largest power of two <= want dividing `extent` (so no thread loop of the tile is
- * narrower than the block, where the shared panels' barriers must be reached by all). */
-static int64_t dividing(int64_t extent, int64_t want) {
+/* The largest power of two <= want and <= extent (no thread loop of the tile narrower
+ * than the block, where the shared panels' barriers must be reached by all). */
+static int64_t threads_for(int64_t extent, int64_t want) {
   int64_t t = 1;
-  while (t * 2 <= want && extent % (t * 2) == 0) t *= 2;
+  while (t * 2 <= want && t * 2 <= extent) t *= 2;
   return t;
 }
 
@@ -181,8 +183,8 @@ static bool product_preset(const pk_space *sp, int64_t *v) {
   v[GP_TILE_Y] = p->y_extent >= 64 ? 4 : 1;
   int64_t cx = (p->x_extent + v[GP_TILE_X] - 1) / v[GP_TILE_X];
   int64_t cy = (p->y_extent + v[GP_TILE_Y] - 1) / v[GP_TILE_Y];
-  v[GP_THREADS_X] = dividing(cx, 16);
-  v[GP_THREADS_Y] = p->y_extent > 1 ? dividing(cy, 16) : 1;
+  v[GP_THREADS_X] = threads_for(cx, 16);
+  v[GP_THREADS_Y] = p->y_extent > 1 ? threads_for(cy, 16) : 1;
   v[GP_KSTEP] = space_pick(sp, GP_KSTEP, 8);
   v[GP_SHARED] = p->nstaged && v[GP_KSTEP] > 0;
   v[GP_UNROLL] = 1;

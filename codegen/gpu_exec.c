@@ -482,6 +482,7 @@ pk_status pk_gpu_check(pk_ctx *ctx, const pk_te_program *prog, const pk_schedule
                        const pk_te_ref *ref, pk_gpu_exec_result *res) {
   memset(res, 0, sizeof *res);
   const pk_lfunc *f = k->f;
+  if (!f) return pk_ctx_fail(ctx, PK_ERR_CHECK, "the GPU kernel was not prepared (pk_gpu_prepare)");
   if (f->nparams != prog->ntensors)
     return pk_ctx_fail(ctx, PK_ERR_CHECK, "GPU kernel %s has %d parameters for %d tensors", f->name,
                        f->nparams, prog->ntensors);

@@ -244,9 +244,23 @@ static pk_eop reduce_combiner(pk_eop op) {
   return op == PK_EOP_SUM ? PK_EOP_ADD : op == PK_EOP_RMAX ? PK_EOP_MAX : PK_EOP_MIN;
 }
 
-/* The loops of leaves [from, to) around s, each body starting with what is attached there. */
+static bool thread_leaf(const nest *N, int p) {
+  pk_loop_kind k = N->sl->st->leaf[p]->kind;
+  return k >= PK_LOOP_GPU_THREAD_X && k <= PK_LOOP_GPU_THREAD_Z;
+}
+
+/* The loops of leaves [from, to) around s, each body starting with what is attached there.
+ * The guard of a loop bound to GPU threads covers only the stage's own work (s), not what
+ * is attached inside: shared stages are fetched by all of the block's threads and their
+ * barriers reached by all (an idle thread's attached work stays in bounds: regions are
+ * clamped into their tensors). */
 static pk_stmt *wrap_leaves(nest *N, int from, int to, pk_stmt *s) {
-  for (int p = to - 1; p >= from; p--) s = leaf_loop(N, p, guarded(N, p, with_attached(N, p, s)));
+  for (int p = from; p < to; p++)
+    if (thread_leaf(N, p)) s = guarded(N, p, s);
+  for (int p = to - 1; p >= from; p--) {
+    s = thread_leaf(N, p) ? with_attached(N, p, s) : guarded(N, p, with_attached(N, p, s));
+    s = leaf_loop(N, p, s);
+  }
   return s;
 }
 
