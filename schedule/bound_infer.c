@@ -214,6 +214,31 @@ static pk_lexpr *let_min(lowering *L, stage_lowering *sl, int d, pk_lexpr *value
   return pk_lx_var(L->ctx, v);
 }
 
+/* e with every region-min variable that R does not fix (a shared stage's reader's clamped
+ * min, which follows a thread's loop) replaced by its value: the min/max inside then
+ * bounds the region by the block's loops, where the variable alone would only have its
+ * range over every block. */
+static pk_lexpr *subst_mins(const region_ctx *R, const stage_lowering *sl, pk_lexpr *e) {
+  if (!e) return NULL;
+  if (e->kind == PK_LX_VAR && !(e->var->id < R->nfixed && R->fixed[e->var->id]))
+    for (const stage_lowering *s = sl; s->target; s = s->target)
+      for (int d = 0; d < s->target->st->tensor->ndim; d++)
+        if (s->target->min_var[d] == e->var) return subst_mins(R, sl, s->target->min_value[d]);
+  pk_lexpr *c = NULL;
+  for (int i = 0; i < e->nargs; i++) {
+    pk_lexpr *a = subst_mins(R, sl, e->args[i]);
+    if (a == e->args[i]) continue;
+    if (!c) {
+      c = pk_alloc(R->L->ctx, sizeof *c);
+      *c = *e;
+      c->args = pk_alloc(R->L->ctx, sizeof *c->args * (size_t)e->nargs);
+      for (int j = 0; j < e->nargs; j++) c->args[j] = e->args[j];
+    }
+    c->args[i] = a;
+  }
+  return c ? c : e;
+}
+
 pk_status bound_infer_region(lowering *L, stage_lowering *sl) {
   pk_ctx *ctx = L->ctx;
   const pk_te_tensor *t = sl->st->tensor;
@@ -225,6 +250,8 @@ pk_status bound_infer_region(lowering *L, stage_lowering *sl) {
   lower_unbind(L, nbound);
 
   region_ctx R = enclosing_loops(L, sl);
+  if (sl->st->scope == PK_SCOPE_SHARED)
+    for (int i = 0; i < acc.n * acc.ndim; i++) acc.idx[i] = subst_mins(&R, sl, acc.idx[i]);
   for (int d = 0; d < t->ndim; d++) {
     int64_t full = t->shape[d], ext;
     pk_lexpr *min;
