@@ -55,6 +55,28 @@ static void opencl_syntax(pk_ctx *ctx) {
   pk_test_tmpdir_remove();
 }
 
+/* A layer-sized matmul whose sides 16 x 4 does not divide: 16 x 16 threads of 4 x 4
+ * outputs, and panels of the block's 64 rows and columns (not of the whole matrices). */
+static void test_matmul_preset(pk_ctx *ctx, const pk_target *t) {
+  const char *text = "A = placeholder((250, 100), f32)\nB = placeholder((100, 190), f32)\n"
+                     "k = reduce_axis(100)\nC = compute((250, 190), (i, j) => sum(A[i, k] * B[k, j], k))\n";
+  pk_te_program *p;
+  pk_task task;
+  pk_lfunc *f;
+  pk_gpu_kernel k;
+  pk_schedule *s = NULL;
+  if (pk_te_parse(ctx, text, strlen(text), "mm", &p) == PK_OK &&
+      pk_task_for_target(ctx, p, t, &task) == PK_OK)
+    s = pk_space_default_schedule(ctx, &task, NULL);
+  CHECK(s && pk_sched_lower(ctx, p, s, "k0", &f) == PK_OK && pk_gpu_prepare(ctx, f, &k) == PK_OK,
+        "preset: %s", pk_ctx_error(ctx));
+  CHECK(k.desc.block[0] == 16 && k.desc.block[1] == 16 && k.desc.grid[0] == 3 &&
+            k.desc.grid[1] == 4 && k.static_shared_bytes == (64 * 8 + 8 * 64) * 4,
+        "block %ux%u grid %ux%u shared %lld", k.desc.block[0], k.desc.block[1], k.desc.grid[0],
+        k.desc.grid[1], (long long)k.static_shared_bytes);
+  PASS();
+}
+
 int main(void) {
   pk_ctx *ctx = pk_ctx_new();
   pk_target *t;
@@ -62,6 +84,7 @@ int main(void) {
     printf("FAIL target: %s\n", pk_ctx_error(ctx));
     return 1;
   }
+  test_matmul_preset(ctx, t);
   int n;
   gpu_case *cases = gpu_test_cases(ctx, t, &n);
   if (!cases) {
