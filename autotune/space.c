@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "pk_gpu.h"
 #include "space_impl.h"
 
 void pk_space_options_default(pk_space_options *o) {
@@ -229,6 +230,7 @@ pk_status pk_space_new_opts(pk_ctx *ctx, const pk_task *task, const pk_space_opt
     const pk_target *t;
     pk_status s = pk_task_target(ctx, task, &t);
     if (s != PK_OK) return s;
+    sp->gpu = t->kind != PK_TARGET_C;
     vector_bytes = t->vector_bytes > 0 ? t->vector_bytes : 16;
     sp->vector_regs = t->vector_regs > 0 ? t->vector_regs : 16;
   }
@@ -240,15 +242,21 @@ pk_status pk_space_new_opts(pk_ctx *ctx, const pk_task *task, const pk_space_opt
    * (a "matmul" whose output is a vector, a conv with one spatial dim, ...). */
   const space_class *tries[4];
   int ntries = 0;
-  if (task->cls == PK_TASK_MATMUL) tries[ntries++] = &pk_space_class_matmul;
+  if (sp->gpu) { /* GPU targets: sums of products tiled over threads, the rest fused */
+    if (task->cls != PK_TASK_INJECTIVE) tries[ntries++] = &pk_space_class_gpu_product;
+    tries[ntries++] = &pk_space_class_gpu_generic;
+  }
+  if (!sp->gpu && task->cls == PK_TASK_MATMUL) tries[ntries++] = &pk_space_class_matmul;
   /* convolutions on small images (and their guarded data gradients, classed reductions):
    * channels as lanes; the template refuses long rows, which the conv one serves */
-  if (task->cls == PK_TASK_CONV || task->cls == PK_TASK_REDUCTION) tries[ntries++] = &pk_space_class_conv_gemm;
+  if (!sp->gpu && (task->cls == PK_TASK_CONV || task->cls == PK_TASK_REDUCTION))
+    tries[ntries++] = &pk_space_class_conv_gemm;
   /* (guarded sums of products with >= 3 reduce axes, a conv's data gradient, too: its
    * template refuses other reductions) */
-  if (task->cls == PK_TASK_CONV || task->cls == PK_TASK_REDUCTION) tries[ntries++] = &pk_space_class_conv;
-  if (task->cls != PK_TASK_INJECTIVE) tries[ntries++] = &pk_space_class_reduction;
-  tries[ntries++] = &pk_space_class_injective;
+  if (!sp->gpu && (task->cls == PK_TASK_CONV || task->cls == PK_TASK_REDUCTION))
+    tries[ntries++] = &pk_space_class_conv;
+  if (!sp->gpu && task->cls != PK_TASK_INJECTIVE) tries[ntries++] = &pk_space_class_reduction;
+  if (!sp->gpu) tries[ntries++] = &pk_space_class_injective;
   pk_status st = PK_ERR_UNSUPPORTED;
   for (int i = 0; i < ntries && st == PK_ERR_UNSUPPORTED; i++) {
     sp->nknobs = 0;
@@ -367,6 +375,14 @@ bool pk_space_preset(const pk_space *sp, pk_config *out) {
   return true;
 }
 
+/* GPU spaces: whether sched fails to lower or to run on a GPU (message in ctx). */
+bool space_gpu_refuses(const pk_space *sp, pk_ctx *ctx, const pk_schedule *sched) {
+  pk_lfunc *f;
+  pk_gpu_kernel k;
+  return sp->gpu && (pk_sched_lower(ctx, sp->task->prog, sched, "k0", &f) != PK_OK ||
+                     pk_gpu_prepare(ctx, f, &k) != PK_OK);
+}
+
 pk_schedule *pk_space_default_schedule(pk_ctx *ctx, const pk_task *task, const char **why) {
   pk_space *sp = NULL;
   pk_config cfg;
@@ -376,8 +392,18 @@ pk_schedule *pk_space_default_schedule(pk_ctx *ctx, const pk_task *task, const c
     reason = pk_sprintf(ctx, "no space: %s", pk_ctx_error(ctx));
   else if (!pk_space_preset(sp, &cfg))
     reason = pk_sprintf(ctx, "no preset for class %s (template %s)", pk_task_class_name(task->cls), sp->cls->name);
-  else if (pk_space_schedule(sp, ctx, &cfg, &sched) != PK_OK)
-    reason = pk_sprintf(ctx, "preset refused: %s", pk_ctx_error(ctx));
+  else if (pk_space_schedule(sp, ctx, &cfg, &sched) != PK_OK || space_gpu_refuses(sp, ctx, sched)) {
+    /* a GPU preset whose shared panels do not fit: the same tiles without them */
+    int k = pk_space_knob_index(sp, "shared");
+    if (k >= 0 && sp->knobs[k].values[cfg.idx[k]] != 0) {
+      pk_ctx_clear_error(ctx);
+      cfg.idx[k] = 0;
+      if (pk_space_schedule(sp, ctx, &cfg, &sched) != PK_OK || space_gpu_refuses(sp, ctx, sched))
+        reason = pk_sprintf(ctx, "preset refused: %s", pk_ctx_error(ctx));
+    } else {
+      reason = pk_sprintf(ctx, "preset refused: %s", pk_ctx_error(ctx));
+    }
+  }
   pk_ctx_clear_error(ctx);
   pk_space_free(sp);
   if (why) *why = reason;
@@ -459,6 +485,8 @@ pk_status space_build_trace(pk_space *sp, const pk_config *c, const char **trace
   pk_lfunc *f = NULL;
   pk_status st = pk_space_schedule(sp, scratch, c, &s);
   if (st == PK_OK) st = pk_sched_lower(scratch, sp->task->prog, s, "k0", &f);
+  pk_gpu_kernel k;
+  if (st == PK_OK && sp->gpu) st = pk_gpu_prepare(scratch, f, &k); /* as the GPU runs it */
   if (st != PK_OK) return st;
   if (features) {
     pk_features_of_lfunc(scratch, sp->task, f, features);

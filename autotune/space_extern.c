@@ -74,7 +74,7 @@ static char *sgemm_knobs(pk_ctx *ctx, const pk_sgemm_shape *g) {
 void space_extern_init(pk_space *sp) {
   pk_sgemm_shape g;
   sp->nexterns = 0;
-  if (!pk_match_sgemm(sp->task->prog, &g)) return;
+  if (sp->gpu || !pk_match_sgemm(sp->task->prog, &g)) return; /* OpenBLAS runs on the CPU */
   pk_candidate *c = &sp->externs[sp->nexterns++];
   memset(c, 0, sizeof *c);
   c->kind = PK_CAND_EXTERN;

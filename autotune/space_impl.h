@@ -13,6 +13,8 @@ struct pk_space {
   pk_space_options opts;
   int lanes;                    /* hardware vector lanes for the task's dtype */
   int vector_regs;              /* the target's vector registers (register tiles fit them) */
+  bool gpu;                     /* a GPU target: the GPU templates (space_gpu.c), and every
+                                   config must pass pk_gpu_prepare */
   int nknobs;
   pk_knob knobs[PK_SPACE_MAX_KNOBS];
   int by_name[PK_SPACE_MAX_KNOBS]; /* knob indices in name order: knobs JSON key order */
@@ -44,6 +46,8 @@ extern const space_class pk_space_class_conv;
 extern const space_class pk_space_class_conv_gemm;
 extern const space_class pk_space_class_reduction;
 extern const space_class pk_space_class_injective;
+extern const space_class pk_space_class_gpu_product; /* space_gpu.c */
+extern const space_class pk_space_class_gpu_generic;
 
 /* ---- helpers for the templates (space.c) ---- */
 #define SPACE_TRY(call)               \
@@ -121,6 +125,11 @@ int64_t space_thread_preset(const pk_space *sp, int k, int64_t parallel_extent);
  * indices), and no other stages. PK_ERR_SCHEDULE when the axis is shorter than threads. */
 pk_status space_thread_rfactor(pk_schedule *s, const space_names *n, int64_t threads,
                                space_names *out);
+
+/* ---- GPU targets (space_gpu.c, space.c) ---- */
+/* Whether sched, a GPU space's schedule, fails to lower or to run on a GPU (pk_gpu_prepare;
+ * message in ctx). False for C spaces. */
+bool space_gpu_refuses(const pk_space *sp, pk_ctx *ctx, const pk_schedule *sched);
 
 /* ---- shared with the tuners and space_extern.c ---- */
 void space_extern_init(pk_space *sp);

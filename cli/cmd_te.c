@@ -106,6 +106,10 @@ static int te_c(pk_ctx *ctx, const te_options *o, pk_te_program *prog, pk_schedu
 static int te_run(pk_ctx *ctx, const te_options *o, pk_te_program *prog, pk_schedule *sched) {
   pk_backend *be;
   pk_status s = open_backend(ctx, o, &be);
+  if (s == PK_OK && !pk_backend_table(be)->load) /* GPU kernels: emitted, not run here */
+    s = pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "target '%s': running %s kernels needs the GPU "
+                    "runtime, which this build lacks (`pock te c` prints them)",
+                    pk_backend_target(be)->text, pk_backend_table(be)->name);
   if (s != PK_OK) return pk_cli_fail(ctx, s);
   pkrt_ctx *rt = pkrt_ctx_new((int)o->threads);
   pkrt_module *m = NULL;

@@ -9,12 +9,15 @@
 #include <unistd.h>
 
 #include "pk_backend.h"
+#include "pk_gpu.h"
 
 struct pk_backend {
   pk_ctx *ctx;
   const pk_target *target;
   const pk_backend_kind *kind;
-  pk_cc *cc;
+  pk_cc *cc;           /* C only */
+  const char *cache_dir; /* GPU: where images go (NULL: the default) */
+  double timeout_s;    /* GPU: the build limit it was given */
   bool kernel_objects; /* pk_backend_options.kernel_objects */
   int build_jobs;      /* compiler processes at once for kernel objects (>= 1) */
 };
@@ -29,12 +32,20 @@ static int c_call(pkrt_ctx *rt, const pkrt_kernel_desc *k, const pkrt_buffer *bu
   return k->fn(bufs, k->nbufs, scalars, k->nscalars, workspace, pkrt_ctx_exec(rt));
 }
 
+static pk_status c_build(pk_backend *be, const char *source, pk_cc_result *out) {
+  return pk_cc_build(be->cc, source, out);
+}
+
+static pk_status gpu_build(pk_backend *be, const char *source, pk_cc_result *out) {
+  return pk_gpu_build_image(be->ctx, be->target, be->cache_dir, source, out);
+}
+
 static const pk_backend_kind kinds[] = {
-    {PK_TARGET_C, "c", "host", NULL, c_emit_new, pk_cc_build, pkrt_module_load_file, c_call},
-    {PK_TARGET_CUDA, "cuda", "global shared local",
-     "the CUDA backend (CUDA C through NVRTC) is not built yet", NULL, NULL, NULL, NULL},
-    {PK_TARGET_OPENCL, "opencl", "global local private",
-     "the OpenCL backend is not built yet", NULL, NULL, NULL, NULL},
+    {PK_TARGET_C, "c", "host", NULL, c_emit_new, c_build, pkrt_module_load_file, c_call},
+    {PK_TARGET_CUDA, "cuda", "global shared local", NULL, pk_cgen_unit_new_gpu, gpu_build, NULL,
+     NULL},
+    {PK_TARGET_OPENCL, "opencl", "global local private", NULL, pk_cgen_unit_new_gpu, gpu_build,
+     NULL, NULL},
 };
 
 const pk_backend_kind *pk_backend_kind_of(pk_target_kind kind) {
@@ -58,6 +69,12 @@ pk_status pk_backend_new(pk_ctx *ctx, const pk_target *t, const pk_backend_optio
     be->build_jobs = cpus < 1 ? 1 : cpus > PK_BUILD_JOBS_MAX ? PK_BUILD_JOBS_MAX : (int)cpus;
   }
   double limit = opts && opts->build_timeout_s > 0 ? opts->build_timeout_s : PK_BUILD_TIMEOUT_S;
+  be->timeout_s = limit;
+  if (t->kind != PK_TARGET_C) { /* NVRTC runs in this process; OpenCL C is kept as source */
+    be->cache_dir = opts && opts->cache_dir ? pk_strdup(ctx, opts->cache_dir) : NULL;
+    *out = be;
+    return PK_OK;
+  }
   pk_cc_options co = {.cc = opts ? opts->cc : NULL, .flags = opts ? opts->flags : NULL,
                       .cache_dir = opts ? opts->cache_dir : NULL};
   pk_status s = pk_cc_new_target(ctx, &co, t, limit, &be->cc);
@@ -80,7 +97,9 @@ pk_status pk_backend_of_cc(pk_cc *cc, pk_backend **out) {
 const pk_target *pk_backend_target(const pk_backend *be) { return be->target; }
 const pk_backend_kind *pk_backend_table(const pk_backend *be) { return be->kind; }
 pk_cc *pk_backend_cc(const pk_backend *be) { return be->cc; }
-double pk_backend_build_timeout(const pk_backend *be) { return pk_cc_timeout(be->cc); }
+double pk_backend_build_timeout(const pk_backend *be) {
+  return be->cc ? pk_cc_timeout(be->cc) : be->timeout_s;
+}
 
 pk_status pk_backend_unit_new(pk_backend *be, pk_cgen_unit **out) {
   return be->kind->emit_new(be->ctx, be->target, out);
@@ -91,7 +110,7 @@ static pk_status build_text(pk_backend *be, const char *source, pk_cgen_unit *u,
   memset(out, 0, sizeof *out);
   out->source = source;
   pk_cc_result r;
-  pk_status s = be->kind->build(be->cc, source, &r);
+  pk_status s = be->kind->build(be, source, &r);
   out->timed_out = s != PK_OK && r.timed_out;
   if (out->timed_out) {
     /* One source holds many kernels; the one with the most code is the likely culprit. */
@@ -241,6 +260,9 @@ pk_status pk_backend_build_funcs(pk_backend *be, pk_lfunc *const *funcs, int n,
 
 pk_status pk_backend_load(pk_backend *be, pkrt_ctx *rt, const pk_build_result *built,
                           pkrt_module **out) {
+  if (!be->kind->load)
+    return pk_ctx_fail(be->ctx, PK_ERR_UNSUPPORTED, "target '%s': loading %s kernels is the GPU "
+                       "runtime's, which this build lacks", be->target->text, be->kind->name);
   if (be->kind->load(rt, built->path, out) != PKRT_OK)
     return pk_ctx_fail(be->ctx, PK_ERR_RUNTIME, "%s", pkrt_ctx_error(rt));
   return PK_OK;
@@ -248,5 +270,6 @@ pk_status pk_backend_load(pk_backend *be, pkrt_ctx *rt, const pk_build_result *b
 
 int pk_backend_call(const pk_backend *be, pkrt_ctx *rt, const pkrt_kernel_desc *k,
                     const pkrt_buffer *bufs, const int64_t *scalars, void *workspace) {
+  if (!be->kind->call) return PKRT_KERNEL_BAD_ARGS; /* GPU: launched by the GPU runtime */
   return be->kind->call(rt, k, bufs, scalars, workspace);
 }

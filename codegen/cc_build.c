@@ -104,7 +104,7 @@ int pk_run_capture_timeout(pk_ctx *ctx, char *const *argv, double timeout_s, cha
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-static pk_status make_dirs(pk_ctx *ctx, const char *path) {
+pk_status pk_cache_dir_make(pk_ctx *ctx, const char *path) {
   char *p = pk_strdup(ctx, path);
   for (char *s = p + 1; *s; s++) {
     if (*s != '/') continue;
@@ -118,7 +118,7 @@ static pk_status make_dirs(pk_ctx *ctx, const char *path) {
   return PK_OK;
 }
 
-static const char *default_cache_dir(pk_ctx *ctx) {
+const char *pk_cache_dir_default(pk_ctx *ctx) {
   const char *env = getenv("POCK_CACHE_DIR");
   if (env && *env) return pk_strdup(ctx, env);
   env = getenv("XDG_CACHE_HOME");
@@ -163,7 +163,7 @@ pk_status pk_cc_new_target(pk_ctx *ctx, const pk_cc_options *opts, const pk_targ
   cc->flags = pk_strdup(ctx, opts && opts->flags ? opts->flags : default_flags(ctx, cc->target));
   cc->timeout_s = timeout_s > 0 ? timeout_s : 0;
   cc->target_key = pk_target_describe(ctx, cc->target);
-  cc->cache_dir = opts && opts->cache_dir ? pk_strdup(ctx, opts->cache_dir) : default_cache_dir(ctx);
+  cc->cache_dir = opts && opts->cache_dir ? pk_strdup(ctx, opts->cache_dir) : pk_cache_dir_default(ctx);
 
   char *words = pk_strdup(ctx, cc->flags);
   for (char *save = NULL, *w = strtok_r(words, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
@@ -180,7 +180,7 @@ pk_status pk_cc_new_target(pk_ctx *ctx, const pk_cc_options *opts, const pk_targ
                        rc < 0 ? output : "--version failed");
   output[strcspn(output, "\n")] = '\0';
   cc->version = output;
-  pk_status s = make_dirs(ctx, cc->cache_dir);
+  pk_status s = pk_cache_dir_make(ctx, cc->cache_dir);
   if (s != PK_OK) return s;
   *out = cc;
   return PK_OK;

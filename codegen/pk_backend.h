@@ -56,23 +56,25 @@ typedef struct pk_build_result {
   double build_seconds;  /* 0 on a cache hit */
 } pk_build_result;
 
+typedef struct pk_backend pk_backend;
+
 /* One row of the table. A kind whose entries are NULL is a slot for a later backend;
- * pk_backend_new refuses it with `missing`. */
+ * pk_backend_new refuses it with `missing`. The GPU rows emit and build (cubin + PTX
+ * through NVRTC, OpenCL C source); loading and launching them is the GPU runtime's, and
+ * pk_backend_load refuses them while those entries are NULL. */
 typedef struct pk_backend_kind {
   pk_target_kind kind;
   const char *name;           /* "c", "cuda", "opencl" */
   const char *memory_spaces;  /* where buffers may live: "host"; GPU: "global shared local" */
   const char *missing;        /* why there is no backend yet, or NULL */
   pk_status (*emit_new)(pk_ctx *ctx, const pk_target *t, pk_cgen_unit **out);
-  pk_status (*build)(pk_cc *cc, const char *source, pk_cc_result *out);
+  pk_status (*build)(pk_backend *be, const char *source, pk_cc_result *out);
   pkrt_status (*load)(pkrt_ctx *rt, const char *path, pkrt_module **out);
   int (*call)(pkrt_ctx *rt, const pkrt_kernel_desc *k, const pkrt_buffer *bufs,
               const int64_t *scalars, void *workspace);
 } pk_backend_kind;
 
 const pk_backend_kind *pk_backend_kind_of(pk_target_kind kind);
-
-typedef struct pk_backend pk_backend;
 
 /* The backend for t (which must outlive it). PK_ERR_UNSUPPORTED for a kind that has no
  * backend yet; PK_ERR_BUILD when the compiler cannot run. */
@@ -83,7 +85,7 @@ pk_status pk_backend_new(pk_ctx *ctx, const pk_target *t, const pk_backend_optio
 pk_status pk_backend_of_cc(pk_cc *cc, pk_backend **out);
 const pk_target *pk_backend_target(const pk_backend *be);
 const pk_backend_kind *pk_backend_table(const pk_backend *be);
-pk_cc *pk_backend_cc(const pk_backend *be); /* C: the compiler driver (identity, flags) */
+pk_cc *pk_backend_cc(const pk_backend *be); /* C: the compiler driver (identity, flags); GPU: NULL */
 double pk_backend_build_timeout(const pk_backend *be);
 
 /* An empty source for this target (free it with pk_cgen_unit_free). */

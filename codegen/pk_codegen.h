@@ -36,6 +36,11 @@ typedef struct pk_cc_options {
  * reproduced in tests/test_cc_select.c). Pock's own vectorizer does not rely on it. */
 #define PK_CC_DEFAULT_FLAGS "-O3 -march=native -fno-tree-loop-if-convert -fPIC -fvisibility=hidden"
 
+/* The build cache's directory when none is given: $POCK_CACHE_DIR, $XDG_CACHE_HOME/pock/
+ * kernels, ~/.cache/pock/kernels, /tmp/pock-kernels-UID; and mkdir -p of a cache path. */
+const char *pk_cache_dir_default(pk_ctx *ctx);
+pk_status pk_cache_dir_make(pk_ctx *ctx, const char *path);
+
 typedef struct pk_cc pk_cc;
 typedef struct pk_cc_result {
   const char *so_path;   /* in the cache; valid while the ctx lives */
@@ -143,7 +148,8 @@ pk_status pk_cgen_c_opts(pk_ctx *ctx, pk_lfunc *const *funcs, int n,
 /* A source assembled kernel by kernel: pk_cgen_c is new + add each + source. A kernel the
  * emitter refuses leaves the unit as it was (status and message in ctx), so a caller can
  * try another schedule and every kernel is emitted once. label (may be NULL) names the
- * kernel in messages, e.g. a build that passed its time limit. */
+ * kernel in messages, e.g. a build that passed its time limit. A GPU target's unit
+ * (pk_cgen_unit_new_gpu, pk_gpu.h) takes the same calls and makes CUDA C or OpenCL C. */
 typedef struct pk_cgen_unit pk_cgen_unit;
 pk_status pk_cgen_unit_new(pk_ctx *ctx, const pk_cgen_c_options *opts, pk_cgen_unit **out);
 pk_status pk_cgen_unit_add(pk_cgen_unit *u, const pk_lfunc *f, const char *label);

@@ -165,17 +165,32 @@ static bool dim_region(const region_ctx *R, const access_list *acc, int d, pk_le
   return true;
 }
 
+static bool is_thread_loop(pk_loop_kind k) {
+  return k >= PK_LOOP_GPU_THREAD_X && k <= PK_LOOP_GPU_THREAD_Z;
+}
+
 /* Marks the variables of every loop around sl's attachment point, and the region mins
- * bound around the stages it sits in. */
+ * bound around the stages it sits in. A SHARED stage is one buffer for the whole block:
+ * its region is what every thread of the block reads, so loops bound to threads do not
+ * fix it (TVM relaxes them the same way). */
 static region_ctx enclosing_loops(lowering *L, const stage_lowering *sl) {
   region_ctx R = {L, NULL, L->f->nvars};
   bool *fixed = pk_alloc(L->ctx, sizeof(bool) * (size_t)(R.nfixed + 1));
-  for (const stage_lowering *s = sl; s->target; s = s->target) {
-    for (int p = 0; p <= s->attach_pos; p++) fixed[s->target->leaf_var[p]->id] = true;
-    for (int d = 0; d < s->target->st->tensor->ndim; d++)
-      if (s->target->min_var[d]) fixed[s->target->min_var[d]->id] = true;
-  }
+  bool block_wide = sl->st->scope == PK_SCOPE_SHARED;
+  for (const stage_lowering *s = sl; s->target; s = s->target)
+    for (int p = 0; p <= s->attach_pos; p++)
+      if (!block_wide || !is_thread_loop(s->target->st->leaf[p]->kind))
+        fixed[s->target->leaf_var[p]->id] = true;
   R.fixed = fixed;
+  /* a region min bound around the attachment is fixed when its value is: for a shared
+   * stage, not when it follows a thread's loop (outer attachments first) */
+  const stage_lowering *chain[64];
+  int n = 0;
+  for (const stage_lowering *s = sl; s->target && n < 64; s = s->target) chain[n++] = s->target;
+  for (int i = n - 1; i >= 0; i--)
+    for (int d = 0; d < chain[i]->st->tensor->ndim; d++)
+      if (chain[i]->min_var[d] && (!block_wide || is_fixed_atom(&R, chain[i]->min_value[d])))
+        fixed[chain[i]->min_var[d]->id] = true;
   return R;
 }
 
@@ -199,6 +214,31 @@ static pk_lexpr *let_min(lowering *L, stage_lowering *sl, int d, pk_lexpr *value
   return pk_lx_var(L->ctx, v);
 }
 
+/* e with every region-min variable that R does not fix (a shared stage's reader's clamped
+ * min, which follows a thread's loop) replaced by its value: the min/max inside then
+ * bounds the region by the block's loops, where the variable alone would only have its
+ * range over every block. */
+static pk_lexpr *subst_mins(const region_ctx *R, const stage_lowering *sl, pk_lexpr *e) {
+  if (!e) return NULL;
+  if (e->kind == PK_LX_VAR && !(e->var->id < R->nfixed && R->fixed[e->var->id]))
+    for (const stage_lowering *s = sl; s->target; s = s->target)
+      for (int d = 0; d < s->target->st->tensor->ndim; d++)
+        if (s->target->min_var[d] == e->var) return subst_mins(R, sl, s->target->min_value[d]);
+  pk_lexpr *c = NULL;
+  for (int i = 0; i < e->nargs; i++) {
+    pk_lexpr *a = subst_mins(R, sl, e->args[i]);
+    if (a == e->args[i]) continue;
+    if (!c) {
+      c = pk_alloc(R->L->ctx, sizeof *c);
+      *c = *e;
+      c->args = pk_alloc(R->L->ctx, sizeof *c->args * (size_t)e->nargs);
+      for (int j = 0; j < e->nargs; j++) c->args[j] = e->args[j];
+    }
+    c->args[i] = a;
+  }
+  return c ? c : e;
+}
+
 pk_status bound_infer_region(lowering *L, stage_lowering *sl) {
   pk_ctx *ctx = L->ctx;
   const pk_te_tensor *t = sl->st->tensor;
@@ -210,6 +250,8 @@ pk_status bound_infer_region(lowering *L, stage_lowering *sl) {
   lower_unbind(L, nbound);
 
   region_ctx R = enclosing_loops(L, sl);
+  if (sl->st->scope == PK_SCOPE_SHARED)
+    for (int i = 0; i < acc.n * acc.ndim; i++) acc.idx[i] = subst_mins(&R, sl, acc.idx[i]);
   for (int d = 0; d < t->ndim; d++) {
     int64_t full = t->shape[d], ext;
     pk_lexpr *min;

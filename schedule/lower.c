@@ -156,12 +156,17 @@ static pk_status make_buffer(lowering *L, stage_lowering *sl) {
 /* Root nests in stage order; a root stage with its own buffer holds it for the rest. */
 static pk_stmt *kernel_body(lowering *L) {
   int n = L->s->nstages, nrest = 0;
-  pk_stmt **rest = pk_alloc(L->ctx, sizeof(pk_stmt *) * (size_t)(n + 1));
+  pk_stmt **rest = pk_alloc(L->ctx, sizeof(pk_stmt *) * (size_t)(2 * n + 1) /* + barriers */);
   for (int i = n - 1; i >= 0; i--) {
     stage_lowering *sl = &L->sl[i];
     if (sl->st->attach != PK_ATTACH_ROOT) continue;
     memmove(rest + 1, rest, sizeof(pk_stmt *) * (size_t)nrest++);
     rest[0] = stage_nest(L, sl);
+    if (sl->st->scope == PK_SCOPE_SHARED) { /* written by the block's threads, then read */
+      memmove(rest + 2, rest + 1, sizeof(pk_stmt *) * (size_t)(nrest - 1));
+      rest[1] = pk_st_barrier(L->ctx);
+      nrest++;
+    }
     if (sl->st->scope != PK_SCOPE_GLOBAL) {
       rest[0] = pk_st_alloc(L->ctx, sl->buf, pk_st_seq(L->ctx, nrest, rest));
       nrest = 1;

@@ -205,8 +205,18 @@ static pk_stmt *with_attached(nest *N, int pos, pk_stmt *s) {
   int n = N->nkids[pos];
   if (!n) return s;
   pk_stmt **seq = pk_alloc(ctx, sizeof(pk_stmt *) * (size_t)(n + 1));
-  for (int i = 0; i < n; i++) seq[i] = N->kid_nests[pos][i];
+  int shared = 0;
+  for (int i = 0; i < n; i++) {
+    seq[i] = N->kid_nests[pos][i];
+    shared += N->kids[pos][i]->st->scope == PK_SCOPE_SHARED;
+  }
   seq[n] = s;
+  if (shared) {
+    /* A block's threads stage shared data together: all of it is written before any
+     * thread reads it, and read by all before the next iteration overwrites it. */
+    pk_stmt *fenced[3] = {pk_st_barrier(ctx), s, pk_st_barrier(ctx)};
+    seq[n] = pk_st_seq(ctx, 3, fenced);
+  }
   s = pk_st_seq(ctx, n + 1, seq);
   for (int i = n - 1; i >= 0; i--) {
     const stage_lowering *c = N->kids[pos][i];
@@ -234,9 +244,23 @@ static pk_eop reduce_combiner(pk_eop op) {
   return op == PK_EOP_SUM ? PK_EOP_ADD : op == PK_EOP_RMAX ? PK_EOP_MAX : PK_EOP_MIN;
 }
 
-/* The loops of leaves [from, to) around s, each body starting with what is attached there. */
+static bool thread_leaf(const nest *N, int p) {
+  pk_loop_kind k = N->sl->st->leaf[p]->kind;
+  return k >= PK_LOOP_GPU_THREAD_X && k <= PK_LOOP_GPU_THREAD_Z;
+}
+
+/* The loops of leaves [from, to) around s, each body starting with what is attached there.
+ * The guard of a loop bound to GPU threads covers only the stage's own work (s), not what
+ * is attached inside: shared stages are fetched by all of the block's threads and their
+ * barriers reached by all (an idle thread's attached work stays in bounds: regions are
+ * clamped into their tensors). */
 static pk_stmt *wrap_leaves(nest *N, int from, int to, pk_stmt *s) {
-  for (int p = to - 1; p >= from; p--) s = leaf_loop(N, p, guarded(N, p, with_attached(N, p, s)));
+  for (int p = from; p < to; p++)
+    if (thread_leaf(N, p)) s = guarded(N, p, s);
+  for (int p = to - 1; p >= from; p--) {
+    s = thread_leaf(N, p) ? with_attached(N, p, s) : guarded(N, p, with_attached(N, p, s));
+    s = leaf_loop(N, p, s);
+  }
   return s;
 }
 

@@ -85,6 +85,7 @@ typedef enum pk_step_kind {
   PK_STEP_VECTORIZE, PK_STEP_UNROLL, PK_STEP_PARALLEL, PK_STEP_BIND,
   PK_STEP_COMPUTE_AT, PK_STEP_COMPUTE_INLINE, PK_STEP_COMPUTE_ROOT,
   PK_STEP_CACHE_READ, PK_STEP_CACHE_WRITE, PK_STEP_RFACTOR, PK_STEP_PARTITION,
+  PK_STEP_SET_SCOPE,
   PK_STEP_COUNT_
 } pk_step_kind;
 
@@ -174,6 +175,11 @@ pk_status pk_sched_cache_read(pk_schedule *s, const char *tensor, const char *sc
 /* axis: a reduce leaf made by a split of a reduce axis. Makes "<stage>.rf" computing
  * partial results with axis as a new spatial dimension (last); <stage> then reduces them. */
 pk_status pk_sched_rfactor(pk_schedule *s, const char *stage, const char *axis);
+/* Where a derived stage (.local, .ws, .shared, .rf) keeps its values: "local", "ws" or
+ * "shared" (GPU). An .rf stage made shared and computed at a block's loop, its lane bound
+ * to threads, is a cross-thread reduction: the block's threads write the partial results,
+ * a barrier, then the stage sums them. */
+pk_status pk_sched_set_scope(pk_schedule *s, const char *stage, const char *scope);
 
 /* ---- queries used by lowering and codegen ---- */
 /* False for a user compute that was inlined: its kernel parameter is not written. */

@@ -252,8 +252,10 @@ static pk_status cache_read(const sched_op *op, const char *tensor, const char *
   pk_te_tensor *t = find_tensor(s, tensor, &tstage);
   if (!t) return sched_fail(op, "unknown tensor '%.64s'", tensor ? tensor : "(null)");
   bool ws = scope && strcmp(scope, "ws") == 0;
-  if (!ws && !(scope && strcmp(scope, "local") == 0))
-    return sched_fail(op, "cache_read scope must be \"local\" or \"ws\", got '%.32s'", scope ? scope : "(null)");
+  bool shared = scope && strcmp(scope, "shared") == 0; /* GPU: staged by a block's threads */
+  if (!ws && !shared && !(scope && strcmp(scope, "local") == 0))
+    return sched_fail(op, "cache_read scope must be \"local\", \"shared\" or \"ws\", got '%.32s'",
+                      scope ? scope : "(null)");
   const char *name = pk_sprintf(ctx, "%s.%s", tensor, scope);
   if (need_free_name(op, name) != PK_OK) return PK_ERR_SCHEDULE;
   if (tstage && tstage->attach == PK_ATTACH_AT)
@@ -294,7 +296,8 @@ static pk_status cache_read(const sched_op *op, const char *tensor, const char *
   m.block = block;
   for (int i = 0; i < nreaders; i++) prog_replace(ctx, s->prog, sx_tensor_copy(ctx, rs[i]->tensor, &m));
   prog_insert(ctx, s->prog, prog_pos(s->prog, t) + 1, copy);
-  pk_stage *cs = sched_stage_new(ctx, name, copy, ws ? PK_SCOPE_WORKSPACE : PK_SCOPE_LOCAL, -1);
+  pk_stage *cs = sched_stage_new(ctx, name, copy,
+                                  ws ? PK_SCOPE_WORKSPACE : shared ? PK_SCOPE_SHARED : PK_SCOPE_LOCAL, -1);
   add_spatial_roots(ctx, cs);
   insert_stage_in_program_order(s, cs);
   relink(s);
@@ -310,6 +313,32 @@ pk_status pk_sched_cache_read(pk_schedule *s, const char *tensor, const char *sc
   pk_sched_step step = {.kind = PK_STEP_CACHE_READ, .stage = tensor, .target = scope,
                         .nfactors = 2, .factors = {block_dim, block},
                         .nreaders = nreaders > 0 ? nreaders : 0, .readers = (const char **)readers};
+  return sched_op_end(&op, status, &step);
+}
+
+/* ---- set_scope ---- */
+
+static pk_status set_scope(const sched_op *op, const char *stage, const char *scope) {
+  pk_stage *st = sched_need_stage(op, stage);
+  if (!st) return PK_ERR_SCHEDULE;
+  if (st->scope == PK_SCOPE_GLOBAL)
+    return sched_fail(op, "%s is a kernel output; only derived stages (.local, .ws, .shared, .rf) "
+                      "choose their scope", st->name);
+  pk_mem_scope to;
+  if (scope && !strcmp(scope, "local")) to = PK_SCOPE_LOCAL;
+  else if (scope && !strcmp(scope, "ws")) to = PK_SCOPE_WORKSPACE;
+  else if (scope && !strcmp(scope, "shared")) to = PK_SCOPE_SHARED;
+  else return sched_fail(op, "set_scope scope must be \"local\", \"shared\" or \"ws\", got '%.32s'",
+                         scope ? scope : "(null)");
+  st->scope = to;
+  return PK_OK;
+}
+
+pk_status pk_sched_set_scope(pk_schedule *s, const char *stage, const char *scope) {
+  sched_op op;
+  sched_op_begin(&op, s, PK_STEP_SET_SCOPE, stage);
+  pk_status status = set_scope(&op, stage, scope);
+  pk_sched_step step = {.kind = PK_STEP_SET_SCOPE, .stage = stage, .target = scope};
   return sched_op_end(&op, status, &step);
 }
 

@@ -15,6 +15,7 @@ const char *pk_step_kind_name(pk_step_kind k) {
       [PK_STEP_COMPUTE_AT] = "compute_at", [PK_STEP_COMPUTE_INLINE] = "compute_inline",
       [PK_STEP_COMPUTE_ROOT] = "compute_root", [PK_STEP_CACHE_READ] = "cache_read",
       [PK_STEP_CACHE_WRITE] = "cache_write",   [PK_STEP_RFACTOR] = "rfactor", [PK_STEP_PARTITION] = "partition",
+      [PK_STEP_SET_SCOPE] = "set_scope",
   };
   return (unsigned)k < PK_STEP_COUNT_ ? names[k] : "?";
 }

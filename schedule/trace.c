@@ -57,6 +57,7 @@ static const struct {
     [PK_STEP_CACHE_WRITE] = {2, {{"stage", FIELD_STRING, SLOT_STAGE}, {"scope", FIELD_STRING, SLOT_TARGET}}},
     [PK_STEP_RFACTOR] = {2, {{"stage", FIELD_STRING, SLOT_STAGE}, {"axis", FIELD_STRING, SLOT_AXIS0}}},
     [PK_STEP_PARTITION] = {2, {{"stage", FIELD_STRING, SLOT_STAGE}, {"axis", FIELD_STRING, SLOT_AXIS0}}},
+    [PK_STEP_SET_SCOPE] = {2, {{"stage", FIELD_STRING, SLOT_STAGE}, {"scope", FIELD_STRING, SLOT_TARGET}}},
 };
 
 /* ---- writing ---- */
@@ -248,6 +249,7 @@ static pk_status apply_step(pk_schedule *s, const pk_sched_step *st) {
     return pk_sched_cache_read(s, st->stage, st->target, st->nreaders, st->readers, (int)st->factors[0],
                                st->factors[1]);
   case PK_STEP_CACHE_WRITE: return pk_sched_cache_write(s, st->stage, st->target);
+  case PK_STEP_SET_SCOPE: return pk_sched_set_scope(s, st->stage, st->target);
   case PK_STEP_RFACTOR: return pk_sched_rfactor(s, st->stage, st->axes[0]);
   case PK_STEP_PARTITION: return pk_sched_partition(s, st->stage, st->axes[0]);
   case PK_STEP_COUNT_: break;

@@ -1,4 +1,4 @@
-# gpu.cmake — issue 18, runtime half: libpockrt's GPU devices (pock/pkrt_gpu.h). OpenCL runs
+# gpu.cmake — issue 18. Runtime half: libpockrt's GPU devices (pock/pkrt_gpu.h). OpenCL runs
 # on any installed OpenCL device (PoCL's CPU device in CI); CUDA launches need a GPU and
 # skip without one, but the driver's symbols are still resolved where a libcuda (or the
 # toolkit's stub) exists and the declarations are checked against the toolkit's cuda.h.
@@ -43,3 +43,11 @@ set_property(TEST test_gpu_cuda_mock APPEND PROPERTY ENVIRONMENT
 add_test(NAME test_gpu_link COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_link.sh
   $<TARGET_FILE:pockrt> $<TARGET_FILE:pock-rt> "${CMAKE_BUILD_TYPE}")
 set_tests_properties(test_gpu_link PROPERTIES LABELS "runtime" TIMEOUT 30 SKIP_RETURN_CODE 77)
+
+# issue 18 (codegen half): GPU lowering check, CUDA/OpenCL emitter, NVRTC, barrier checker.
+# None needs a GPU; the NVRTC test skips (77) where libnvrtc does not load.
+pk_add_test(test_gpu_codegen LIBS pk_codegen LABELS codegen gpu sanitize)
+pk_add_test(test_gpu_presets LIBS pk_autotune LABELS autotune gpu sanitize)
+pk_add_test(test_gpu_nvrtc LIBS pk_autotune LABELS codegen gpu)
+set_tests_properties(test_gpu_nvrtc PROPERTIES SKIP_RETURN_CODE 77)
+pk_add_test(test_gpu_barrier LIBS pk_autotune LABELS codegen gpu sanitize)

@@ -139,7 +139,7 @@ static void test_cache_read(pk_ctx *ctx) {
 
   pk_schedule *r = pk_sched_new(ctx, p);
   EXPECT_ILLEGAL(ctx, r, "cache_read: unknown tensor", "unknown tensor 't9'", pk_sched_cache_read(r, "t9", "ws", 1, t2, -1, 0));
-  EXPECT_ILLEGAL(ctx, r, "cache_read: scope", "\"local\" or \"ws\"", pk_sched_cache_read(r, "t1", "global", 1, t2, -1, 0));
+  EXPECT_ILLEGAL(ctx, r, "cache_read: scope", "\"local\", \"shared\" or \"ws\"", pk_sched_cache_read(r, "t1", "global", 1, t2, -1, 0));
   EXPECT_ILLEGAL(ctx, r, "cache_read: no readers", "at least one reader", pk_sched_cache_read(r, "t1", "ws", 0, t2, -1, 0));
   EXPECT_ILLEGAL(ctx, r, "cache_read: unknown reader", "unknown reader stage 't8'",
                  pk_sched_cache_read(r, "t1", "ws", 1, (const char *[]){"t8"}, -1, 0));

@@ -23,7 +23,11 @@ for pair in "x86-64 16" "haswell 32" "skylake-avx512 64"; do
   set -- $pair
   expect "te_c_$1" 0 "C codegen v[0-9]+, $2-byte vectors" "$pock" te c "$te" --schedule "$sched" --target "c -march=$1"
 done
-expect te_cuda_slot 1 'CUDA backend .* not built yet' "$pock" te c "$te" --target 'cuda -arch=sm_90'
+expect te_cuda_source 0 'extern "C" __global__ void k0' "$pock" te c "$te" --target 'cuda -arch=sm_90'
+expect te_opencl_source 0 '__kernel void k0' "$pock" te c "$te" --target opencl
+expect te_gpu_parallel_refused 1 'CPU parallel loop' "$pock" te c "$te" --schedule "$sched" --target opencl
+expect te_run_gpu_refused 1 'needs the GPU runtime' "$pock" te run "$te" --target 'cuda -arch=sm_87'
+expect compile_cuda_refused 1 'GPU artifacts are not built yet' "$pock" compile "$model" --batch 8 --target 'cuda -arch=sm_87' -o "$tmp/g.pock"
 expect te_bad_target 2 "unknown option '-O3'" "$pock" te c "$te" --target 'c -O3'
 
 # ---- compile for haswell: AVX2 kernels, haswell's fingerprint
