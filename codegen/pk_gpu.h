@@ -25,18 +25,11 @@
 
 #include "pk_codegen.h"
 #include "pk_schedule.h"
+#include "pock/pkrt_gpu.h"
 
 typedef enum pk_gpu_dialect { PK_GPU_CUDA, PK_GPU_OPENCL } pk_gpu_dialect;
 
-/* mirrors pkrt_gpu.h (the GPU runtime's header; the lead unifies them at merge) */
-typedef struct pkrt_gpu_kernel_desc {
-  const char *name;        /* "k3" */
-  int32_t nbufs, nscalars;
-  int64_t workspace_bytes;
-  uint32_t grid[3], block[3];
-  uint32_t shared_bytes;   /* dynamic shared memory; 0 normally */
-  const char *workload;    /* hex hash of the canonical TE text */
-} pkrt_gpu_kernel_desc;
+/* pkrt_gpu_kernel_desc, the launch the runtime takes: pock/pkrt_gpu.h (included above) */
 
 /* What a GPU may not exceed (the smallest of CUDA's limits and OpenCL's minimums that
  * matter here); presets and config spaces stay inside them. */
