@@ -1,6 +1,7 @@
-/* backend.c — the backend table (C now; CUDA and OpenCL slots for the GPU backend) and the
- * one emit-then-build sequence: a unit of kernels emitted once, built within the time
- * limit, loaded through the runtime's loader. */
+/* backend.c — the backend table (C; CUDA and OpenCL emit and build, their load and call
+ * come with GPU artifacts) and the one emit-then-build sequence: a unit of kernels emitted
+ * once, built within the time limit (a C unit's kernel objects by several compilers at
+ * once), loaded through the runtime's loader. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
