@@ -60,3 +60,5 @@ pk_add_test(test_gpu_pocl LIBS pk_autotune LABELS codegen gpu TIMEOUT 120)
 set_tests_properties(test_gpu_pocl PROPERTIES SKIP_RETURN_CODE 77)
 set_property(TEST test_gpu_pocl APPEND PROPERTY ENVIRONMENT
   "POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
+pk_add_test(test_gpu_cuda_ops LIBS pk_autotune LABELS codegen gpu TIMEOUT 120)
+set_tests_properties(test_gpu_cuda_ops PROPERTIES SKIP_RETURN_CODE 77)
