@@ -27,10 +27,16 @@ pk_status pk_gpu_device_load(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_gp
   pk_nvrtc *nv = NULL;
   if (info->api == PKRT_GPU_CUDA) {
     pk_nvrtc_image im;
+    const char *arch = pk_sprintf(ctx, "sm_%d", info->sm);
     pk_status s = pk_nvrtc_open(ctx, &nv);
-    if (s == PK_OK) s = pk_nvrtc_compile(nv, source, pk_sprintf(ctx, "sm_%d", info->sm), &im);
+    if (s == PK_OK) s = pk_nvrtc_compile(nv, source, arch, &im);
     pk_nvrtc_close(nv);
-    if (s != PK_OK) return s;
+    if (s != PK_OK) { /* NVRTC's message (its log) with the kernels it was compiling */
+      const char *why = pk_strdup(ctx, pk_ctx_error(ctx));
+      pk_ctx_clear_error(ctx);
+      return pk_ctx_fail(ctx, s, "compiling %d GPU kernel%s (%s) for %s: %s", n, n == 1 ? "" : "s",
+                         kernels[0].desc.name, arch, why);
+    }
     img.cubin = im.cubin;
     img.cubin_size = im.cubin_size;
     img.ptx = im.ptx;

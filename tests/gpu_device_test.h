@@ -107,14 +107,15 @@ static inline void gpu_device_single(gpu_device_run *R) {
   pk_ctx *ctx = R->ctx;
   pk_te_program *mm = gpu_test_parse(ctx, GPU_TEST_MATMUL);
   pk_schedule *s = mm ? gpu_test_matmul_schedule(ctx, mm) : NULL;
-  gpu_device_item it;
-  char *src;
+  gpu_device_item mmi, it;
+  char *mmsrc, *src;
   pk_kernel_check_result res;
-  bool ok = s && gpu_device_prepare(R, "matmul_shared", mm, s, &it) &&
-            pk_cgen_gpu(ctx, R->dialect, &it.k, 1, &src) == PK_OK &&
-            pk_gpu_device_check(ctx, R->rt, R->g, mm, s, &it.k, src, 3, &res) == PK_OK;
+  bool ok = s && gpu_device_prepare(R, "matmul_shared", mm, s, &mmi) &&
+            pk_cgen_gpu(ctx, R->dialect, &mmi.k, 1, &mmsrc) == PK_OK &&
+            pk_gpu_device_check(ctx, R->rt, R->g, mm, s, &mmi.k, mmsrc, 3, &res) == PK_OK;
   check(ok && res.noutputs == 1, "device_check_matmul_shared", "%s", pk_ctx_error(ctx));
   pk_ctx_clear_error(ctx);
+  if (!ok) return;
 
   pk_te_program *two = gpu_test_parse(ctx, "X = placeholder((300,), f32)\nY = compute((300,), (i) => X[i] * 2.0)\n");
   pk_te_program *three = gpu_test_parse(ctx, "X = placeholder((300,), f32)\nY = compute((300,), (i) => X[i] * 3.0)\n");
@@ -129,6 +130,35 @@ static inline void gpu_device_single(gpu_device_run *R) {
   check(st == PK_ERR_MISMATCH && strstr(msg, it.k.desc.name) && strstr(msg, "element"),
         "device_check_names_the_element", "%s: %s", pk_status_name(st), msg);
   if (st == PK_ERR_MISMATCH) printf("     a wrong kernel: %s\n", msg);
+  pk_ctx_clear_error(ctx);
+
+  /* a workspace: X packed into it by thread 0 (a root stage), read by the block's threads */
+  pk_te_program *rev = gpu_test_parse(ctx, "X = placeholder((40, 7), f32)\n"
+                                           "Y = compute((7, 40), (i, j) => X[39 - j, i] * 2.0)\n");
+  pk_schedule *sw = rev ? pk_sched_new(ctx, rev) : NULL;
+  const char *readers[] = {"t1"};
+  ok = sw && pk_sched_cache_read(sw, "t0", "ws", 1, readers, 1, 4) == PK_OK &&
+       pk_sched_bind(sw, "t1", "i0", "threadIdx.y") == PK_OK &&
+       pk_sched_bind(sw, "t1", "i1", "threadIdx.x") == PK_OK &&
+       gpu_device_prepare(R, "workspace", rev, sw, &it) &&
+       pk_cgen_gpu(ctx, R->dialect, &it.k, 1, &src) == PK_OK &&
+       pk_gpu_device_check(ctx, R->rt, R->g, rev, sw, &it.k, src, 5, &res) == PK_OK;
+  check(ok && it.k.desc.workspace_bytes > 0, "device_check_workspace", "%lld bytes: %s",
+        (long long)it.k.desc.workspace_bytes, pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+
+  /* the matmul's kernel (3 buffers) against a program of 2 tensors; a source that does
+   * not build */
+  st = pk_gpu_device_check(ctx, R->rt, R->g, two, NULL, &mmi.k, mmsrc, 3, &res);
+  check(st == PK_ERR_CHECK && strstr(pk_ctx_error(ctx), "3 buffers for 2 tensors"),
+        "device_check_refuses_other_program", "%s: %s", pk_status_name(st), pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+  pkrt_gpu_module *mod = NULL;
+  st = pk_gpu_device_load(ctx, R->rt, R->g, &it.k, 1, "this is not a kernel", &mod);
+  msg = pk_ctx_error(ctx);
+  check(st != PK_OK && !mod && strstr(msg, it.k.desc.name), "device_load_names_build_failure",
+        "%s: %s", pk_status_name(st), msg);
+  if (st != PK_OK) printf("     a source that does not build: %.160s\n", msg);
   pk_ctx_clear_error(ctx);
 }
 
@@ -157,11 +187,18 @@ static inline void gpu_device_suite(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pk_g
     }
     if (gpu_device_prepare(&R, cases[i].label, cases[i].prog, cases[i].preset, &items[ni])) ni++;
   }
+  int shared = 0, workspace = 0, f64 = 0;
+  for (int i = 0; i < ni; i++) {
+    shared += items[i].k.static_shared_bytes > 0;
+    workspace += items[i].k.desc.workspace_bytes > 0;
+    f64 += items[i].k.uses_f64;
+  }
   gpu_device_all(&R, items, ni);
   check(R.failed == 0 && nopreset == 0, "presets_on_device", "%d of %d kernels failed",
         R.failed + nopreset, n);
-  printf("     %d preset kernels (every operator's forward and gradient) on the device, "
-         "worst error/bound %.3g, %.1f s so far\n", R.ran, R.worst, gpu_device_now() - t0);
+  printf("     %d preset kernels (every operator's forward and gradient; %d with shared memory, "
+         "%d with a workspace, %d in f64) on the device, worst error/bound %.3g, %.1f s so far\n",
+         R.ran, shared, workspace, f64, R.worst, gpu_device_now() - t0);
 
   int per_class = gpu_test_per_class();
   gpu_sample *samples = gpu_test_samples(ctx, cases, n, per_class, 31, &ns, counts);
