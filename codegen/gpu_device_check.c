@@ -6,9 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Views start on this many bytes even where the device asks for less (CUDA: 1): what the
- * emitter's vector loads and the runtime's memory plan assume. */
+/* Views start on multiples of this even where the device asks for less (CUDA: 1), so
+ * vectorized loads of any width find their buffers aligned. */
 #define DEVICE_CHECK_ALIGN 256
+
+/* "k0" or "k0 ... k63": the kernels a message is about. */
+static const char *kernel_names(pk_ctx *ctx, const pk_gpu_kernel *kernels, int n) {
+  return n == 1 ? kernels[0].desc.name
+                : pk_sprintf(ctx, "%s ... %s", kernels[0].desc.name, kernels[n - 1].desc.name);
+}
 
 /* The runtime's message as a compiler error, naming what was being done. */
 static pk_status rt_fail(pk_ctx *ctx, pkrt_ctx *rt, const char *what) {
@@ -35,7 +41,7 @@ pk_status pk_gpu_device_load(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_gp
       const char *why = pk_strdup(ctx, pk_ctx_error(ctx));
       pk_ctx_clear_error(ctx);
       return pk_ctx_fail(ctx, s, "compiling %d GPU kernel%s (%s) for %s: %s", n, n == 1 ? "" : "s",
-                         kernels[0].desc.name, arch, why);
+                         kernel_names(ctx, kernels, n), arch, why);
     }
     img.cubin = im.cubin;
     img.cubin_size = im.cubin_size;
@@ -45,7 +51,7 @@ pk_status pk_gpu_device_load(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_gp
   }
   if (pkrt_gpu_module_load(g, &img, descs, n, out) != PKRT_OK)
     return rt_fail(ctx, rt, pk_sprintf(ctx, "loading %d GPU kernel%s (%s) on %s", n, n == 1 ? "" : "s",
-                                       kernels[0].desc.name, info->name));
+                                       kernel_names(ctx, kernels, n), info->name));
   return PK_OK;
 }
 
