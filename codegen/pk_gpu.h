@@ -129,8 +129,9 @@ pk_status pk_gpu_check(pk_ctx *ctx, const pk_te_program *prog, const pk_schedule
 /* Loads n prepared kernels (distinct names) emitted as one source in the device's dialect
  * as one module on g: OpenCL builds the source, CUDA compiles it with NVRTC for the
  * device's sm_NN first. The descriptors are copied into ctx (the module keeps them).
- * PK_ERR_RUNTIME carries the runtime's message (an OpenCL build log, a CUDA load error);
- * NVRTC's errors are pk_nvrtc_compile's. Free with pkrt_gpu_module_free. */
+ * Errors name the kernels ("k0 ... k63") and the device or arch: PK_ERR_RUNTIME with the
+ * runtime's message (an OpenCL build log, a CUDA load error); an NVRTC failure keeps
+ * pk_nvrtc_compile's status and log. Free with pkrt_gpu_module_free. */
 pk_status pk_gpu_device_load(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_gpu_kernel *kernels,
                              int n, const char *source, pkrt_gpu_module **out);
 
@@ -139,7 +140,8 @@ pk_status pk_gpu_device_load(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_gp
  * buffer (offsets on the device's base_align, at least 256 bytes) and one for the
  * workspace; inputs from ref (NULL: filled from seed and interpreted here), outputs and
  * workspace filled with NaN (all-ones bytes) first. PK_ERR_MISMATCH names the kernel, the
- * device, the tensor and the element; PK_ERR_RUNTIME a failed device call. */
+ * device, the tensor and the element; PK_ERR_RUNTIME a failed device call; PK_ERR_CHECK a
+ * kernel that does not fit prog (buffer count) or takes scalars. */
 pk_status pk_gpu_device_check_loaded(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_module *mod,
                                      const pk_te_program *prog, const pk_schedule *sched,
                                      const pk_gpu_kernel *k, uint64_t seed, const pk_te_ref *ref,
