@@ -15,6 +15,7 @@
  *   pk_nvrtc_image img; pk_nvrtc_compile(nv, src, "sm_87", &img);   // img.ptx, img.cubin
  *   pk_gpu_exec_result r;
  *   pk_gpu_check(ctx, prog, sched, &k, PK_GPU_ORDER_RANDOM, seed, NULL, &r); // barrier checker
+ *   pk_gpu_device_check(ctx, rt, gpu, prog, sched, &k, src, seed, &res);  // on a real device
  *
  * Semantics of GPU loop IR (what the emitter and the executor both implement): every
  * thread of every block runs the whole body; a loop bound to blockIdx/threadIdx d is
@@ -123,5 +124,32 @@ typedef struct pk_gpu_exec_result {
 pk_status pk_gpu_check(pk_ctx *ctx, const pk_te_program *prog, const pk_schedule *sched,
                        const pk_gpu_kernel *k, pk_gpu_order order, uint64_t seed,
                        const pk_te_ref *ref, pk_gpu_exec_result *res);
+
+/* ---- checking on a real device (gpu_device_check.c): the GPU twin of pk_kernel_check ---- */
+/* Loads n prepared kernels (distinct names) emitted as one source in the device's dialect
+ * as one module on g: OpenCL builds the source, CUDA compiles it with NVRTC for the
+ * device's sm_NN first. The descriptors are copied into ctx (the module keeps them).
+ * Errors name the kernels ("k0 ... k63") and the device or arch: PK_ERR_RUNTIME with the
+ * runtime's message (an OpenCL build log, a CUDA load error); an NVRTC failure keeps
+ * pk_nvrtc_compile's status and log. Free with pkrt_gpu_module_free. */
+pk_status pk_gpu_device_load(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_gpu_kernel *kernels,
+                             int n, const char *source, pkrt_gpu_module **out);
+
+/* Runs kernel k of the loaded module mod on g and compares every materialized output with
+ * the interpreter within its error bound (pk_verify.h): one device arena with a view per
+ * buffer (offsets on the device's base_align, at least 256 bytes) and one for the
+ * workspace; inputs from ref (NULL: filled from seed and interpreted here), outputs and
+ * workspace filled with NaN (all-ones bytes) first. PK_ERR_MISMATCH names the kernel, the
+ * device, the tensor and the element; PK_ERR_RUNTIME a failed device call; PK_ERR_CHECK a
+ * kernel that does not fit prog (buffer count) or takes scalars. */
+pk_status pk_gpu_device_check_loaded(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_module *mod,
+                                     const pk_te_program *prog, const pk_schedule *sched,
+                                     const pk_gpu_kernel *k, uint64_t seed, const pk_te_ref *ref,
+                                     pk_kernel_check_result *res);
+
+/* One kernel: load its source (pk_cgen_gpu of k alone), check it, free the module. */
+pk_status pk_gpu_device_check(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_te_program *prog,
+                              const pk_schedule *sched, const pk_gpu_kernel *k, const char *source,
+                              uint64_t seed, pk_kernel_check_result *res);
 
 #endif

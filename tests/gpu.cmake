@@ -51,3 +51,14 @@ pk_add_test(test_gpu_presets LIBS pk_autotune LABELS autotune gpu sanitize)
 pk_add_test(test_gpu_nvrtc LIBS pk_autotune LABELS codegen gpu)
 set_tests_properties(test_gpu_nvrtc PROPERTIES SKIP_RETURN_CODE 77)
 pk_add_test(test_gpu_barrier LIBS pk_autotune LABELS codegen gpu sanitize)
+
+# issue 18: generated kernels on a real device against the interpreter (gpu_device_test.h):
+# every operator's preset kernels and sampled configs of every op class. test_gpu_pocl
+# runs on PoCL in CI (77 without an OpenCL device); test_gpu_cuda_ops needs a GPU and NVRTC
+# and prints "skipped: no GPU" (77) without one.
+pk_add_test(test_gpu_pocl LIBS pk_autotune LABELS codegen gpu TIMEOUT 120)
+set_tests_properties(test_gpu_pocl PROPERTIES SKIP_RETURN_CODE 77)
+set_property(TEST test_gpu_pocl APPEND PROPERTY ENVIRONMENT
+  "POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
+pk_add_test(test_gpu_cuda_ops LIBS pk_autotune LABELS codegen gpu TIMEOUT 120)
+set_tests_properties(test_gpu_cuda_ops PROPERTIES SKIP_RETURN_CODE 77)

@@ -1,0 +1,178 @@
+/* gpu_device_check.c — the GPU twin of pk_kernel_check: prepared GPU kernels loaded as one
+ * module on a real OpenCL or CUDA device (through libpockrt's pkrt_gpu), run on the
+ * interpreter's seeded random inputs in one device arena, and compared with it. */
+#include "pk_gpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Views start on multiples of this even where the device asks for less (CUDA: 1), so
+ * vectorized loads of any width find their buffers aligned. */
+#define DEVICE_CHECK_ALIGN 256
+
+/* "k0" or "k0 ... k63": the kernels a message is about. */
+static const char *kernel_names(pk_ctx *ctx, const pk_gpu_kernel *kernels, int n) {
+  return n == 1 ? kernels[0].desc.name
+                : pk_sprintf(ctx, "%s ... %s", kernels[0].desc.name, kernels[n - 1].desc.name);
+}
+
+/* The runtime's message as a compiler error, naming what was being done. */
+static pk_status rt_fail(pk_ctx *ctx, pkrt_ctx *rt, const char *what) {
+  return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "%s: %s", what, pkrt_ctx_error(rt));
+}
+
+pk_status pk_gpu_device_load(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_gpu_kernel *kernels,
+                             int n, const char *source, pkrt_gpu_module **out) {
+  *out = NULL;
+  if (n <= 0 || !source) return pk_ctx_fail(ctx, PK_ERR_USAGE, "no GPU kernels to load");
+  const pkrt_gpu_info *info = pkrt_gpu_describe(g);
+  /* the module keeps the descriptors: they live in ctx's arena */
+  pkrt_gpu_kernel_desc *descs = pk_alloc(ctx, sizeof *descs * (size_t)n);
+  for (int i = 0; i < n; i++) descs[i] = kernels[i].desc;
+  pkrt_gpu_image img = {0};
+  pk_nvrtc *nv = NULL;
+  if (info->api == PKRT_GPU_CUDA) {
+    pk_nvrtc_image im;
+    const char *arch = pk_sprintf(ctx, "sm_%d", info->sm);
+    pk_status s = pk_nvrtc_open(ctx, &nv);
+    if (s == PK_OK) s = pk_nvrtc_compile(nv, source, arch, &im);
+    pk_nvrtc_close(nv);
+    if (s != PK_OK) { /* NVRTC's message (its log) with the kernels it was compiling */
+      const char *why = pk_strdup(ctx, pk_ctx_error(ctx));
+      pk_ctx_clear_error(ctx);
+      return pk_ctx_fail(ctx, s, "compiling %d GPU kernel%s (%s) for %s: %s", n, n == 1 ? "" : "s",
+                         kernel_names(ctx, kernels, n), arch, why);
+    }
+    img.cubin = im.cubin;
+    img.cubin_size = im.cubin_size;
+    img.ptx = im.ptx;
+  } else {
+    img.source = source;
+  }
+  if (pkrt_gpu_module_load(g, &img, descs, n, out) != PKRT_OK)
+    return rt_fail(ctx, rt, pk_sprintf(ctx, "loading %d GPU kernel%s (%s) on %s", n, n == 1 ? "" : "s",
+                                       kernel_names(ctx, kernels, n), info->name));
+  return PK_OK;
+}
+
+/* The device's offset alignment for views, at least DEVICE_CHECK_ALIGN. */
+static size_t view_align(const pkrt_gpu_info *info) {
+  return info->base_align > DEVICE_CHECK_ALIGN ? (size_t)info->base_align : DEVICE_CHECK_ALIGN;
+}
+
+static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+/* Arena layout, host staging, upload, launch and download for one kernel; the comparison
+ * is the caller's. *arena is the device allocation to free. */
+static pk_status run_on_device(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_module *mod,
+                               const pk_te_program *prog, const pk_gpu_kernel *k,
+                               const pk_te_ref *ref, pk_host_buffers *hb, pkrt_gpu_mem **arena) {
+  const pkrt_gpu_kernel_desc *d = &k->desc;
+  const char *name = d->name;
+  int idx = pkrt_gpu_module_find(mod, name);
+  if (idx < 0) return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel %s is not in the loaded module", name);
+  int nb = prog->ntensors;
+  size_t align = view_align(pkrt_gpu_describe(g));
+  size_t *off = pk_alloc(ctx, sizeof *off * (size_t)(nb + 1));
+  size_t *bytes = pk_alloc(ctx, sizeof *bytes * (size_t)(nb + 1));
+  size_t total = 0;
+  for (int i = 0; i < nb; i++) {
+    const pk_te_tensor *t = prog->tensors[i];
+    bytes[i] = (size_t)pk_te_tensor_numel(t) * pkrt_dtype_size(t->dtype);
+    if (!bytes[i]) bytes[i] = 1; /* a view is never empty */
+    off[i] = total;
+    total = round_up(total + bytes[i], align);
+  }
+  size_t ws_off = total, ws_bytes = (size_t)d->workspace_bytes;
+  if (ws_bytes) total = round_up(total + ws_bytes, align);
+
+  if (pkrt_gpu_mem_new(g, total, arena) != PKRT_OK)
+    return rt_fail(ctx, rt, pk_sprintf(ctx, "kernel %s: a %zu-byte device arena", name, total));
+  pkrt_gpu_ptr *views = pk_alloc(ctx, sizeof *views * (size_t)(nb + 1));
+  pkrt_gpu_ptr ws;
+  for (int i = 0; i < nb; i++) {
+    const pk_te_tensor *t = prog->tensors[i];
+    if (t->kind == PK_TE_PLACEHOLDER) pk_te_ref_to_buffer(t, &ref->tensors[i], hb->data[i]);
+    else memset(hb->data[i], 0xff, bytes[i]); /* NaN (floats), -1 (integers): unwritten shows */
+    if (pkrt_gpu_mem_view(*arena, off[i], bytes[i], &views[i]) != PKRT_OK ||
+        pkrt_gpu_copy_to(*arena, off[i], hb->data[i], bytes[i]) != PKRT_OK)
+      return rt_fail(ctx, rt, pk_sprintf(ctx, "kernel %s: buffer %s", name, t->name));
+  }
+  if (ws_bytes) {
+    void *fill = malloc(ws_bytes);
+    if (!fill) return pk_ctx_fail(ctx, PK_ERR_NOMEM, "out of memory for a %zu-byte workspace", ws_bytes);
+    memset(fill, 0xff, ws_bytes); /* NaNs: no reliance on zeros */
+    pkrt_status st = pkrt_gpu_mem_view(*arena, ws_off, ws_bytes, &ws);
+    if (st == PKRT_OK) st = pkrt_gpu_copy_to(*arena, ws_off, fill, ws_bytes);
+    free(fill);
+    if (st != PKRT_OK) return rt_fail(ctx, rt, pk_sprintf(ctx, "kernel %s: workspace", name));
+  }
+  if (pkrt_gpu_launch(mod, idx, views, nb, NULL, 0, ws_bytes ? &ws : NULL, NULL) != PKRT_OK ||
+      pkrt_gpu_sync(g) != PKRT_OK)
+    return rt_fail(ctx, rt, pk_sprintf(ctx, "kernel %s", name));
+  for (int i = 0; i < nb; i++)
+    if (prog->tensors[i]->kind == PK_TE_COMPUTE &&
+        pkrt_gpu_copy_from(*arena, off[i], hb->data[i], bytes[i]) != PKRT_OK)
+      return rt_fail(ctx, rt, pk_sprintf(ctx, "kernel %s: reading %s back", name, prog->tensors[i]->name));
+  return PK_OK;
+}
+
+pk_status pk_gpu_device_check_loaded(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_module *mod,
+                                     const pk_te_program *prog, const pk_schedule *sched,
+                                     const pk_gpu_kernel *k, uint64_t seed, const pk_te_ref *ref,
+                                     pk_kernel_check_result *res) {
+  memset(res, 0, sizeof *res);
+  const char *name = k->desc.name ? k->desc.name : "(unnamed)";
+  if (!k->f) return pk_ctx_fail(ctx, PK_ERR_CHECK, "GPU kernel %s was not prepared (pk_gpu_prepare)", name);
+  if (k->desc.nbufs != prog->ntensors)
+    return pk_ctx_fail(ctx, PK_ERR_CHECK, "GPU kernel %s has %d buffers for %d tensors", name,
+                       k->desc.nbufs, prog->ntensors);
+  if (k->desc.nscalars)
+    return pk_ctx_fail(ctx, PK_ERR_CHECK, "GPU kernel %s takes %d scalars; the check passes none",
+                       name, k->desc.nscalars);
+  if (!ref) {
+    pk_te_ref *own = pk_te_ref_new(ctx, prog);
+    pk_te_ref_fill_random(prog, own, seed);
+    pk_status s = pk_te_interp_run(ctx, prog, own);
+    if (s != PK_OK) return s;
+    ref = own;
+  }
+  pk_host_buffers hb;
+  pk_status s = pk_host_buffers_new(ctx, prog, &hb);
+  if (s != PK_OK) return s;
+  pkrt_gpu_mem *arena = NULL;
+  s = run_on_device(ctx, rt, g, mod, prog, k, ref, &hb, &arena);
+  pkrt_gpu_mem_free(arena);
+  for (int i = 0; i < prog->ntensors && s == PK_OK; i++) {
+    const pk_te_tensor *t = prog->tensors[i];
+    /* an inlined compute's parameter is left unwritten */
+    if (t->kind != PK_TE_COMPUTE || (sched && !pk_sched_is_materialized(sched, i))) continue;
+    pk_verify_result vr;
+    s = pk_te_verify_output(ctx, t, &ref->tensors[i], hb.data[i], &vr);
+    res->noutputs++;
+    if (vr.worst_ratio >= res->worst_ratio) {
+      res->worst_ratio = vr.worst_ratio;
+      res->worst_err = vr.worst_err;
+      res->worst_tensor = t->name;
+    }
+    if (s != PK_OK) { /* the verifier's message names the tensor and the element */
+      const char *why = pk_strdup(ctx, pk_ctx_error(ctx));
+      pk_ctx_clear_error(ctx); /* the first failure stays otherwise: restate it */
+      s = pk_ctx_fail(ctx, s, "GPU kernel %s on %s: %s", name, pkrt_gpu_describe(g)->name, why);
+    }
+  }
+  pk_host_buffers_free(&hb);
+  return s;
+}
+
+pk_status pk_gpu_device_check(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_te_program *prog,
+                              const pk_schedule *sched, const pk_gpu_kernel *k, const char *source,
+                              uint64_t seed, pk_kernel_check_result *res) {
+  memset(res, 0, sizeof *res);
+  pkrt_gpu_module *mod;
+  pk_status s = pk_gpu_device_load(ctx, rt, g, k, 1, source, &mod);
+  if (s != PK_OK) return s;
+  s = pk_gpu_device_check_loaded(ctx, rt, g, mod, prog, sched, k, seed, NULL, res);
+  pkrt_gpu_module_free(mod);
+  return s;
+}
