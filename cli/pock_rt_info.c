@@ -178,6 +178,12 @@ static void print_manifest(const cJSON *mf) {
   printf("%-14s %s\n", "pock version", str_or(get(mf, "pock_version"), "unknown"));
   printf("%-14s %s\n", "target", str_or(get(mf, "target"), "?"));
   print_fingerprint(get(mf, "fingerprint"));
+  const cJSON *gpu = get(mf, "gpu"); /* format 3: where the kernels run */
+  if (gpu) {
+    printf("%-14s %s, buffers at ", "gpu", str_or(get(gpu, "api"), "?"));
+    print_json(get(gpu, "align"));
+    printf(" bytes%s%s\n", get(gpu, "arch") ? ", cubin for " : "", str_or(get(gpu, "arch"), ""));
+  }
   printf("%-14s %s\n", "mode", str_or(get(mf, "mode"), "?"));
   printf("%-14s %s\n", "dtype", str_or(get(mf, "dtype"), "?"));
   printf("%-14s ", "batch");

@@ -96,6 +96,27 @@ static cJSON *gpu_json(const drv_state *S) {
   return o;
 }
 
+/* A GPU artifact's informative fingerprint: the first device of its API that this machine
+ * has (name, version, driver), or nothing. */
+static const char *gpu_built_on(drv_state *S) {
+  pkrt_ctx *rt = pkrt_ctx_new(1);
+  pkrt_gpu_info d;
+  int n = 0;
+  pkrt_gpu_api api = S->target->kind == PK_TARGET_CUDA ? PKRT_GPU_CUDA : PKRT_GPU_OPENCL;
+  bool ok = rt && pkrt_gpu_list(rt, api, &d, 1, &n) == PKRT_OK && n > 0;
+  pkrt_ctx_free(rt);
+  if (!ok) return "{}";
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "device", d.name);
+  cJSON_AddStringToObject(o, "version", d.version);
+  cJSON_AddStringToObject(o, "driver", d.driver);
+  char *text = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  const char *copy = text ? pk_strdup(S->ctx, text) : "{}";
+  cJSON_free(text);
+  return copy;
+}
+
 /* A GPU kernel's launch: its scalar count, grid and block (pkrt_gpu_kernel_desc). */
 static void add_launch(cJSON *k, const drv_kernel *K) {
   const pkrt_gpu_kernel_desc *d = &K->gpu;
@@ -119,6 +140,7 @@ pk_status drv_manifest(drv_state *S) {
   /* the target's, not this host's; a GPU artifact's host code is libpockrt's own, and the
    * device is checked at load against the "gpu" object */
   pk_status s = drv_on_gpu(S) ? PK_OK : pk_target_fp_of(ctx, S->target, &fp);
+  if (drv_on_gpu(S)) fp.informative = gpu_built_on(S);
   if (s != PK_OK) return s;
   int input = -1;
   for (int i = 0; i < g->ntensors && input < 0; i++)
