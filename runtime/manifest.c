@@ -514,6 +514,7 @@ static pkrt_status parse_launch(parser *P, const cJSON *k, const char *w, rt_ker
 
 static pkrt_status parse_kernels(parser *P, const cJSON *root, rt_manifest *mf) {
   if (parse_externs(P, root, mf) != PKRT_OK) return P->st;
+  if (mf->gpu_api && mf->nexterns) return fail(P, "externs: GPU artifacts call no externs");
   const cJSON *ks = get(root, "kernels");
   if (!cJSON_IsArray(ks)) return fail(P, "kernels: missing or not an array");
   int n = cJSON_GetArraySize(ks);
@@ -538,7 +539,6 @@ static pkrt_status parse_kernels(parser *P, const cJSON *root, rt_manifest *mf) 
       return fail(P, "%s.workspace: %lld bytes, more than regions.workspace (%lld)", w,
                   (long long)K->workspace, (long long)mf->workspace_bytes);
     if (parse_kernel_extern(P, k, w, K, mf) != PKRT_OK) return P->st;
-    if (mf->gpu_api && K->ext >= 0) return fail(P, "%s.extern: GPU artifacts call no externs", w);
     if (mf->gpu_api && parse_launch(P, k, w, K) != PKRT_OK) return P->st;
   }
   return PKRT_OK;
