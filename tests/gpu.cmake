@@ -55,7 +55,7 @@ pk_add_test(test_gpu_barrier LIBS pk_autotune LABELS codegen gpu sanitize)
 # issue 18 (artifacts): the digits MLP and CNN compiled for opencl train on PoCL to the C
 # target's weights; a GPU step allocates nothing in libpockrt (--wrap, as test_gpu_opencl).
 add_test(NAME test_gpu_train COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_train.sh
-  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> ${PROJECT_SOURCE_DIR})
+  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> $<TARGET_FILE:pkw_close> ${PROJECT_SOURCE_DIR})
 set_tests_properties(test_gpu_train PROPERTIES LABELS "cli;runtime;gpu" TIMEOUT 120
   SKIP_RETURN_CODE 77 ENVIRONMENT
   "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
