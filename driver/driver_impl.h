@@ -107,8 +107,11 @@ pk_status drv_frozen(drv_state *S);
 
 /* A GPU target (cuda, opencl): kernels run on the device, buffers live in device memory. */
 bool drv_on_gpu(const drv_state *S);
-/* The memory plan's alignment: the host's 64 bytes, or what a GPU view may need. */
-#define DRV_GPU_ALIGN 4096
+/* The memory plan's alignment for GPU targets: OpenCL sub-buffers start at the device's
+ * base alignment (128 bytes on PoCL, up to 4 KiB on phone GPUs); CUDA needs none, 256
+ * keeps every buffer where cudaMalloc would put it. (C targets: 64.) */
+#define DRV_OPENCL_ALIGN 4096
+#define DRV_CUDA_ALIGN 256
 
 /* ---- stage_tasks.c ---- */
 pk_status drv_memplan(drv_state *S);

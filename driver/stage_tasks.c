@@ -9,12 +9,12 @@ bool drv_on_gpu(const drv_state *S) { return S->target && S->target->kind != PK_
 
 /* Kernel workspaces are known only once the kernels are scheduled (drv_memplan_workspace
  * fills them in then), so the plan starts with none. A GPU target's buffers are views of
- * one device allocation, and an OpenCL sub-buffer must start at the device's base
- * alignment (128 bytes on PoCL, up to 4 KiB on phone GPUs): every buffer is placed at
- * DRV_GPU_ALIGN, which the manifest records and the runtime checks against the device. */
+ * one device allocation, each placed at the target's alignment, which the manifest
+ * records and the runtime checks against the device. */
 pk_status drv_memplan(drv_state *S) {
-  if (drv_on_gpu(S)) return pk_memplan_build_aligned(S->g, NULL, DRV_GPU_ALIGN, &S->mp);
-  return pk_memplan_build(S->g, NULL, &S->mp);
+  if (!drv_on_gpu(S)) return pk_memplan_build(S->g, NULL, &S->mp);
+  int64_t align = S->target->kind == PK_TARGET_CUDA ? DRV_CUDA_ALIGN : DRV_OPENCL_ALIGN;
+  return pk_memplan_build_aligned(S->g, NULL, align, &S->mp);
 }
 
 void drv_memplan_workspace(drv_state *S) {
