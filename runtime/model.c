@@ -332,6 +332,8 @@ int pkrt_model_load_weights(pkrt_model *m, const char *path) {
   pkrt_wtensor *w;
   int n;
   pkrt_status st = pkrt_weights_read(m->rt, a, path, &w, &n);
+  /* GPU: the mirror first takes the device's state, so what the file lacks goes back as is */
+  if (st == PKRT_OK && m->gpu) st = rt_gpu_sync_weights(m, false);
   const rt_manifest *mf = &m->mf;
   int matched = 0;
   /* Everything is checked before anything is copied: a refused file changes nothing. */

@@ -2,10 +2,10 @@
 # test_gpu_train.sh — issue 18's acceptance on OpenCL (PoCL's CPU device in CI): the digits
 # MLP and CNN compiled with `--target opencl` train 10 steps with `pock-rt train` to the
 # same weights as the C target within 1e-4 (of each tensor's largest magnitude), and the
-# steps change the weights; `pock-rt info` shows the gpu object; what GPU artifacts do not
-# support is refused by name; with NVRTC, a CUDA artifact carries the cubin and its PTX
-# and, without a CUDA driver, is refused at load naming libcuda. Exit 77 without an
-# OpenCL device.
+# steps change the weights; checkpoints resume and --weights starts as on C; `pock-rt info`
+# shows the gpu object; what GPU artifacts do not support is refused by name; with NVRTC, a
+# CUDA artifact carries the cubin and its PTX and, without a CUDA driver, is refused at
+# load naming libcuda. Exit 77 without an OpenCL device.
 #   test_gpu_train.sh POCK POCK_RT PKW_CLOSE SOURCE_DIR
 pock=$(realpath "$1") rt=$(realpath "$2") close=$(realpath "$3") src=$(realpath "$4")
 . "$(dirname "$0")/cli_test_lib.sh"
@@ -31,6 +31,20 @@ for m in mlp cnn; do
   # steps 2..10 moved the weights on the device (the match is not two untouched copies)
   expect ${m}_weights_moved 1 "max relative difference" "$close" cl.pkw one.pkw 1e-3 --relative
 done
+
+# Weights and optimizer state cross the device boundary: a checkpoint resumed, and a
+# training run that starts from --weights, give the C target's results (the artifacts of
+# the last model, the CNN).
+for t in c cl; do
+  expect ${t}_checkpoint 0 "checkpoint saved" \
+    "$rt" train $t.pock $data --max-steps 5 --checkpoint $t.ckpt --checkpoint-every 5
+  expect ${t}_resume 0 "stopped after" "$rt" train $t.pock $data --max-steps 5 --resume $t.ckpt \
+    --save ${t}_resumed.pkw
+  expect ${t}_from_weights 0 "stopped after 3 steps" \
+    "$rt" train $t.pock $data --max-steps 3 --weights c.pkw --save ${t}_from.pkw
+done
+expect resumed_match 0 "max relative difference" "$close" cl_resumed.pkw c_resumed.pkw 1e-4 --relative
+expect from_weights_match 0 "max relative difference" "$close" cl_from.pkw c_from.pkw 1e-4 --relative
 
 M=$D/models/mlp.json
 expect refuse_cache_frozen 1 "target 'opencl': --cache-frozen is for C targets only" \
