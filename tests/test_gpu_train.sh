@@ -22,6 +22,12 @@ for m in mlp cnn; do
   expect ${m}_compile_opencl 0 "wrote cl.pock: [0-9]+ kernels" \
     "$pock" compile "$D/models/$m.json" --batch 4 --target opencl -o cl.pock
   expect ${m}_info 0 "gpu +opencl, buffers at 4096 bytes" "$rt" info cl.pock
+  # the plan put every tensor and region at the recorded alignment
+  "$pock" compile "$D/models/$m.json" --batch 4 --target opencl --dump-after artifact >man.json 2>&1
+  expect ${m}_plan_aligned 0 "^aligned [1-9]" python3 -c 'import json, sys
+m = json.load(open(sys.argv[1])); a = m["gpu"]["align"]
+bad = [t["name"] for t in m["tensors"] if t["offset"] % a] + [r for r, v in m["regions"].items() if v % a]
+print("misaligned %s" % bad if bad else "aligned %d" % len(m["tensors"]))' man.json
   expect ${m}_train_c 0 "stopped after 10 steps" "$rt" train c.pock $data --max-steps 10 --save c.pkw
   expect ${m}_train_opencl 0 "stopped after 10 steps" \
     "$rt" train cl.pock $data --max-steps 10 --save cl.pkw
