@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pkrt.h"
+#include "pock/pkrt_gpu.h"
 #include "rt_file.h"
 #include "pock_rt.h"
 
@@ -178,6 +179,20 @@ static void print_manifest(const cJSON *mf) {
   printf("%-14s %s\n", "pock version", str_or(get(mf, "pock_version"), "unknown"));
   printf("%-14s %s\n", "target", str_or(get(mf, "target"), "?"));
   print_fingerprint(get(mf, "fingerprint"));
+  const cJSON *gpu = get(mf, "gpu"); /* format 3: where the kernels run */
+  if (gpu) {
+    const char *api = str_or(get(gpu, "api"), "?");
+    printf("%-14s %s, buffers at ", "gpu", api);
+    print_json(get(gpu, "align"));
+    printf(" bytes%s%s\n", get(gpu, "arch") ? ", cubin for " : "", str_or(get(gpu, "arch"), ""));
+    /* the device it would open (the first of the API), or why there is none */
+    pkrt_ctx *rt = pkrt_ctx_new(1);
+    pkrt_gpu_info d;
+    int n = 0;
+    pkrt_status st = pkrt_gpu_list(rt, strcmp(api, "cuda") ? PKRT_GPU_OPENCL : PKRT_GPU_CUDA, &d, 1, &n);
+    printf("%-14s %s\n", "gpu here", st != PKRT_OK ? pkrt_ctx_error(rt) : n ? d.name : "no device");
+    pkrt_ctx_free(rt);
+  }
   printf("%-14s %s\n", "mode", str_or(get(mf, "mode"), "?"));
   printf("%-14s %s\n", "dtype", str_or(get(mf, "dtype"), "?"));
   printf("%-14s ", "batch");

@@ -6,6 +6,7 @@
 #include "pk_autotune.h"
 #include "pk_backend.h"
 #include "pk_driver.h"
+#include "pk_gpu.h"
 #include "pk_passes.h"
 #include "pk_schedule.h"
 #include "pk_search.h"
@@ -51,6 +52,7 @@ typedef struct drv_kernel {
    * its entry in the kernel object carries the buffer signature the runtime checks. */
   const char *ext_lib, *ext_sym, *ext_sig;
   pk_sgemm_shape sgemm;
+  pkrt_gpu_kernel_desc gpu;   /* GPU targets: the launch (codegen), for the manifest */
 } drv_kernel;
 
 /* What the stages hand on. Everything is in ctx's arena. */
@@ -77,6 +79,8 @@ typedef struct drv_state {
   pk_backend *backend;        /* its backend: emits, builds (with the time limit) */
   pk_cgen_unit *unit;         /* schedule: each kernel emitted once, as it is chosen */
   size_t so_len;
+  void *ptx;                  /* codegen, CUDA: the PTX beside the cubin (so), for newer archs */
+  size_t ptx_len;
   char *manifest;             /* artifact */
   int64_t artifact_bytes;
 } drv_state;
@@ -100,6 +104,14 @@ pk_status drv_pass_fuse(drv_state *S);
 pk_status drv_pass_reorder(drv_state *S);
 /* With o->cache_frozen: the frozen prefix first (pk_graph_frozen_prefix) into S->frozen. */
 pk_status drv_frozen(drv_state *S);
+
+/* A GPU target (cuda, opencl): kernels run on the device, buffers live in device memory. */
+bool drv_on_gpu(const drv_state *S);
+/* The memory plan's alignment for GPU targets: OpenCL sub-buffers start at the device's
+ * base alignment (128 bytes on PoCL, up to 4 KiB on phone GPUs); CUDA needs none, 256
+ * keeps every buffer where cudaMalloc would put it. (C targets: 64.) */
+#define DRV_OPENCL_ALIGN 4096
+#define DRV_CUDA_ALIGN 256
 
 /* ---- stage_tasks.c ---- */
 pk_status drv_memplan(drv_state *S);

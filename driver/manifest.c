@@ -1,5 +1,6 @@
-/* manifest.c — the artifact's manifest (docs/artifact-format.md, version 1): tensors with
- * their regions and offsets from the memory plan (views with strides), the kernels, the
+/* manifest.c — the artifact's manifest (docs/artifact-format.md, versions 1 to 3): tensors
+ * with their regions and offsets from the memory plan (views with strides), the kernels
+ * (GPU: with their launches), the
  * optimizer, and the train/eval/infer plans as kernel calls on tensor indices. Names from
  * the model are data here; cJSON escapes them. */
 #include <cjson/cJSON.h>
@@ -84,6 +85,49 @@ static cJSON *optimizer_json(const pk_train_spec *sp) {
   return o;
 }
 
+/* GPU artifacts (format 3): the API, the alignment every buffer was planned at (a device
+ * whose views need more is refused), CUDA's cubin arch. */
+static cJSON *gpu_json(const drv_state *S) {
+  cJSON *o = cJSON_CreateObject();
+  bool cuda = S->target->kind == PK_TARGET_CUDA;
+  cJSON_AddStringToObject(o, "api", cuda ? "cuda" : "opencl");
+  cJSON_AddNumberToObject(o, "align", (double)S->mp->align);
+  if (cuda) cJSON_AddStringToObject(o, "arch", S->target->arch);
+  return o;
+}
+
+/* A GPU artifact's informative fingerprint: the first device of its API that this machine
+ * has (name, version, driver), or nothing. */
+static const char *gpu_built_on(drv_state *S) {
+  pkrt_ctx *rt = pkrt_ctx_new(1);
+  pkrt_gpu_info d;
+  int n = 0;
+  pkrt_gpu_api api = S->target->kind == PK_TARGET_CUDA ? PKRT_GPU_CUDA : PKRT_GPU_OPENCL;
+  bool ok = rt && pkrt_gpu_list(rt, api, &d, 1, &n) == PKRT_OK && n > 0;
+  pkrt_ctx_free(rt);
+  if (!ok) return "{}";
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "device", d.name);
+  cJSON_AddStringToObject(o, "version", d.version);
+  cJSON_AddStringToObject(o, "driver", d.driver);
+  char *text = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  const char *copy = text ? pk_strdup(S->ctx, text) : "{}";
+  cJSON_free(text);
+  return copy;
+}
+
+/* A GPU kernel's launch: its scalar count, grid and block (pkrt_gpu_kernel_desc). */
+static void add_launch(cJSON *k, const drv_kernel *K) {
+  const pkrt_gpu_kernel_desc *d = &K->gpu;
+  const int64_t grid[3] = {d->grid[0], d->grid[1], d->grid[2]};
+  const int64_t block[3] = {d->block[0], d->block[1], d->block[2]};
+  cJSON_AddNumberToObject(k, "nscalars", d->nscalars);
+  cJSON_AddItemToObject(k, "grid", int_array(grid, 3));
+  cJSON_AddItemToObject(k, "block", int_array(block, 3));
+  cJSON_AddNumberToObject(k, "shared", d->shared_bytes);
+}
+
 static void add_io(cJSON *io, const char *key, int id) {
   if (id >= 0) cJSON_AddNumberToObject(io, key, id);
 }
@@ -92,8 +136,11 @@ pk_status drv_manifest(drv_state *S) {
   pk_ctx *ctx = S->ctx;
   pk_graph *g = S->g;
   const pk_memplan *mp = S->mp;
-  pk_target_fp fp;
-  pk_status s = pk_target_fp_of(ctx, S->target, &fp); /* the target's, not this host's */
+  pk_target_fp fp = {.target = S->target->text, .must_match = "{}", .informative = "{}"};
+  /* the target's, not this host's; a GPU artifact's host code is libpockrt's own, and the
+   * device is checked at load against the "gpu" object */
+  pk_status s = drv_on_gpu(S) ? PK_OK : pk_target_fp_of(ctx, S->target, &fp);
+  if (drv_on_gpu(S)) fp.informative = gpu_built_on(S);
   if (s != PK_OK) return s;
   int input = -1;
   for (int i = 0; i < g->ntensors && input < 0; i++)
@@ -116,6 +163,7 @@ pk_status drv_manifest(drv_state *S) {
         (i != input || t->no_batch || t->dtype != g->tensors[g->output]->dtype))
       format = 2;
   }
+  if (drv_on_gpu(S)) format = 3; /* a runtime without a device executor refuses it by version */
   cJSON *m = cJSON_CreateObject();
   cJSON_AddNumberToObject(m, "format", format);
   cJSON_AddStringToObject(m, "pock_version", POCK_VERSION);
@@ -125,6 +173,7 @@ pk_status drv_manifest(drv_state *S) {
   cJSON_AddItemToObject(f, "must_match", mm ? mm : cJSON_CreateObject());
   cJSON_AddItemToObject(f, "informative", inf ? inf : cJSON_CreateObject());
   cJSON_AddItemToObject(m, "fingerprint", f);
+  if (drv_on_gpu(S)) cJSON_AddItemToObject(m, "gpu", gpu_json(S));
   cJSON_AddStringToObject(m, "mode", S->o->inference ? "inference" : "train");
   /* The model's float dtype: the prediction's (the first input may hold integers). */
   cJSON_AddStringToObject(m, "dtype", pkrt_dtype_name(g->tensors[g->output]->dtype));
@@ -191,6 +240,7 @@ pk_status drv_manifest(drv_state *S) {
     else cJSON_AddNullToObject(k, "record");
     cJSON_AddNumberToObject(k, "nbufs", K->func->nparams);
     cJSON_AddNumberToObject(k, "workspace", (double)K->func->workspace_bytes);
+    if (drv_on_gpu(S)) add_launch(k, K);
     if (ext_of[i] >= 0) {
       const pk_sgemm_shape *g = &K->sgemm;
       cJSON_AddNumberToObject(k, "extern", ext_of[i]);

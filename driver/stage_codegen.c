@@ -1,6 +1,7 @@
 /* stage_codegen.c — the source the schedule stage emitted (every kernel in ONE source:
  * compiling one file is much cheaper than many), built once through the target's backend;
- * the kernel object's bytes go into the artifact. If the chosen schedules do not build,
+ * the kernel object's bytes (GPU: the OpenCL C source, or the cubin and its PTX, with each
+ * kernel's launch) go into the artifact. If the chosen schedules do not build,
  * the default ones are tried once; a build past the time limit is an error naming the
  * kernel with the most code. */
 #include <string.h>
@@ -38,6 +39,26 @@ static pk_status use_defaults(drv_state *S) {
   return s;
 }
 
+/* A GPU target: each kernel's launch for the manifest (the unit holds kernel i as "k<i>"),
+ * and for CUDA the PTX the build wrote beside the cubin (the runtime's fallback for an
+ * arch newer than the cubin's). */
+static pk_status gpu_image(drv_state *S) {
+  for (int i = 0; i < S->nkernels; i++) {
+    const pk_gpu_kernel *k = pk_cgen_unit_gpu_kernel(S->unit, i);
+    if (!k || strcmp(k->desc.name, S->kernels[i].func->name))
+      return pk_ctx_fail(S->ctx, PK_ERR_BUILD, "compile: kernel k%d %s has no GPU launch", i,
+                         S->kernels[i].name);
+    S->kernels[i].gpu = k->desc;
+  }
+  if (S->target->kind != PK_TARGET_CUDA) return PK_OK;
+  size_t n = strlen(S->so_path);
+  const char *ptx = pk_sprintf(S->ctx, "%.*s.ptx", (int)(n > 6 ? n - 6 : n), S->so_path);
+  char *bytes;
+  pk_status s = pk_read_file(S->ctx, ptx, &bytes, &S->ptx_len);
+  S->ptx = bytes;
+  return s;
+}
+
 pk_status drv_codegen(drv_state *S) {
   pk_build_result r;
   pk_status s = build(S, &r);
@@ -55,6 +76,7 @@ pk_status drv_codegen(drv_state *S) {
     pk_ctx_clear_error(S->ctx);
     if ((s = use_defaults(S)) == PK_OK) s = build(S, &r);
   }
+  if (s == PK_OK && drv_on_gpu(S)) s = gpu_image(S);
   pk_cgen_unit_free(S->unit);
   S->unit = NULL;
   return s;

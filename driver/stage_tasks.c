@@ -5,10 +5,16 @@
 
 #include "driver_impl.h"
 
+bool drv_on_gpu(const drv_state *S) { return S->target && S->target->kind != PK_TARGET_C; }
+
 /* Kernel workspaces are known only once the kernels are scheduled (drv_memplan_workspace
- * fills them in then), so the plan starts with none. */
+ * fills them in then), so the plan starts with none. A GPU target's buffers are views of
+ * one device allocation, each placed at the target's alignment, which the manifest
+ * records and the runtime checks against the device. */
 pk_status drv_memplan(drv_state *S) {
-  return pk_memplan_build(S->g, NULL, &S->mp);
+  if (!drv_on_gpu(S)) return pk_memplan_build(S->g, NULL, &S->mp);
+  int64_t align = S->target->kind == PK_TARGET_CUDA ? DRV_CUDA_ALIGN : DRV_OPENCL_ALIGN;
+  return pk_memplan_build_aligned(S->g, NULL, align, &S->mp);
 }
 
 void drv_memplan_workspace(drv_state *S) {

@@ -9,7 +9,7 @@
 
 #include "graph_impl.h"
 
-#define ALIGN 64
+#define ALIGN 64 /* the host's: a cache line */
 
 const char *pk_region_name(pk_region r) {
   switch (r) {
@@ -36,7 +36,7 @@ static pk_region region_of_role(pk_tensor_role r) {
   }
 }
 
-static int64_t round_up(int64_t v) { return (v + ALIGN - 1) / ALIGN * ALIGN; }
+static int64_t round_up_to(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 typedef struct block {
   int64_t off, size;
@@ -107,8 +107,18 @@ static int64_t place(const block *live, int nlive, int64_t size) {
 }
 
 pk_status pk_memplan_build(const pk_graph *g, const int64_t *workspace, pk_memplan **out) {
+  return pk_memplan_build_aligned(g, workspace, ALIGN, out);
+}
+
+/* Every size is rounded to align, and every offset is 0 or the end of a placed tensor, so
+ * every offset is a multiple of align too. */
+pk_status pk_memplan_build_aligned(const pk_graph *g, const int64_t *workspace, int64_t align,
+                                   pk_memplan **out) {
   pk_ctx *ctx = g->ctx;
   *out = NULL;
+  if (align < ALIGN || (align & (align - 1)))
+    return pk_ctx_fail(ctx, PK_ERR_USAGE, "memplan: alignment %lld is not a power of two >= %d",
+                       (long long)align, ALIGN);
   int nt = g->ntensors, nn = g->nnodes;
   pk_memplan *mp = pk_alloc(ctx, sizeof *mp);
   mp->ntensors = nt;
@@ -118,6 +128,7 @@ pk_status pk_memplan_build(const pk_graph *g, const int64_t *workspace, pk_mempl
   mp->last = pk_alloc(ctx, sizeof(int) * (size_t)(nt + 1));
   mp->size = pk_alloc(ctx, sizeof(int64_t) * (size_t)(nt + 1));
   mp->peak_node = -1;
+  mp->align = align;
   for (int t = 0; t < nt; t++) {
     const pk_gtensor *x = g->tensors[t];
     if (x->base >= nt || x->base == t || (x->base >= 0 && g->tensors[x->base]->base >= 0))
@@ -126,7 +137,7 @@ pk_status pk_memplan_build(const pk_graph *g, const int64_t *workspace, pk_mempl
     mp->region[t] = region_of_role(g->tensors[owner]->role);
     mp->first[t] = x->producer;
     mp->last[t] = x->producer;
-    mp->size[t] = x->base >= 0 ? 0 : round_up(pk_gtensor_bytes(x));
+    mp->size[t] = x->base >= 0 ? 0 : round_up_to(pk_gtensor_bytes(x), align);
   }
   /* Lifetimes: reads extend a tensor and its storage owner; in-place writes extend the
    * owner too (its bytes are being written). */
@@ -212,8 +223,10 @@ pk_status pk_memplan_build(const pk_graph *g, const int64_t *workspace, pk_mempl
 
 void pk_memplan_set_workspace(pk_memplan *mp, const pk_graph *g, const int64_t *workspace) {
   mp->workspace_bytes = 0;
+  int64_t a = mp->align > ALIGN ? mp->align : ALIGN;
   for (int k = 0; workspace && k < g->nnodes; k++)
-    if (round_up(workspace[k]) > mp->workspace_bytes) mp->workspace_bytes = round_up(workspace[k]);
+    if (round_up_to(workspace[k], a) > mp->workspace_bytes)
+      mp->workspace_bytes = round_up_to(workspace[k], a);
 }
 
 char *pk_memplan_print(pk_ctx *ctx, const pk_graph *g, const pk_memplan *mp) {

@@ -270,8 +270,9 @@ const char *pk_region_name(pk_region r);
 typedef struct pk_memplan {
   int ntensors;
   pk_region *region;        /* per tensor id (views: their base's region) */
-  int64_t *offset;          /* bytes from the region start, 64-byte aligned (views: base's
-                               offset; add view_offset elements) */
+  int64_t *offset;          /* bytes from the region start, `align`-byte aligned (views:
+                               base's offset; add view_offset elements) */
+  int64_t align;            /* 64 (host); a GPU target's device base alignment */
   int64_t region_bytes[PK_REGION_COUNT_];
   int64_t naive_bytes[PK_REGION_COUNT_]; /* sum of sizes without reuse */
   int64_t workspace_bytes;  /* max over nodes (one workspace, reused) */
@@ -290,6 +291,10 @@ typedef struct pk_memplan {
 /* workspace: bytes per node id (NULL: 0 each). Best-fit over lifetimes; never aliases a
  * node's output with one of its inputs except declared in-place outputs. */
 pk_status pk_memplan_build(const pk_graph *g, const int64_t *workspace, pk_memplan **out);
+/* The same with every offset and size a multiple of align (a power of two >= 64): GPU
+ * targets, whose kernels take buffers that must start at the device's base alignment. */
+pk_status pk_memplan_build_aligned(const pk_graph *g, const int64_t *workspace, int64_t align,
+                                   pk_memplan **out);
 /* Sets workspace_bytes from per-node workspace sizes (bytes per node id of g): the driver
  * knows them only once the kernels are scheduled, after the plan was built. */
 void pk_memplan_set_workspace(pk_memplan *mp, const pk_graph *g, const int64_t *workspace);

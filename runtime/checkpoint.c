@@ -114,6 +114,7 @@ pkrt_status rt_checkpoint_write(pkrt_model *m, const char *path, const rt_loop_s
     for (int64_t j = 0; j < k; j++) put_u64(buf + 8 * j, (uint64_t)ls->perm[i + j]);
     st = hw_write(m->rt, &hw, buf, (size_t)k * 8);
   }
+  if (st == PKRT_OK && m->gpu) st = rt_gpu_sync_weights(m, false); /* GPU: the device's */
   if (st == PKRT_OK)
     st = hw_write(m->rt, &hw, m->region[RT_REGION_PARAMS],
                   (size_t)mf->region_bytes[RT_REGION_PARAMS]);
@@ -268,6 +269,7 @@ pkrt_status rt_checkpoint_read(pkrt_model *m, const char *path, rt_loop_state *l
     const unsigned char *b = bytes;
     m->steps = (int64_t)get_u64(b + O_STEPS);
     m->lr = get_f64(b + O_LR);
+    if (m->gpu) st = rt_gpu_sync_weights(m, true);
   }
   free(bytes);
   return st;

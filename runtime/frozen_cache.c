@@ -26,6 +26,8 @@ pkrt_status rt_frozen_cache_new(pkrt_model *m, int64_t rows, int64_t budget,
   if (mf->cache_prefix <= 0)
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "--cache-frozen: this artifact has no frozen "
                          "prefix to cache (compile it with `pock compile --cache-frozen`)");
+  if (m->gpu) /* the compiler refuses it too: the cache copies host regions */
+    return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "--cache-frozen: not for GPU artifacts");
   if (budget <= 0) budget = PKRT_CACHE_DEFAULT_BUDGET;
   int64_t bytes = 0;
   for (int i = 0; i < mf->ncache; i++) {

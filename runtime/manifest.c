@@ -487,8 +487,34 @@ static pkrt_status parse_kernel_extern(parser *P, const cJSON *k, const char *w,
   return PKRT_OK;
 }
 
+/* A GPU kernel's launch (format 3): scalars, grid, block and dynamic shared memory. */
+static pkrt_status parse_launch(parser *P, const cJSON *k, const char *w, rt_kernel *K) {
+  pkrt_gpu_kernel_desc *d = &K->gdesc;
+  int64_t v;
+  d->name = K->name;
+  d->nbufs = K->nbufs;
+  d->workspace_bytes = K->workspace;
+  if (!get_int(P, k, w, "nscalars", 0, MAX_SCALARS, 1, 0, &v)) return P->st;
+  d->nscalars = (int32_t)v;
+  if (!get_int(P, k, w, "shared", 0, 1 << 20, 0, 0, &v)) return P->st;
+  d->shared_bytes = (uint32_t)v;
+  const char *keys[2] = {"grid", "block"};
+  for (int j = 0; j < 2; j++) {
+    const cJSON *a = get(k, keys[j]);
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != 3)
+      return fail(P, "%s.%s: must be 3 integers", w, keys[j]);
+    for (int i = 0; i < 3; i++) {
+      if (!as_int(cJSON_GetArrayItem(a, i), 1, INT32_MAX, &v))
+        return fail(P, "%s.%s[%d]: must be an integer in [1, %d]", w, keys[j], i, INT32_MAX);
+      (j ? d->block : d->grid)[i] = (uint32_t)v;
+    }
+  }
+  return PKRT_OK;
+}
+
 static pkrt_status parse_kernels(parser *P, const cJSON *root, rt_manifest *mf) {
   if (parse_externs(P, root, mf) != PKRT_OK) return P->st;
+  if (mf->gpu_api && mf->nexterns) return fail(P, "externs: GPU artifacts call no externs");
   const cJSON *ks = get(root, "kernels");
   if (!cJSON_IsArray(ks)) return fail(P, "kernels: missing or not an array");
   int n = cJSON_GetArraySize(ks);
@@ -513,6 +539,7 @@ static pkrt_status parse_kernels(parser *P, const cJSON *root, rt_manifest *mf) 
       return fail(P, "%s.workspace: %lld bytes, more than regions.workspace (%lld)", w,
                   (long long)K->workspace, (long long)mf->workspace_bytes);
     if (parse_kernel_extern(P, k, w, K, mf) != PKRT_OK) return P->st;
+    if (mf->gpu_api && parse_launch(P, k, w, K) != PKRT_OK) return P->st;
   }
   return PKRT_OK;
 }
@@ -726,6 +753,22 @@ static pkrt_status parse_fingerprint(parser *P, const cJSON *root, rt_manifest *
   return PKRT_OK;
 }
 
+/* "gpu" (format 3): the API, the alignment the plan placed every buffer at, CUDA's arch. */
+static pkrt_status parse_gpu(parser *P, const cJSON *root, rt_manifest *mf) {
+  const cJSON *g = get(root, "gpu");
+  if (!cJSON_IsObject(g)) return fail(P, "gpu: missing or not an object (a GPU target's)");
+  const char *api = get_str(P, g, "gpu", "api", 1);
+  if (!api) return P->st;
+  mf->gpu_api = !strcmp(api, "cuda") ? PKRT_GPU_CUDA : !strcmp(api, "opencl") ? PKRT_GPU_OPENCL : 0;
+  if (!mf->gpu_api || strncmp(api, mf->target, strlen(api)))
+    return fail(P, "gpu.api: '%s' is not the target's API", api);
+  if (!get_int(P, g, "gpu", "align", 64, 1 << 20, 1, 0, &mf->gpu_align)) return P->st;
+  if (mf->gpu_align & (mf->gpu_align - 1)) return fail(P, "gpu.align: not a power of two");
+  if (mf->gpu_api == PKRT_GPU_CUDA && !(mf->gpu_arch = get_str(P, g, "gpu", "arch", 1)))
+    return P->st;
+  return PKRT_OK;
+}
+
 static pkrt_status parse_root(parser *P, const cJSON *root, size_t weights_bytes,
                               rt_manifest *mf) {
   if (!cJSON_IsObject(root)) return fail(P, "the top level must be a JSON object");
@@ -734,16 +777,21 @@ static pkrt_status parse_root(parser *P, const cJSON *root, size_t weights_bytes
   if (!fmt) return fail(P, "format: missing");
   /* The error names the version, so a fleet device says which runtime a file needs. */
   if (!as_int(fmt, 0, INT32_MAX, &v))
-    return fail(P, "format: must be an integer manifest version (this runtime reads 1 and 2)");
-  if (v != 1 && v != 2)
-    return fail(P, "format: manifest version %lld is not supported (this runtime reads 1 and 2)",
+    return fail(P, "format: must be an integer manifest version (this runtime reads 1 to 3)");
+  if (v < 1 || v > 3)
+    return fail(P, "format: manifest version %lld is not supported (this runtime reads 1 to 3)",
                 (long long)v);
   mf->format = (int)v;
   if (!(mf->target = get_str(P, root, "", "target", 1))) return P->st;
-  /* C targets only: "c" optionally followed by flags such as "-march=znver4". */
-  if (strcmp(mf->target, "c") != 0 && strncmp(mf->target, "c ", 2) != 0)
-    return fail(P, "target: '%s' is not supported by this runtime (C targets only)",
+  /* "c" optionally followed by flags such as "-march=znver4"; GPU targets in format 3 */
+  bool c = strcmp(mf->target, "c") == 0 || strncmp(mf->target, "c ", 2) == 0;
+  if (!c && strcmp(mf->target, "opencl") != 0 && strncmp(mf->target, "cuda ", 5) != 0)
+    return fail(P, "target: '%s' is not supported by this runtime (c, cuda, opencl)",
                 mf->target);
+  if (c == (mf->format == 3))
+    return fail(P, "format: %d, but target '%s' needs %s", mf->format, mf->target,
+                c ? "format 1 or 2" : "format 3");
+  if (!c && parse_gpu(P, root, mf) != PKRT_OK) return P->st;
   if (parse_fingerprint(P, root, mf) != PKRT_OK) return P->st;
   const char *mode = get_str(P, root, "", "mode", 1);
   if (!mode) return P->st;

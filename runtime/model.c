@@ -164,8 +164,9 @@ static pkrt_status open_model(pkrt_model *m, const char *path, const pkrt_open_o
   pkrt_check_options co = {.skip_fingerprint = o && o->skip_fingerprint};
   st = rt_artifact_check(m->rt, m->arena, path, art, &co, &m->mf, &man, &ker, &wts);
   if (st == PKRT_OK) pkrt_sha256(man->data, man->size, m->manifest_sha);
-  if (st == PKRT_OK) st = pkrt_module_load_memory(m->rt, ker->data, ker->size, &m->module);
-  if (st == PKRT_OK) st = bind_kernels(m);
+  bool gpu = st == PKRT_OK && m->mf.gpu_api;
+  if (st == PKRT_OK && !gpu) st = pkrt_module_load_memory(m->rt, ker->data, ker->size, &m->module);
+  if (st == PKRT_OK && !gpu) st = bind_kernels(m);
   if (st == PKRT_OK) st = alloc_regions(m, o);
   if (st == PKRT_OK) {
     size_t pb = (size_t)m->mf.region_bytes[RT_REGION_PARAMS];
@@ -177,6 +178,7 @@ static pkrt_status open_model(pkrt_model *m, const char *path, const pkrt_open_o
     if (bb) memcpy(m->region[RT_REGION_BUFFERS], w + pb + sb, bb);
     st = build_buffers(m);
   }
+  if (st == PKRT_OK && gpu) st = rt_gpu_model_open(m, art, ker); /* host regions: the mirror */
   pkrt_artifact_free(art);
   if (st != PKRT_OK) return st;
   rt_manifest *mf = &m->mf;
@@ -218,6 +220,7 @@ int pkrt_model_open(const char *path, const pkrt_open_options *opts, pkrt_model 
 
 void pkrt_model_close(pkrt_model *m) {
   if (!m) return;
+  rt_gpu_model_close(m);
   for (int i = 0; i < m->mf.nexterns; i++) pkrt_extern_free(m->mf.externs[i].fn);
   pkrt_module_free(m->module);
   for (int r = 0; r < RT_REGION_COUNT_; r++) free(m->region_owned[r]);
@@ -273,6 +276,9 @@ int pkrt_model_tensor(pkrt_model *m, const char *name, pkrt_tensor_info *out) {
   for (int i = 0; i < m->mf.ntensors; i++) {
     const rt_tensor *t = &m->mf.tensors[i];
     if (strcmp(t->name, name) != 0) continue;
+    /* GPU: the device's bytes of the tensor, into the host mirror */
+    pkrt_status st = m->gpu ? rt_gpu_sync_tensor(m, i) : PKRT_OK;
+    if (st != PKRT_OK) return st;
     out->data = rt_tensor_base(m, t);
     out->offset = t->elem_offset;
     out->dtype = (int)t->dtype;
@@ -294,6 +300,8 @@ int pkrt_model_save_weights(pkrt_model *m, const char *path) {
   const rt_manifest *mf = &m->mf;
   int n = 0;
   for (int i = 0; i < mf->ntensors; i++) n += mf->tensors[i].weight;
+  pkrt_status st = m->gpu ? rt_gpu_sync_weights(m, false) : PKRT_OK;
+  if (st != PKRT_OK) return st;
   pkrt_wtensor *w = calloc((size_t)n + 1, sizeof *w);
   if (!w) return pkrt_ctx_fail(m->rt, PKRT_ERR_NOMEM, "%s: out of memory", path);
   int k = 0;
@@ -305,7 +313,7 @@ int pkrt_model_save_weights(pkrt_model *m, const char *path) {
     memcpy(w[k].shape, t->shape, sizeof t->shape);
     k++;
   }
-  pkrt_status st = pkrt_weights_write(m->rt, path, w, n);
+  st = pkrt_weights_write(m->rt, path, w, n);
   free(w);
   return st;
 }
@@ -324,6 +332,8 @@ int pkrt_model_load_weights(pkrt_model *m, const char *path) {
   pkrt_wtensor *w;
   int n;
   pkrt_status st = pkrt_weights_read(m->rt, a, path, &w, &n);
+  /* GPU: the mirror first takes the device's state, so what the file lacks goes back as is */
+  if (st == PKRT_OK && m->gpu) st = rt_gpu_sync_weights(m, false);
   const rt_manifest *mf = &m->mf;
   int matched = 0;
   /* Everything is checked before anything is copied: a refused file changes nothing. */
@@ -359,5 +369,6 @@ int pkrt_model_load_weights(pkrt_model *m, const char *path) {
                                   path, n);
   }
   pkrt_arena_free(a);
+  if (st == PKRT_OK && m->gpu) st = rt_gpu_sync_weights(m, true);
   return st;
 }

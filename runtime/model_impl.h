@@ -7,6 +7,7 @@
 
 #include "pkrt.h"
 #include "rt_file.h"
+#include "pock/pkrt_gpu.h"
 #include "pock/pockrt.h"
 
 #define RT_MAX_DIMS 8
@@ -68,6 +69,7 @@ typedef struct rt_kernel {
   int first_step_plan, first_step; /* the step that fixed its buffer signature, or -1 */
   int ext;                      /* index into externs: its steps call that (with sgemm), or -1 */
   rt_sgemm sgemm;
+  pkrt_gpu_kernel_desc gdesc;   /* GPU artifacts: the launch ("nscalars", "grid", "block") */
 } rt_kernel;
 
 typedef struct rt_step {
@@ -79,6 +81,7 @@ typedef struct rt_step {
   const char *node;             /* for messages; may be "" */
   pkrt_buffer *bufs;            /* built at open */
   pkrt_kernel_fn fn;
+  pkrt_gpu_ptr *views;          /* GPU artifacts: the buffers as device views, built at open */
 } rt_step;
 
 typedef struct rt_plan {
@@ -97,8 +100,11 @@ typedef struct rt_optimizer {
 } rt_optimizer;
 
 typedef struct rt_manifest {
-  int format;                   /* 1, or 2: several inputs, integer or batch-less ones */
+  int format;                   /* 1, or 2: several inputs, integer or batch-less ones; 3: GPU */
   const char *target;
+  pkrt_gpu_api gpu_api;         /* "gpu" (format 3): the device's API; 0 for C targets */
+  int64_t gpu_align;            /* the plan's buffer alignment; a device needing more is refused */
+  const char *gpu_arch;         /* CUDA: the cubin's "sm_NN" */
   bool train;                   /* mode "train" */
   pkrt_dtype dtype;
   int64_t batch, classes;
@@ -179,7 +185,25 @@ struct pkrt_model {
   int64_t valid;                /* rows of the current batch that are real */
   int64_t features;             /* input elements per row */
   uint8_t manifest_sha[PKRT_SHA256_BYTES]; /* the model's identity, for checkpoints */
+  struct rt_gpu_model *gpu;     /* GPU artifacts (model_gpu.c); NULL: kernels run on the host */
 };
+
+/* ---- model_gpu.c: GPU artifacts (docs/runtime.md, "GPU artifacts") ----
+ * The host regions stay as the mirror the API hands out (inputs, labels, output, weights);
+ * the device holds one arena with every region at the plan's offsets. */
+typedef struct rt_gpu_model rt_gpu_model;
+/* Opens the device, makes the arena, uploads the host regions, loads the image (ker, and
+ * CUDA's PTX in "kernels.ptx" when art has it) and builds every step's views. */
+RT_INTERNAL pkrt_status rt_gpu_model_open(pkrt_model *m, const pkrt_artifact *art,
+                                          const pkrt_section *ker);
+RT_INTERNAL void rt_gpu_model_close(pkrt_model *m);
+/* Steps [from, to) of plan p on the device: from 0, the io region, hyper and rng go up
+ * first; to the end, the loss and output come back. */
+RT_INTERNAL pkrt_status rt_gpu_run_steps(pkrt_model *m, rt_plan_kind p, int from, int to);
+/* Copies the persistent regions (params, state, buffers) to the device (up) or back. */
+RT_INTERNAL pkrt_status rt_gpu_sync_weights(pkrt_model *m, bool up);
+/* Copies tensor t's bytes from the device into the host mirror. */
+RT_INTERNAL pkrt_status rt_gpu_sync_tensor(pkrt_model *m, int t);
 
 /* A tensor's first element (data + offset in elements gives element 0). */
 static inline unsigned char *rt_tensor_base(const pkrt_model *m, const rt_tensor *t) {

@@ -148,6 +148,7 @@ pkrt_status rt_plan_run(pkrt_model *m, rt_plan_kind p) {
 
 pkrt_status rt_plan_run_steps(pkrt_model *m, rt_plan_kind p, int from, int to) {
   const rt_plan *plan = &m->mf.plans[p];
+  if (m->gpu) return rt_gpu_run_steps(m, p, from, to);
   pkrt_exec_ctx *exec = pkrt_ctx_exec(m->rt);
   for (int s = from; s < to; s++) {
     const rt_step *st = &plan->steps[s];

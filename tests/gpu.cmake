@@ -62,3 +62,15 @@ set_property(TEST test_gpu_pocl APPEND PROPERTY ENVIRONMENT
   "POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
 pk_add_test(test_gpu_cuda_ops LIBS pk_autotune LABELS codegen gpu TIMEOUT 120)
 set_tests_properties(test_gpu_cuda_ops PROPERTIES SKIP_RETURN_CODE 77)
+
+# issue 18 (artifacts): the digits MLP and CNN compiled for opencl train on PoCL to the C
+# target's weights; a GPU step allocates nothing in libpockrt (--wrap, as test_gpu_opencl).
+add_test(NAME test_gpu_train COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_train.sh
+  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> $<TARGET_FILE:pkw_close> ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_gpu_train PROPERTIES LABELS "cli;runtime;gpu" TIMEOUT 120
+  SKIP_RETURN_CODE 77 ENVIRONMENT
+  "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
+pk_add_test(test_gpu_model LIBS pk_driver pockrt_static LABELS runtime gpu TIMEOUT 120)
+target_link_options(test_gpu_model PRIVATE -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc)
+set_tests_properties(test_gpu_model PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT
+  "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")

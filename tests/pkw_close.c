@@ -1,7 +1,8 @@
 /* pkw_close.c — test helper: whether two .pkw weight files hold the same tensors (names,
- * dtypes, shapes) with f32 values within an absolute tolerance; prints the largest
- * difference and where. Exit 0 within, 1 not (or unreadable), 2 usage.
- *   pkw_close A.pkw B.pkw TOL */
+ * dtypes, shapes) with f32 values within a tolerance, absolute or (--relative) relative to
+ * each tensor's largest magnitude in B; prints the largest difference and where. Exit 0
+ * within, 1 not (or unreadable), 2 usage.
+ *   pkw_close A.pkw B.pkw TOL [--relative] */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,9 +13,10 @@
 
 int main(int argc, char **argv) {
   char *end;
-  double tol = argc == 4 ? strtod(argv[3], &end) : 0;
-  if (argc != 4 || *end || !(tol >= 0)) {
-    fprintf(stderr, "usage: pkw_close A.pkw B.pkw TOL\n");
+  bool relative = argc == 5 && !strcmp(argv[4], "--relative");
+  double tol = argc == 4 || relative ? strtod(argv[3], &end) : 0;
+  if ((argc != 4 && !relative) || *end || !(tol >= 0)) {
+    fprintf(stderr, "usage: pkw_close A.pkw B.pkw TOL [--relative]\n");
     return 2;
   }
   pkrt_ctx *rt = pkrt_ctx_new(1);
@@ -46,16 +48,19 @@ int main(int argc, char **argv) {
       goto out;
     }
     const float *p = x[i].data, *q = y[i].data;
+    double scale = 0;
+    for (int64_t k = 0; relative && k < n; k++) scale = fmax(scale, fabs((double)q[k]));
+    if (!(scale > 0)) scale = 1;
     for (int64_t k = 0; k < n; k++) {
-      double d = fabs((double)p[k] - (double)q[k]);
+      double d = fabs((double)p[k] - (double)q[k]) / scale;
       if (!(d <= worst)) { /* NaN counts as the worst */
         worst = isnan(d) ? INFINITY : d;
         where = x[i].name;
       }
     }
   }
-  printf("pkw_close: %d tensors, max abs difference %.3g (in %s), tolerance %g\n", nx, worst,
-         where, tol);
+  printf("pkw_close: %d tensors, max %s difference %.3g (in %s), tolerance %g\n", nx,
+         relative ? "relative" : "abs", worst, where, tol);
   rc = worst <= tol ? 0 : 1;
 out:
   pkrt_arena_free(a);

@@ -27,7 +27,9 @@ expect te_cuda_source 0 'extern "C" __global__ void k0' "$pock" te c "$te" --tar
 expect te_opencl_source 0 '__kernel void k0' "$pock" te c "$te" --target opencl
 expect te_gpu_parallel_refused 1 'CPU parallel loop' "$pock" te c "$te" --schedule "$sched" --target opencl
 expect te_run_gpu_refused 1 'needs the GPU runtime' "$pock" te run "$te" --target 'cuda -arch=sm_87'
-expect compile_cuda_refused 1 'GPU artifacts are not built yet' "$pock" compile "$model" --batch 8 --target 'cuda -arch=sm_87' -o "$tmp/g.pock"
+expect compile_opencl 0 'wrote' "$pock" compile "$model" --batch 8 --target opencl -o "$tmp/g.pock"
+expect compile_opencl_frozen_refused 1 "target 'opencl': --cache-frozen is for C targets only" \
+  "$pock" compile "$model" --batch 8 --target opencl --cache-frozen -o "$tmp/g2.pock"
 expect te_bad_target 2 "unknown option '-O3'" "$pock" te c "$te" --target 'c -O3'
 
 # ---- compile for haswell: AVX2 kernels, haswell's fingerprint

@@ -30,8 +30,8 @@
  *
  * Who uses it: the runtime's model executor and the compiler's measurer (with a pkrt_ctx
  * from runtime/pkrt.h, pkrt_ctx_new), and generated GPU code's descriptors
- * (pkrt_gpu_kernel_desc). Applications use the model API, pockrt.h (GPU artifacts are not
- * wired into it yet).
+ * (pkrt_gpu_kernel_desc). Applications use the model API, pockrt.h, which runs GPU
+ * artifacts on these devices (runtime/model_gpu.c).
  */
 #ifndef PKRT_GPU_H
 #define PKRT_GPU_H

@@ -69,8 +69,10 @@ typedef struct pkrt_open_options {
 /* Opens an artifact: checks the format version and section checksums, the signature
  * against the trusted key when one is configured (trusted_key above), validates the
  * manifest against itself and against the kernel object (loaded from memory), checks the
- * target fingerprint, allocates its regions once and copies the initial weights. On
- * failure returns non-zero and writes a message naming the problem into err (when
+ * target fingerprint, allocates its regions once and copies the initial weights. A GPU
+ * artifact (docs/runtime.md, "GPU artifacts") also opens its device, where one arena holds
+ * the regions and the kernels run; the host regions stay as the mirror the accessors give.
+ * On failure returns non-zero and writes a message naming the problem into err (when
  * errcap > 0); *out is NULL. opts may be NULL. */
 int pkrt_model_open(const char *path, const pkrt_open_options *opts, pkrt_model **out,
                     char *err, size_t errcap);
