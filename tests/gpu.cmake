@@ -5,7 +5,7 @@
 # (Not `sanitize`: PoCL and its LLVM leak at exit; libpockrt's part is clean under ASan.)
 pk_add_test(test_gpu_opencl LIBS pockrt_static LABELS runtime TIMEOUT 60)
 # --wrap: libpockrt's own allocations during launches are counted (must be 0).
-target_link_options(test_gpu_opencl PRIVATE -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc)
+pk_count_allocs(test_gpu_opencl)
 set_tests_properties(test_gpu_opencl PROPERTIES SKIP_RETURN_CODE 77)
 # PoCL caches built programs under $HOME unless told otherwise: keep them in the build tree.
 set_property(TEST test_gpu_opencl APPEND PROPERTY ENVIRONMENT
@@ -13,7 +13,7 @@ set_property(TEST test_gpu_opencl APPEND PROPERTY ENVIRONMENT
 
 pk_add_test(test_gpu_cuda LIBS pockrt_static LABELS runtime sanitize TIMEOUT 60)
 target_include_directories(test_gpu_cuda PRIVATE ${PROJECT_SOURCE_DIR}/runtime)
-target_link_options(test_gpu_cuda PRIVATE -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc)
+pk_count_allocs(test_gpu_cuda)
 set_tests_properties(test_gpu_cuda PROPERTIES SKIP_RETURN_CODE 77)
 if(CUDAToolkit_FOUND)
   # cuda.h for the declaration check, the stub libcuda for symbol resolution, NVRTC
@@ -34,7 +34,7 @@ target_compile_options(pk_mock_libcuda PRIVATE -fvisibility=hidden)
 set_target_properties(pk_mock_libcuda PROPERTIES PREFIX "lib" OUTPUT_NAME "cuda" SUFFIX ".so.1"
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mock-cuda)
 pk_add_test(test_gpu_cuda_mock LIBS pockrt_static LABELS runtime sanitize TIMEOUT 60)
-target_link_options(test_gpu_cuda_mock PRIVATE -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc)
+pk_count_allocs(test_gpu_cuda_mock)
 add_dependencies(test_gpu_cuda_mock pk_mock_libcuda)
 set_property(TEST test_gpu_cuda_mock APPEND PROPERTY ENVIRONMENT
   "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/mock-cuda")
@@ -71,6 +71,6 @@ set_tests_properties(test_gpu_train PROPERTIES LABELS "cli;runtime;gpu" TIMEOUT 
   SKIP_RETURN_CODE 77 ENVIRONMENT
   "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
 pk_add_test(test_gpu_model LIBS pk_driver pockrt_static LABELS runtime gpu TIMEOUT 120)
-target_link_options(test_gpu_model PRIVATE -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc)
+pk_count_allocs(test_gpu_model)
 set_tests_properties(test_gpu_model PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT
   "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")

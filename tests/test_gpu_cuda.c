@@ -20,14 +20,7 @@
 #include "gpu_test_kernels.h"
 
 /* --wrap counts the allocations libpockrt's own code makes; launches must make none. */
-static int counting;
-static long allocs;
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t a, size_t b);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n) { allocs += counting; return __real_malloc(n); }
-void *__wrap_calloc(size_t a, size_t b) { allocs += counting; return __real_calloc(a, b); }
-void *__wrap_realloc(void *p, size_t n) { allocs += counting; return __real_realloc(p, n); }
+#include "alloc_wrap.h"
 
 static pkrt_ctx *rt;
 
