@@ -55,7 +55,7 @@ const char *cg_elem(cg *E, const pk_lbuf *b, const char *index) {
   return "0";
 }
 
-static const char *c_operator(pk_eop op) {
+const char *pk_cgen_c_operator(pk_eop op) {
   switch (op) {
   case PK_EOP_ADD: return "+";
   case PK_EOP_SUB: return "-";
@@ -73,7 +73,7 @@ static const char *c_operator(pk_eop op) {
   }
 }
 
-static const char *helper_name(pk_eop op) {
+const char *pk_cgen_helper_name(pk_eop op) {
   switch (op) {
   case PK_EOP_ADD: return "add";
   case PK_EOP_SUB: return "sub";
@@ -89,13 +89,13 @@ static const char *helper_name(pk_eop op) {
 static const char *binary_text(cg *E, const pk_lexpr *e, const char *a, const char *b) {
   pkrt_dtype operand = e->args[0]->dtype;
   bool is_float = pk_dtype_is_float(operand);
-  const char *op = c_operator(e->op);
+  const char *op = pk_cgen_c_operator(e->op);
   /* Plain C where it is exact and defined: float + - * /, comparisons, logic, and integer
    * index arithmetic proven not to overflow. Everything else goes through the prelude. */
   bool plain = op && (e->dtype == PKRT_DTYPE_BOOL || (is_float && e->op != PK_EOP_MOD) ||
                       (e->index_math && e->op != PK_EOP_DIV));
   if (plain) return pk_sprintf(E->ctx, "(%s %s %s)", a, op, b);
-  const char *h = helper_name(e->op);
+  const char *h = pk_cgen_helper_name(e->op);
   if (!h) { cg_unsupported(E, "this binary operator"); return "0"; }
   return pk_sprintf(E->ctx, "pk_%s_%s(%s, %s)", h, cg_tsuffix(operand), a, b);
 }

@@ -168,36 +168,6 @@ static const char *float_text(ge *E, double v, pkrt_dtype t) {
                     f32 ? "f" : "", v < 0 ? ")" : "");
 }
 
-static const char *c_operator(pk_eop op) {
-  switch (op) {
-  case PK_EOP_ADD: return "+";
-  case PK_EOP_SUB: return "-";
-  case PK_EOP_MUL: return "*";
-  case PK_EOP_DIV: return "/";
-  case PK_EOP_LT: return "<";
-  case PK_EOP_LE: return "<=";
-  case PK_EOP_GT: return ">";
-  case PK_EOP_GE: return ">=";
-  case PK_EOP_EQ: return "==";
-  case PK_EOP_NE: return "!=";
-  case PK_EOP_AND: return "&&";
-  case PK_EOP_OR: return "||";
-  default: return NULL;
-  }
-}
-
-static const char *helper_name(pk_eop op) {
-  switch (op) {
-  case PK_EOP_ADD: return "add";
-  case PK_EOP_SUB: return "sub";
-  case PK_EOP_MUL: return "mul";
-  case PK_EOP_DIV: return "div";
-  case PK_EOP_MOD: return "mod";
-  case PK_EOP_MIN: return "min";
-  case PK_EOP_MAX: return "max";
-  default: return NULL;
-  }
-}
 
 static const char *x(ge *E, const pk_lexpr *e);
 
@@ -205,12 +175,12 @@ static const char *binary_text(ge *E, const pk_lexpr *e) {
   const char *a = x(E, e->args[0]), *b = x(E, e->args[1]);
   pkrt_dtype operand = e->args[0]->dtype;
   bool is_float = pk_dtype_is_float(operand);
-  const char *op = c_operator(e->op);
+  const char *op = pk_cgen_c_operator(e->op);
   /* plain C where it is exact and defined, as in the C emitter */
   bool plain = op && (e->dtype == PKRT_DTYPE_BOOL || (is_float && e->op != PK_EOP_MOD) ||
                       (e->index_math && e->op != PK_EOP_DIV));
   if (plain) return pk_sprintf(E->ctx, "(%s %s %s)", a, op, b);
-  const char *h = helper_name(e->op);
+  const char *h = pk_cgen_helper_name(e->op);
   if (!h) { unsupported(E, "this binary operator"); return "0"; }
   return pk_sprintf(E->ctx, "pk_%s_%s(%s, %s)", h, tsuffix(operand), a, b);
 }

@@ -22,6 +22,11 @@
 /* Several kernels in one source: compiling one file is much cheaper than many. Function
  * names must be Pock-made identifiers ([a-z_][a-z0-9_]*). */
 pk_status pk_cgen_c(pk_ctx *ctx, pk_lfunc *const *funcs, int n, char **source);
+/* Shared by the C and GPU emitters: the C operator of a binary op ("+", "<=", "&&"; NULL
+ * where C has none), and the name part of the prelude's helper for it ("add", "mod",
+ * "max"; NULL where there is none). */
+const char *pk_cgen_c_operator(pk_eop op);
+const char *pk_cgen_helper_name(pk_eop op);
 
 /* ---- host compiler driver ---- */
 typedef struct pk_cc_options {
