@@ -239,7 +239,10 @@ static pk_status conv_apply(const pk_space *sp, pk_schedule *s, const int64_t *v
     const pk_stage *st = pk_sched_find_stage(s, p->n.other[i]);
     bool sibling = false; /* shaped above (after cache_write, a copy that looks injective) */
     for (int j = 0; j < p->nsib; j++) sibling |= !strcmp(p->n.other[i], p->sib[j].stage);
-    if (st && !sibling) SPACE_TRY(space_schedule_injective(s, st, v[CV_VECTOR], 1, v[CV_PARALLEL] != 0, false, false));
+    bool done = false; /* the phases' interleave */
+    if (st && !sibling && p->nsib)
+      SPACE_TRY(space_schedule_interleave(s, st, pk_sched_find_stage(s, p->n.stage)->tensor, v[CV_PARALLEL] != 0, &done));
+    if (st && !sibling && !done) SPACE_TRY(space_schedule_injective(s, st, v[CV_VECTOR], 1, v[CV_PARALLEL] != 0, false, false));
   }
   return PK_OK;
 }
