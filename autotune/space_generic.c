@@ -194,6 +194,15 @@ static pk_status reduction_apply(const pk_space *sp, pk_schedule *s, const int64
   return PK_OK;
 }
 
+/* The read of e with the most elements (best: the one so far). */
+static const pk_expr *largest_read(const pk_expr *e, const pk_expr *best) {
+  if (e->kind == PK_EXPR_READ &&
+      (!best || pk_te_tensor_numel(e->tensor) > pk_te_tensor_numel(best->tensor)))
+    best = e;
+  for (int i = 0; i < e->nargs; i++) best = largest_read(e->args[i], best);
+  return best;
+}
+
 /* Without a preset the host compiler vectorizes a reduction's loops by itself, but not
  * where the body calls exp (softmax, the loss): rows reduced along the innermost axis
  * (softmax, layer norm, the loss) become one vector of partial sums (rfactor), columns
@@ -211,7 +220,12 @@ static bool reduction_preset(const pk_space *sp, int64_t *v) {
   memset(v, 0, RD_NKNOBS * sizeof *v);
   v[RD_UNROLL] = 1;
   v[RD_VECTOR] = space_pick(sp, RD_VECTOR, L);
-  if (inner == 1 && ext >= 2 * L) {
+  /* the largest operand read along the reduction's rows (a batch norm's sums over N, H, W
+   * per channel): lanes across the channels would gather from H*W apart (5-13 GFLOP/s) */
+  const pk_expr *big = largest_read(r->body, NULL);
+  bool rows = big && big->nargs > 0 && space_uses_axis(big->args[big->nargs - 1], k) &&
+              !space_uses_axis(big->args[big->nargs - 1], r->axes[r->ndim - 1]);
+  if ((inner == 1 || rows) && ext >= 2 * L) {
     v[RD_RFACTOR] = space_pick(sp, RD_RFACTOR, L);
     return v[RD_RFACTOR] > 1;
   }
