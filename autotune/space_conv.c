@@ -5,7 +5,6 @@
  * bench/hand_schedules.c's conv2d schedule for a 1x1 conv; with a window, 8 channels x one
  * vector and the padding guards partitioned away; a depthwise weight gradient's sums each
  * row of the image in vector lanes (rfactor_lanes). */
-#include <stdio.h>
 #include <string.h>
 
 #include "space_impl.h"
@@ -66,8 +65,9 @@ static pk_status conv_init(pk_space *sp) {
   space_names_of(sp, t, &p->n);
   p->oc = 1;
   p->w = t->ndim - 1;
-  for (int a = 0, wide = 0; a < t->body->naxes; a++)
-    p->window |= (wide += t->body->axes[a]->hi - t->body->axes[a]->lo > 1) >= 2;
+  int wide = 0; /* reductions longer than 1: the channels, then a window's taps */
+  for (int a = 0; a < t->body->naxes; a++) wide += t->body->axes[a]->hi - t->body->axes[a]->lo > 1;
+  p->window = wide >= 2;
   p->h = t->ndim >= 4 ? t->ndim - 2 : -1;
   const pk_expr *mul = space_sum_product(t);
   for (int i = 0; i < 2 && !p->weight; i++) {
