@@ -208,8 +208,13 @@ static pk_status shape_acc(const gemm_plan *p, pk_schedule *s, const char *stage
 static pk_status gemm_apply_stage(const gemm_plan *p, pk_schedule *s, const int64_t *v) {
   const char *T = p->n.stage;
   if (v[CG_PACK] && p->packed) {
-    const char *readers[] = {T};
-    SPACE_TRY(pk_sched_cache_read(s, p->packed, "ws", 1, readers, p->packed_dim, v[CG_TILE_V]));
+    /* one panel for the main stage and its siblings (a strided dX's phases read the same
+     * weight at other taps): unpacked, their lanes load it 9 apart */
+    const char *readers[1 + CG_MAX_SIBLINGS];
+    int nr = 0;
+    readers[nr++] = T;
+    for (int i = 0; i < p->nsib; i++) readers[nr++] = p->sib[i].stage;
+    SPACE_TRY(pk_sched_cache_read(s, p->packed, "ws", nr, readers, p->packed_dim, v[CG_TILE_V]));
   }
   const char *outer[PK_TE_MAX_DIMS + 2];
   int nouter;
