@@ -103,14 +103,29 @@ static pk_status gemm_init(pk_space *sp) {
     if ((mul = sum_product(prog->tensors[i], &guard))) t = prog->tensors[i];
   if (!mul || t->ndim < 3) return PK_ERR_UNSUPPORTED;
   /* long rows vectorize well along columns: space_conv.c's template serves those, and
-   * rows of one vector too where the window is a point (a 1x1 conv; its K is short, so
-   * this template's channel-lane tile spends more on its strided stores than on its
-   * multiply-adds: MobileNetV2's 16x16 expand conv 15 -> 168 GFLOP/s in the conv
-   * template; 3x3 windows at 16x16 stay here, 73 vs 59) */
-  int wide = 0;
-  for (int a = 0; a < t->body->naxes; a++) wide += t->body->axes[a]->hi - t->body->axes[a]->lo > 1;
+   * rows of half a vector or more too where the window is a point (a 1x1 conv) or K is
+   * short (a depthwise conv, K = its taps): this template's channel-lane tile then spends
+   * more on its strided stores than on its multiply-adds (MobileNetV2's 16x16 expand conv
+   * 15 -> 168 GFLOP/s in the conv template, its depthwise dX 7.6 -> 31, at 8x8 7.7 -> 41);
+   * full 3x3 convs at 16x16 stay here (ResNet-18's layer1 dX: 75 here, 11 there), and
+   * rows of 4 (a 1x1 conv at 4x4: 122 here, 41 there) */
+  int wide = 0; /* the widest sum of the program (a strided dX's first phase may be 1x1) */
+  int64_t k = 1;
+  for (int i = 0; i < prog->ntensors; i++) {
+    const pk_te_tensor *u = prog->tensors[i];
+    if (u->kind != PK_TE_COMPUTE || u->body->kind != PK_EXPR_REDUCE) continue;
+    int w = 0;
+    int64_t ku = 1;
+    for (int a = 0; a < u->body->naxes; a++) {
+      int64_t e = u->body->axes[a]->hi - u->body->axes[a]->lo;
+      w += e > 1;
+      ku *= e;
+    }
+    if (w > wide) wide = w;
+    if (ku > k) k = ku;
+  }
   int64_t row = t->shape[t->ndim - 1];
-  if (row >= 2 * (int64_t)sp->lanes || (wide <= 1 && row >= sp->lanes)) return PK_ERR_UNSUPPORTED;
+  if (row >= 2 * (int64_t)sp->lanes || ((wide <= 1 || k <= 64) && 2 * row >= sp->lanes)) return PK_ERR_UNSUPPORTED;
   gemm_plan *p = pk_alloc(sp->ctx, sizeof *p);
   if (!choose_axes(sp, t, mul, guard, p)) return PK_ERR_UNSUPPORTED;
   space_names_of(sp, t, &p->n);
