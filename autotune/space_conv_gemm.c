@@ -102,8 +102,30 @@ static pk_status gemm_init(pk_space *sp) {
   for (int i = 0; i < prog->ntensors && !mul; i++)
     if ((mul = sum_product(prog->tensors[i], &guard))) t = prog->tensors[i];
   if (!mul || t->ndim < 3) return PK_ERR_UNSUPPORTED;
-  /* long rows vectorize well along columns: space_conv.c's template serves those */
-  if (t->shape[t->ndim - 1] >= 2 * (int64_t)sp->lanes) return PK_ERR_UNSUPPORTED;
+  /* long rows vectorize well along columns: space_conv.c's template serves those, and
+   * rows of half a vector or more too where the window is a point (a 1x1 conv) or K is
+   * short (a depthwise conv, K = its taps): this template's channel-lane tile then spends
+   * more on its strided stores than on its multiply-adds (MobileNetV2's 16x16 expand conv
+   * 15 -> 168 GFLOP/s in the conv template, its depthwise dX 7.6 -> 31, at 8x8 7.7 -> 41);
+   * full 3x3 convs at 16x16 stay here (ResNet-18's layer1 dX: 75 here, 11 there), and
+   * rows of 4 (a 1x1 conv at 4x4: 122 here, 41 there) */
+  int wide = 0; /* the widest sum of the program (a strided dX's first phase may be 1x1) */
+  int64_t k = 1;
+  for (int i = 0; i < prog->ntensors; i++) {
+    const pk_te_tensor *u = prog->tensors[i];
+    if (u->kind != PK_TE_COMPUTE || u->body->kind != PK_EXPR_REDUCE) continue;
+    int w = 0;
+    int64_t ku = 1;
+    for (int a = 0; a < u->body->naxes; a++) {
+      int64_t e = u->body->axes[a]->hi - u->body->axes[a]->lo;
+      w += e > 1;
+      ku *= e;
+    }
+    if (w > wide) wide = w;
+    if (ku > k) k = ku;
+  }
+  int64_t row = t->shape[t->ndim - 1];
+  if (row >= 2 * (int64_t)sp->lanes || ((wide <= 1 || k <= 64) && 2 * row >= sp->lanes)) return PK_ERR_UNSUPPORTED;
   gemm_plan *p = pk_alloc(sp->ctx, sizeof *p);
   if (!choose_axes(sp, t, mul, guard, p)) return PK_ERR_UNSUPPORTED;
   space_names_of(sp, t, &p->n);
@@ -201,8 +223,13 @@ static pk_status shape_acc(const gemm_plan *p, pk_schedule *s, const char *stage
 static pk_status gemm_apply_stage(const gemm_plan *p, pk_schedule *s, const int64_t *v) {
   const char *T = p->n.stage;
   if (v[CG_PACK] && p->packed) {
-    const char *readers[] = {T};
-    SPACE_TRY(pk_sched_cache_read(s, p->packed, "ws", 1, readers, p->packed_dim, v[CG_TILE_V]));
+    /* one panel for the main stage and its siblings (a strided dX's phases read the same
+     * weight at other taps): unpacked, their lanes load it 9 apart */
+    const char *readers[1 + CG_MAX_SIBLINGS];
+    int nr = 0;
+    readers[nr++] = T;
+    for (int i = 0; i < p->nsib; i++) readers[nr++] = p->sib[i].stage;
+    SPACE_TRY(pk_sched_cache_read(s, p->packed, "ws", nr, readers, p->packed_dim, v[CG_TILE_V]));
   }
   const char *outer[PK_TE_MAX_DIMS + 2];
   int nouter;
@@ -275,7 +302,10 @@ static pk_status gemm_apply(const pk_space *sp, pk_schedule *s, const int64_t *v
     const pk_stage *st = pk_sched_find_stage(s, p->n.other[i]);
     bool sibling = false; /* shaped above (after cache_write, a copy that looks injective) */
     for (int j = 0; j < p->nsib; j++) sibling |= !strcmp(p->n.other[i], p->sib[j].stage);
-    if (st && !sibling) SPACE_TRY(space_schedule_injective(s, st, v[CG_VECTOR], 1, v[CG_PARALLEL] != 0, false, false));
+    bool done = false; /* the phases' interleave */
+    if (st && !sibling && p->nsib)
+      SPACE_TRY(space_schedule_interleave(s, st, pk_sched_find_stage(s, p->n.stage)->tensor, v[CG_PARALLEL] != 0, &done));
+    if (st && !sibling && !done) SPACE_TRY(space_schedule_injective(s, st, v[CG_VECTOR], 1, v[CG_PARALLEL] != 0, false, false));
   }
   return PK_OK;
 }
@@ -293,6 +323,12 @@ static bool gemm_preset(const pk_space *sp, int64_t *v) {
   for (int64_t r = 8; r >= 1 && rows == 1; r--)
     if (p->er % r == 0) rows = r;
   int64_t parts = rows >= 4 ? min64(2, vparts) : min64(acc / rows, vparts);
+  /* fewer parts where that makes the tile divide V: the last tile of a ragged V is shifted
+   * back onto the one before it, and its packed panel index is then no longer affine in
+   * the lane, every load a gather (a 1x1 conv of 336 channels: 8 GFLOP/s, 130 with one
+   * part instead of two) */
+  for (int64_t q = parts; q > 1 && p->ev % (parts * vec) != 0; q--)
+    if (p->ev % ((q - 1) * vec) == 0) parts = q - 1;
   if (rows >= 4)
     for (rows = min64(acc / parts, 8); p->er % rows; rows--) {}
   v[CG_TILE_ROWS] = space_pick(sp, CG_TILE_ROWS, rows);

@@ -31,6 +31,45 @@ pk_status space_schedule_injective(pk_schedule *s, const pk_stage *st, int64_t v
   return PK_OK;
 }
 
+/* The interleave of a strided conv's dX phases reads phase x mod s at row x / s: each dim
+ * f times the phase's (f the stride) is split by f and the inner part fully unrolled, so
+ * the phase tests and x / s fold to constants and plain indices. Vectorizing the row
+ * instead computes x mod s and x / s per lane and gathers (22x slower on MobileNetV2's
+ * first strided depthwise dX). */
+pk_status space_schedule_interleave(pk_schedule *s, const pk_stage *st, const pk_te_tensor *phase,
+                                    bool parallel, bool *done) {
+  const pk_te_tensor *t = st->tensor;
+  *done = false;
+  if (st->attach != PK_ATTACH_ROOT || t->body->kind == PK_EXPR_REDUCE || t->dom_ndim ||
+      t->ndim != phase->ndim || st->nleaf != t->ndim)
+    return PK_OK;
+  int64_t f[PK_TE_MAX_DIMS];
+  bool any = false;
+  for (int d = 0; d < t->ndim; d++) {
+    f[d] = (t->shape[d] + phase->shape[d] - 1) / phase->shape[d];
+    any |= f[d] > 1;
+  }
+  if (!any) return PK_OK;
+  const char *name = st->name, *root[PK_TE_MAX_DIMS], *order[2 * PK_TE_MAX_DIMS];
+  int n = 0;
+  for (int d = 0; d < t->ndim; d++) root[d] = st->leaf[d]->name;
+  for (int d = 0; d < t->ndim; d++) {
+    if (f[d] == 1) {
+      order[n++] = root[d];
+      continue;
+    }
+    SPACE_TRY(pk_sched_split(s, name, root[d], f[d]));
+    order[n++] = N_(root[d], ".o");
+    order[n++] = N_(root[d], ".i");
+  }
+  SPACE_TRY(pk_sched_reorder(s, name, n, order));
+  for (int d = 0; d < t->ndim; d++)
+    if (f[d] > 1) SPACE_TRY(pk_sched_unroll(s, name, N_(root[d], ".i"), 0));
+  if (parallel) SPACE_TRY(pk_sched_parallel(s, name, order[0]));
+  *done = true;
+  return PK_OK;
+}
+
 /* Names of a schedule's stages at the start (one per compute), kept in the plan. */
 typedef struct generic_plan {
   int nstages;
@@ -52,7 +91,29 @@ static int64_t last_extent(const pk_te_tensor *t) { return t->shape[t->ndim - 1]
 
 /* ---- reductions ---- */
 
-enum { RD_VECTOR, RD_RFACTOR, RD_REDUCE_POS, RD_UNROLL, RD_PARALLEL, RD_NKNOBS };
+enum { RD_VECTOR, RD_RFACTOR, RD_REDUCE_POS, RD_UNROLL, RD_PARALLEL, RD_PHASES, RD_NKNOBS };
+
+/* The constant c of a `x % c` in e whose x uses axis ax (the phase of a strided window's
+ * gradient, x = i * s + ...); 0: none. */
+static int64_t axis_modulus(const pk_expr *e, const pk_te_axis *ax) {
+  if (e->kind == PK_EXPR_BINARY && e->op == PK_EOP_MOD && e->args[1]->kind == PK_EXPR_INT &&
+      e->args[1]->ival > 1 && space_uses_axis(e->args[0], ax))
+    return e->args[1]->ival;
+  for (int i = 0; i < e->nargs; i++) {
+    int64_t c = axis_modulus(e->args[i], ax);
+    if (c) return c;
+  }
+  return 0;
+}
+
+/* Does some dim of t (a compute) take a phase, dividing its extent? */
+static bool has_phases(const pk_te_tensor *t) {
+  for (int d = 0; d < t->ndim; d++) {
+    int64_t c = axis_modulus(t->body, t->axes[d]);
+    if (c && t->shape[d] % c == 0) return true;
+  }
+  return false;
+}
 
 static pk_status reduction_init(pk_space *sp) {
   const pk_te_program *prog = sp->task->prog;
@@ -80,6 +141,11 @@ static pk_status reduction_init(pk_space *sp) {
   space_add_knob(sp, "reduce_pos", (int64_t[]){0, 1}, 2);
   space_add_knob(sp, "unroll", (int64_t[]){1, 2, 4, 8}, 4);
   space_add_knob(sp, "parallel", (int64_t[]){0, 1}, sp->opts.allow_parallel ? 2 : 1);
+  bool phases = false;
+  for (int i = 0; i < prog->ntensors; i++)
+    if (prog->tensors[i]->kind == PK_TE_COMPUTE) phases |= has_phases(prog->tensors[i]);
+  space_add_knob(sp, "phases", (int64_t[]){0, 1}, phases ? 2 : 1);
+  sp->knobs[RD_PHASES].added_later = true;
   PK_ASSERT(sp->nknobs == RD_NKNOBS);
   return PK_OK;
 }
@@ -141,11 +207,46 @@ static pk_status reduction_plain(pk_schedule *s, const char *S, const int64_t *v
   return PK_OK;
 }
 
+/* phases 1: a stage whose dims take phases x % c (a strided max-pool's or window's
+ * gradient: each output element tests which window taps reach it) has each such dim split
+ * by c and its inner part unrolled, and its taps (reductions up to 4 long) unrolled too,
+ * so the phase tests fold to constants; serial, where lanes would compute x % c and x / c
+ * one by one and gather (ResNet-18's max-pool gradient: 12x faster). */
+static pk_status reduction_phases(pk_schedule *s, const pk_stage *st, const int64_t *v) {
+  const pk_te_tensor *t = st->tensor;
+  const char *name = st->name, *order[3 * PK_TE_MAX_DIMS], *unroll[3 * PK_TE_MAX_DIMS];
+  const char *root[2 * PK_TE_MAX_DIMS];
+  int n = 0, nu = 0, nroot = st->nroot;
+  for (int r = 0; r < nroot; r++) root[r] = st->root[r]->name;
+  int64_t ext[2 * PK_TE_MAX_DIMS];
+  for (int r = 0; r < nroot; r++) ext[r] = st->root[r]->extent;
+  for (int d = 0; d < t->ndim; d++) {
+    int64_t c = axis_modulus(t->body, t->axes[d]);
+    if (!c || t->shape[d] % c != 0) {
+      order[n++] = root[d];
+      continue;
+    }
+    SPACE_TRY(pk_sched_split(s, name, root[d], c));
+    order[n++] = N_(root[d], ".o");
+    order[n++] = unroll[nu++] = N_(root[d], ".i");
+  }
+  for (int r = t->ndim; r < nroot; r++) {
+    order[n++] = root[r];
+    if (ext[r] <= 4) unroll[nu++] = root[r];
+  }
+  SPACE_TRY(pk_sched_reorder(s, name, n, order));
+  for (int i = 0; i < nu; i++) SPACE_TRY(pk_sched_unroll(s, name, unroll[i], 0));
+  if (v[RD_PARALLEL]) SPACE_TRY(pk_sched_parallel(s, name, order[0]));
+  return PK_OK;
+}
+
 static pk_status reduction_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
   const generic_plan *p = sp->plan;
   for (int i = 0; i < p->nstages; i++) {
     const pk_stage *st = pk_sched_find_stage(s, p->stage[i]);
-    if (st->tensor->body->kind != PK_EXPR_REDUCE)
+    if (v[RD_PHASES] && st->attach == PK_ATTACH_ROOT && !st->tensor->dom_ndim && has_phases(st->tensor))
+      SPACE_TRY(reduction_phases(s, st, v));
+    else if (st->tensor->body->kind != PK_EXPR_REDUCE)
       SPACE_TRY(space_schedule_injective(s, st, v[RD_VECTOR], v[RD_UNROLL], v[RD_PARALLEL] != 0, false, false));
     else if (v[RD_RFACTOR])
       SPACE_TRY(reduction_rfactor(s, p->stage[i], v));
@@ -153,6 +254,15 @@ static pk_status reduction_apply(const pk_space *sp, pk_schedule *s, const int64
       SPACE_TRY(reduction_plain(s, p->stage[i], v));
   }
   return PK_OK;
+}
+
+/* The read of e with the most elements (best: the one so far). */
+static const pk_expr *largest_read(const pk_expr *e, const pk_expr *best) {
+  if (e->kind == PK_EXPR_READ &&
+      (!best || pk_te_tensor_numel(e->tensor) > pk_te_tensor_numel(best->tensor)))
+    best = e;
+  for (int i = 0; i < e->nargs; i++) best = largest_read(e->args[i], best);
+  return best;
 }
 
 /* Without a preset the host compiler vectorizes a reduction's loops by itself, but not
@@ -172,7 +282,13 @@ static bool reduction_preset(const pk_space *sp, int64_t *v) {
   memset(v, 0, RD_NKNOBS * sizeof *v);
   v[RD_UNROLL] = 1;
   v[RD_VECTOR] = space_pick(sp, RD_VECTOR, L);
-  if (inner == 1 && ext >= 2 * L) {
+  v[RD_PHASES] = space_pick(sp, RD_PHASES, 1);
+  /* the largest operand read along the reduction's rows (a batch norm's sums over N, H, W
+   * per channel): lanes across the channels would gather from H*W apart (5-13 GFLOP/s) */
+  const pk_expr *big = largest_read(r->body, NULL);
+  bool rows = big && big->nargs > 0 && space_uses_axis(big->args[big->nargs - 1], k) &&
+              !space_uses_axis(big->args[big->nargs - 1], r->axes[r->ndim - 1]);
+  if ((inner == 1 || rows) && ext >= 2 * L) {
     v[RD_RFACTOR] = space_pick(sp, RD_RFACTOR, L);
     return v[RD_RFACTOR] > 1;
   }

@@ -153,4 +153,12 @@ pk_status space_build_trace(pk_space *sp, const pk_config *c, const char **trace
 pk_status space_schedule_injective(pk_schedule *s, const pk_stage *st, int64_t vector,
                                    int64_t unroll, bool parallel, bool fuse, bool strict);
 
+/* A strided conv's dX interleave (a root injective stage of the phase tensor's rank, some
+ * dim f = ceil(extent / the phase's) > 1 times longer): each such dim split by f, its inner
+ * part unrolled
+ * so x mod s and x / s fold away; the outermost loop parallel when asked. *done is false,
+ * nothing scheduled, when st is not such a stage. */
+pk_status space_schedule_interleave(pk_schedule *s, const pk_stage *st, const pk_te_tensor *phase,
+                                    bool parallel, bool *done);
+
 #endif

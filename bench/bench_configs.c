@@ -5,7 +5,8 @@
  *
  * Usage: bench_configs [--rounds R] FILE.te CONFIG [CONFIG ...]
  * CONFIG is a knobs JSON object ({"tile_m":16,...}) or a trace ({"version":1,"steps":...}),
- * inline or @FILE. Prints per config the median and fastest of R interleaved rounds (7
+ * inline or @FILE, or `preset`: the space's preset, what a kernel gets untuned (its knobs
+ * and trace are printed, to start from or to lower with `pock te c --schedule`). Prints per config the median and fastest of R interleaved rounds (7
  * unless given) and the ratio of OpenBLAS's median to its median. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,12 @@ static pk_status config_schedule(pk_ctx *ctx, pk_space *sp, pk_te_program *p, co
   }
   if (strstr(text, "\"steps\"")) return pk_sched_from_json(ctx, p, text, out);
   pk_config c;
+  if (!strcmp(text, "preset")) {
+    if (!pk_space_preset(sp, &c)) return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "the space has no preset");
+    pk_status st = pk_space_schedule(sp, ctx, &c, out);
+    if (st == PK_OK) printf("preset knobs %s\npreset trace %s\n", pk_space_knobs_json(ctx, sp, &c), pk_sched_to_json(*out));
+    return st;
+  }
   pk_status st = pk_space_config_from_knobs(sp, text, &c);
   return st != PK_OK ? st : pk_space_schedule(sp, ctx, &c, out);
 }

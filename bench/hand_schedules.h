@@ -12,8 +12,9 @@
  * workspace, a register tile of accumulators (pk_gemm_register_tile: 6 × 2 vectors, or
  * 8 × 1), k outermost in the tile. */
 pk_status pk_hand_schedule_matmul(pk_schedule *s, const pk_target *t);
-/* conv2d NCHW (program from pk_op_build(PK_OP_CONV2D)): a 4-channel × (2 vectors of
- * columns) register tile, reductions over c, r, s outside it, columns vectorized. */
+/* conv2d NCHW (program from pk_op_build(PK_OP_CONV2D)) with a window: an 8-channel × (one
+ * vector of columns) register tile, reductions over c, r, s outside it, columns
+ * vectorized, the column taps partitioned where the padding guards hold. */
 pk_status pk_hand_schedule_conv2d(pk_schedule *s, const pk_target *t);
 
 #endif

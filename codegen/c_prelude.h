@@ -92,6 +92,16 @@ static inline int32_t pk_clamp32(int64_t x) {
   return x < -(INT64_C(1) << 30) ? -(1 << 30) : x > (INT64_C(1) << 30) ? (1 << 30) : (int32_t)x;
 }
 
+/* Two-vector permutes with a mask vector: GCC's __builtin_shuffle. Clang has no such form;
+ * there stride-2 loads stay lane by lane. */
+#if defined(__clang__)
+#define PK_HAVE_SHUFFLE 0
+#define PK_SHUFFLE2(a, b, m) (a)
+#else
+#define PK_HAVE_SHUFFLE 1
+#define PK_SHUFFLE2(a, b, m) __builtin_shuffle(a, b, m)
+#endif
+
 /* pk_SxNu: the same vector at any element-aligned address, aliasing T (for loads/stores) */
 #define PK_VEC_TYPE(S, T, N)                                                               \
   typedef T pk_##S##x##N __attribute__((vector_size(sizeof(T) * (N))));                   \
@@ -144,6 +154,17 @@ static inline int32_t pk_clamp32(int64_t x) {
     for (int l = 0; l < n; l++) v[l] = p[l * stride];                                      \
     return v;                                                                              \
   }                                                                                        \
+  /* Stride 2 over a whole vector whose span b[i, i + 2N) lies inside the buffer: two      \
+   * contiguous loads and their even lanes, one permute (a strided conv's input row; lane \
+   * by lane it was the slowest part of a stem conv); else lane by lane. */                \
+  static inline pk_##S##x##N pk_vldsb_##S##x##N(const T *b, int64_t i, int64_t stride,     \
+                                                int64_t numel, int n) {                    \
+    if (PK_HAVE_SHUFFLE && stride == 2 && n == (N) && i >= 0 && i + 2 * (N) <= numel) {    \
+      pk_##S##x##N lo = pk_vld_##S##x##N(b + i, N), hi = pk_vld_##S##x##N(b + i + (N), N); \
+      return PK_SHUFFLE2(lo, hi, __builtin_convertvector(pk_vlanes_##N(0) * 2, pk_##I##x##N)); \
+    }                                                                                      \
+    return pk_vlds_##S##x##N(b + i, stride, n);                                            \
+  }                                                                                        \
   /* Under a mask, b[i + k * stride] for lanes k < n: inactive lanes' elements may lie     \
    * outside the buffer (b[0, numel)), so the whole vector is read only when all of them   \
    * lie inside; else active lanes one by one. (Inactive lanes' values are discarded.) */  \
@@ -152,7 +173,7 @@ static inline int32_t pk_clamp32(int64_t x) {
     int64_t last = i + stride * (n - 1);                                                   \
     if (i >= 0 && i < numel && last >= 0 && last < numel)                                  \
       return stride == 1 ? pk_vldp_##S##x##N(b, i, numel, n)                               \
-                         : pk_vlds_##S##x##N(b + i, stride, n);                            \
+                         : pk_vldsb_##S##x##N(b, i, stride, numel, n);                     \
     pk_##S##x##N v = {0};                                                                  \
     for (int l = 0; l < n; l++)                                                            \
       if (m[l]) v[l] = b[i + l * stride];                                                  \

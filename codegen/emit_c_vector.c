@@ -217,6 +217,9 @@ static vx load(cg *E, const pk_lexpr *e, const vmask *m) {
     else if (c == 1)
       parts[p] = pk_sprintf(E->ctx, "%s(%s, %s, %" PRId64 ", %d)", vx_helper(E, "vldp", b->dtype),
                             b->name, at, b->numel, n);
+    else if (c == 2) /* two loads and a permute where the span is inside the buffer */
+      parts[p] = pk_sprintf(E->ctx, "%s(%s, %s, 2, %" PRId64 ", %d)", vx_helper(E, "vldsb", b->dtype),
+                            b->name, at, b->numel, n);
     else
       parts[p] = pk_sprintf(E->ctx, "%s(&%s[%s], %" PRId64 ", %d)", vx_helper(E, "vlds", b->dtype),
                             b->name, at, c, n);

@@ -277,8 +277,14 @@ static void test_loads(harness *H) {
                            "B = compute((4, 16), (i, j) => A[i, j] * C[i] - C[i])\n", "pk_vbc_f32"},
       {"vector_strided_store", "A = placeholder((6, 8), f32)\nB = compute((8, 6), (i, j) => A[j, i] + 1.0)\n",
        "pk_vlds_f32"},
+      /* stride 2: two loads and a permute where the span fits; the odd columns' last span
+       * runs one past the fenced buffer's end, so those parts load lane by lane */
+      {"vector_stride2_load", "A = placeholder((3, 32), f32)\nB = compute((3, 16), (i, j) => A[i, j * 2] * 3.0)\n",
+       "pk_vldsb_f32"},
+      {"vector_stride2_load_at_end", "A = placeholder((3, 32), f32)\n"
+                                     "B = compute((3, 16), (i, j) => A[i, j * 2 + 1] - 1.0)\n", "pk_vldsb_f32"},
   };
-  for (int c = 0; c < 4; c++) {
+  for (int c = 0; c < 6; c++) {
     pk_te_program *p = parse(H, cases[c].te);
     pk_lfunc *f = lower(H, p);
     loop_at(f, 1)->loop = PK_LOOP_VECTORIZED;

@@ -3,7 +3,8 @@
  * dW (C, 1, 3, 3) (conv template), a 4-channel conv2d dW (conv-as-GEMM template) and a
  * linear layer's dW (matmul template), builds, replays from its trace and equals the
  * interpreter when run on 3 threads; the knob is offered only to spaces that may run loops
- * in parallel; and a preset takes it exactly when the output alone cannot fill the cores. */
+ * in parallel; and a preset takes it exactly when the output alone cannot fill the cores,
+ * except the depthwise dW's, which sums its rows in vector lanes (rfactor_lanes) instead. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@ typedef struct rf_case {
   pk_op_params prm;
   int input; /* the gradient */
   const char *template_name; /* the space's template */
+  bool lanes;                /* the preset takes rfactor_lanes, never rfactor_threads */
 } rf_case;
 
 /* Schedules of the gradient, per value of rfactor_threads: `per_value` sampled configs
@@ -62,6 +64,8 @@ static void check_case(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const rf_case *c, i
   pk_config c0;
   bool preset = pk_space_preset(sp, &c0);
   int64_t preset_threads = preset ? kn->values[c0.idx[ki]] : -1;
+  int kl = pk_space_knob_index(sp, "rfactor_lanes");
+  int64_t preset_lanes = preset && kl >= 0 ? pk_space_knob(sp, kl)->values[c0.idx[kl]] : 0;
   pk_candidate cand;
   if (preset && pk_space_build(sp, &c0, &cand) == PK_OK &&
       pk_sched_from_json(ctx, g.prog, cand.trace, &scheds[n]) == PK_OK) {
@@ -79,6 +83,9 @@ static void check_case(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const rf_case *c, i
       pk_config cfg;
       pk_space_sample(sp, &rng, &cfg);
       cfg.idx[ki] = vi;
+      /* unsplit samples of a lanes case: rfactor_lanes' values > 0 in turn */
+      if (c->lanes && vi == 0 && kl >= 0 && pk_space_knob(sp, kl)->nvalues > 1)
+        cfg.idx[kl] = 1 + got % (pk_space_knob(sp, kl)->nvalues - 1);
       if (pk_space_build(sp, &cfg, &cand) != PK_OK) {
         pk_ctx_clear_error(ctx);
         continue;
@@ -119,11 +126,12 @@ static void check_case(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const rf_case *c, i
   bool serial_preset = pk_space_preset(serial, &cs);
   printf("     %s: template %s, %d candidates (preset rfactor_threads %lld), %d wrong\n", what,
          sp->cls->name, n, (long long)preset_threads, bad);
-  check(!strcmp(sp->cls->name, c->template_name) && built && !bad && !unsplit && (preset_threads > 0) == want_split && serial_preset &&
+  check(!strcmp(sp->cls->name, c->template_name) && built && !bad && !unsplit &&
+            (preset_threads > 0) == (want_split && !c->lanes) && (preset_lanes > 0) == c->lanes && serial_preset &&
             pk_space_knob(serial, ks)->values[cs.idx[ks]] == 0,
-        what, "template %s (want %s); %d of %d candidates, build %s; %d wrong; preset rfactor_threads %lld; serial "
-        "preset %s", sp->cls->name, c->template_name, n, want, built ? "ok" : pk_ctx_error(ctx), bad, (long long)preset_threads,
-        serial_preset ? "ok" : "refused");
+        what, "template %s (want %s); %d of %d candidates, build %s; %d wrong; preset rfactor_threads %lld, "
+        "rfactor_lanes %lld; serial preset %s", sp->cls->name, c->template_name, n, want, built ? "ok" : pk_ctx_error(ctx),
+        bad, (long long)preset_threads, (long long)preset_lanes, serial_preset ? "ok" : "refused");
   if (m) pkrt_module_free(m);
   pk_space_free(sp);
   pk_space_free(serial);
@@ -142,15 +150,15 @@ int main(void) {
       /* MobileNet's depthwise layer in small: dW (8, 1, 3, 3) sums over 2 x 12 x 12 */
       {"depthwise_conv2d_dW", PK_OP_CONV2D,
        {2, {{4, {2, 8, 12, 12}, PKRT_DTYPE_F32}, {4, {8, 1, 3, 3}, PKRT_DTYPE_F32}},
-        {.groups = 8, .pad = {1, 1, 1, 1}}}, 1, "conv"},
+        {.groups = 8, .pad = {1, 1, 1, 1}}}, 1, "conv", true},
       /* a conv2d of 4 channels (the conv-as-GEMM template): dW (4, 4, 3, 3) sums over
        * 4 x 10 x 10 */
       {"conv2d_dW_4ch", PK_OP_CONV2D,
        {2, {{4, {4, 4, 10, 10}, PKRT_DTYPE_F32}, {4, {4, 4, 3, 3}, PKRT_DTYPE_F32}},
-        {.pad = {1, 1, 1, 1}}}, 1, "conv_gemm"},
+        {.pad = {1, 1, 1, 1}}}, 1, "conv_gemm", false},
       /* a linear layer on 300 tokens, Y = X W^T: dW (16, 8) sums over the tokens */
       {"linear_dW", PK_OP_MATMUL,
-       {2, {{2, {300, 8}, PKRT_DTYPE_F32}, {2, {16, 8}, PKRT_DTYPE_F32}}, {.trans_b = true}}, 1, "matmul"},
+       {2, {{2, {300, 8}, PKRT_DTYPE_F32}, {2, {16, 8}, PKRT_DTYPE_F32}}, {.trans_b = true}}, 1, "matmul", false},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(ctx, cc, rt, &cases[i], 2);
   pkrt_ctx_free(rt);
