@@ -17,7 +17,7 @@
 #include "pk_target.h"
 #include "pk_verify.h"
 
-#define PK_CGEN_C_VERSION 4 /* bump when emitted C changes for the same trace (IR or emitter) */
+#define PK_CGEN_C_VERSION 5 /* bump when emitted C changes for the same trace (IR or emitter) */
 
 /* Several kernels in one source: compiling one file is much cheaper than many. Function
  * names must be Pock-made identifiers ([a-z_][a-z0-9_]*). */
