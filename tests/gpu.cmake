@@ -39,6 +39,18 @@ add_dependencies(test_gpu_cuda_mock pk_mock_libcuda)
 set_property(TEST test_gpu_cuda_mock APPEND PROPERTY ENVIRONMENT
   "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/mock-cuda")
 
+# cuBLAS as the CUDA extern kernel against a stand-in libcublas beside the stand-in driver.
+add_library(pk_mock_libcublas MODULE fixtures/mock_libcublas.c)
+target_compile_options(pk_mock_libcublas PRIVATE -fvisibility=hidden)
+target_link_libraries(pk_mock_libcublas PRIVATE ${CMAKE_DL_LIBS})
+set_target_properties(pk_mock_libcublas PROPERTIES PREFIX "lib" OUTPUT_NAME "cublas"
+  SUFFIX ".so.12" LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mock-cuda)
+pk_add_test(test_gpu_cublas_mock LIBS pockrt_static LABELS runtime sanitize TIMEOUT 60)
+target_link_options(test_gpu_cublas_mock PRIVATE -Wl,--wrap=malloc,--wrap=calloc)
+add_dependencies(test_gpu_cublas_mock pk_mock_libcuda pk_mock_libcublas)
+set_property(TEST test_gpu_cublas_mock APPEND PROPERTY ENVIRONMENT
+  "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/mock-cuda")
+
 # libpockrt stays small and links neither OpenCL nor CUDA (readelf), stripped <= 200 KB.
 add_test(NAME test_gpu_link COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_link.sh
   $<TARGET_FILE:pockrt> $<TARGET_FILE:pock-rt> "${CMAKE_BUILD_TYPE}")
