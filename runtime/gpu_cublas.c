@@ -40,11 +40,12 @@ static pkrt_status cb_fail(pkrt_gpu_blas *b, const char *call, cb_status s) {
                        name ? name : "cuBLAS status", s);
 }
 
-/* dlopens library, or each of PKRT_CUBLAS_LIBRARIES in turn when it is NULL. */
+/* dlopens the first of library's space-separated names that loads (NULL:
+ * PKRT_CUBLAS_LIBRARIES). */
 static pkrt_status cb_load(pkrt_gpu_blas *b, const char *library) {
-  const char *names = library ? library : PKRT_CUBLAS_LIBRARIES, *why = NULL;
+  const char *names = library && *library ? library : PKRT_CUBLAS_LIBRARIES, *why = NULL;
   for (const char *p = names; *p && !b->lib;) {
-    size_t n = library ? strlen(p) : strcspn(p, " ");
+    size_t n = strcspn(p, " ");
     snprintf(b->library, sizeof b->library, "%.*s", (int)n, p);
     if (!(b->lib = dlopen(b->library, RTLD_NOW | RTLD_LOCAL))) why = dlerror();
     p += n;

@@ -170,7 +170,7 @@ static void refusals(const char *art, int64_t device_align) {
       {"refuse_format3_c_target", c_target, "format: 3, but target 'c' needs format 1 or 2"},
       {"refuse_no_gpu_object", no_gpu, "gpu: missing or not an object"},
       {"refuse_zero_block", zero_block, "kernels[2].block[1]: must be an integer in [1, "},
-      {"refuse_gpu_extern", extern_kernel, "externs: GPU artifacts call no externs"},
+      {"refuse_opencl_extern", extern_kernel, "externs: OpenCL artifacts call no extern kernel"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (i == 0 && device_align <= 64) { /* this device takes any plan */

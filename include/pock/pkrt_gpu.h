@@ -169,7 +169,8 @@ pkrt_status pkrt_gpu_launch(pkrt_gpu_module *m, int k, const pkrt_gpu_ptr *bufs,
 /* The sonames tried, newest first, when no library is named. */
 #define PKRT_CUBLAS_LIBRARIES "libcublas.so.13 libcublas.so.12 libcublas.so.11 libcublas.so"
 typedef struct pkrt_gpu_blas pkrt_gpu_blas;
-/* g must be a CUDA device. library: the soname or path to load; NULL tries
+/* g must be a CUDA device. library: sonames or paths separated by spaces, the first that
+ * loads is used (a CUDA manifest's extern "library" is this list); NULL tries
  * PKRT_CUBLAS_LIBRARIES. A library that does not load or lacks an entry point is refused
  * naming it; cublasCreate's failure is named with its status. */
 pkrt_status pkrt_gpu_blas_open(pkrt_gpu *g, const char *library, pkrt_gpu_blas **out);
