@@ -5,15 +5,21 @@
  * row-major call as cuBLAS's column-major one (operands swapped, m and n swapped, each
  * transpose kept) for all four transposes, checked against a host matmul; event timing;
  * no allocation per call; operands too big for their views refused; and a libcublas that
- * is missing or is not cuBLAS refused naming it. */
+ * is missing or is not cuBLAS refused naming it. At the model level (the digits MLP built
+ * for cuda with its first matmul made the cuBLAS extern, as a record of it would): the
+ * manifest is accepted, the handle is made at open and destroyed when the open fails
+ * later (the stand-in driver loads no real image), and a missing libcublas or the CPU's
+ * cblas_sgemm in a CUDA artifact is refused by name. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "artifact_edit.h"
 #include "gpu_impl.h"
 #include "pk_test.h"
+#include "pock/pockrt.h"
 
 static int counting;
 static long allocs;
@@ -100,6 +106,67 @@ static void test_refused(void) {
   PASS();
 }
 
+/* The edit: fc1's x·Wᵀ (kernel k0: x [8, 64], fc1.weight [128, 64], fc1.mm [8, 128]) made a
+ * call of extern 0, in library `lib` by symbol `sym`. */
+static const char *edit_lib, *edit_sym;
+static void cublas_kernel(cJSON *j) {
+  cJSON *x = cJSON_CreateObject();
+  cJSON_AddStringToObject(x, "library", edit_lib);
+  cJSON_AddStringToObject(x, "symbol", edit_sym);
+  cJSON_AddStringToObject(x, "signature", PKRT_CUBLAS_SGEMM_SIGNATURE);
+  cJSON *xs = cJSON_CreateArray();
+  cJSON_AddItemToArray(xs, x);
+  cJSON_ReplaceItemInObject(j, "externs", xs);
+  cJSON *k = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "kernels"), 0);
+  cJSON_AddNumberToObject(k, "extern", 0);
+  cJSON *c = cJSON_CreateObject();
+  static const char *const keys[11] = {"a", "b", "c", "m", "n", "k", "lda", "ldb", "ldc",
+                                       "trans_a", "trans_b"};
+  static const int v[11] = {0, 1, 2, 8, 128, 64, 64, 64, 128, 0, 1};
+  for (int i = 0; i < 11; i++) cJSON_AddNumberToObject(c, keys[i], v[i]);
+  cJSON_AddItemToObject(k, "sgemm", c);
+}
+
+/* art ($PK_CUBLAS_MLP): the digits MLP built for cuda -arch=sm_87 by ctest's setup
+ * (test_gpu_cublas_mock_build, without the stand-ins on the library path: NVRTC must not
+ * meet the stand-in driver). */
+static void test_model(const char *art) {
+  char ext[512], err[1024];
+  FILE *f = art ? fopen(art, "rb") : NULL;
+  if (!f) {
+    printf("SKIP test_model: no CUDA artifact at %s (NVRTC missing where it was built?)\n",
+           art ? art : "(none given)");
+    return;
+  }
+  fclose(f);
+  snprintf(ext, sizeof ext, "%s/mlp_cublas.pock", pk_test_tmpdir());
+  pkrt_model *m = NULL;
+  edit_lib = MOCK_CUBLAS, edit_sym = PKRT_CUBLAS_SGEMM_SYM;
+  CHECK(rewrite(art, ext, cublas_kernel) == 0, "rewrite %s", art);
+  int (*created)(void) = (int (*)(void))dlsym(mock, "mock_cublas_created");
+  int before = created();
+  int rc = pkrt_model_open(ext, NULL, &m, err, sizeof err);
+  /* past the manifest and cuBLAS's handle, the stand-in driver refuses the real image */
+  CHECK(rc != 0 && strstr(err, "PTX") && !strstr(err, "manifest") && !strstr(err, "libcublas"),
+        "open: rc %d: %s", rc, err);
+  CHECK(created() == before + 1 && live() == 0,
+        "the open made %d cuBLAS handles (want 1) and left %d live (want 0)",
+        created() - before, live());
+  edit_lib = "libcublas-missing.so.99";
+  CHECK(rewrite(art, ext, cublas_kernel) == 0, "rewrite %s", art);
+  rc = pkrt_model_open(ext, NULL, &m, err, sizeof err);
+  CHECK(rc != 0 && strstr(err, "calls cublasSgemm_v2 in libcublas-missing.so.99") &&
+            strstr(err, "cannot load libcublas"),
+        "missing libcublas: %s", err);
+  edit_lib = MOCK_CUBLAS, edit_sym = PKRT_SGEMM_SYM;
+  CHECK(rewrite(art, ext, cublas_kernel) == 0, "rewrite %s", art);
+  rc = pkrt_model_open(ext, NULL, &m, err, sizeof err);
+  CHECK(rc != 0 && strstr(err, "this runtime calls only cublasSgemm_v2") &&
+            strstr(err, "in CUDA artifacts"),
+        "cblas_sgemm in a CUDA artifact: %s", err);
+  PASS();
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IONBF, 0);
   rt = pkrt_ctx_new(1);
@@ -118,6 +185,12 @@ int main(void) {
   test_refused();
   pkrt_gpu_blas_close(b);
   check(live() == 0, "cublas_handle_destroyed_at_close", "%d handles live", live());
+  if (pk_test_tmpdir_make("pock_cublas_mock") != 0) {
+    printf("FAIL cannot make a scratch directory\n");
+    return 1;
+  }
+  test_model(getenv("PK_CUBLAS_MLP"));
+  pk_test_tmpdir_remove();
   dlclose(mock);
   pkrt_gpu_mem_free(mem);
   pkrt_gpu_close(g);

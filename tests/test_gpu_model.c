@@ -17,6 +17,7 @@
 #include "pkrt.h"
 #include "pock/pkrt_gpu.h"
 #include "pock/pockrt.h"
+#include "artifact_edit.h"
 
 #define PK_TEST_CHECK_GOTO_DONE
 #include "pk_test.h"
@@ -113,32 +114,6 @@ done:
   counting = 0;
   pkrt_model_close(m);
   pkrt_model_close(c);
-}
-
-/* The artifact at src with its manifest changed by edit, written to dst; 0 on success. */
-static int rewrite(const char *src, const char *dst, void (*edit)(cJSON *)) {
-  pkrt_ctx *rt = pkrt_ctx_new(1);
-  pkrt_artifact *art = NULL;
-  int rc = -1;
-  if (pkrt_artifact_read(rt, src, &art) == PKRT_OK) {
-    pkrt_section sec[16];
-    int n = 0;
-    char *text = NULL;
-    for (const pkrt_section *s; n < 16 && (s = pkrt_artifact_section(art, n)); n++) sec[n] = *s;
-    cJSON *j = cJSON_ParseWithLength(sec[0].data, sec[0].size);
-    if (j) {
-      edit(j);
-      text = cJSON_Print(j);
-      sec[0].data = text;
-      sec[0].size = strlen(text);
-      rc = pkrt_artifact_write(rt, dst, sec, n) == PKRT_OK ? 0 : -1;
-    }
-    cJSON_Delete(j);
-    free(text);
-    pkrt_artifact_free(art);
-  }
-  pkrt_ctx_free(rt);
-  return rc;
 }
 
 static void set(cJSON *o, const char *key, cJSON *v) { cJSON_ReplaceItemInObject(o, key, v); }
