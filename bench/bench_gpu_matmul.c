@@ -1,9 +1,11 @@
-/* bench_gpu_matmul.c — fp32 matmul on CUDA device 0 (bench/gpu.sh's table): Pock's GPU
+/* bench_gpu_matmul.c — fp32 matmul on CUDA device 0 (bench/gpu.sh's tables): Pock's GPU
  * kernel with the preset schedule of the cuda target (autotune/space_gpu.c) beside cuBLAS
  * SGEMM called as artifacts call it (pkrt_gpu_blas_sgemm), both timed with device events,
  * the median of repeats after a warm-up. Each generated result is compared with cuBLAS's
  * on the same random inputs first (max |diff| <= 1e-3 · (1 + max |C|) · sqrt(K) / 32), so
- * a fast wrong kernel cannot pass. Prints a markdown table.
+ * a fast wrong kernel cannot pass. Then conv2d 3×3 (N=8, C=O=64, 32×32, pad 1): the cuda
+ * preset on the GPU, checked against the interpreter, beside the C target's preset on one
+ * CPU core (the CPU path, bench_util's timer). Prints markdown tables.
  *
  * Usage: bench_gpu_matmul [--reps N] [MxNxK[tA][tB] ...]
  *   shapes: "4096x4096x4096", "32x256x784tb" (B stored N×K), "256x784x32ta" (A stored K×M);
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_util.h"
 #include "pk_gpu.h"
 #include "pk_ops.h"
 #include "pk_search.h"
@@ -82,7 +85,35 @@ static pkrt_status run_cublas(void *arg, double *ms) {
                              (int32_t)(s->tb ? s->k : s->n), &c->c2, (int32_t)s->n, ms);
 }
 
-/* Builds the preset kernel of s for the device's arch and loads it; NULL with a message. */
+/* The preset schedule of p for target; NULL with a message. */
+static pk_schedule *preset(pk_ctx *ctx, const pk_te_program *p, const char *target) {
+  pk_task task;
+  pk_schedule *sched = NULL;
+  if (pk_task_from_program(ctx, p, target, &task) == PK_OK)
+    sched = pk_space_default_schedule(ctx, &task, NULL);
+  if (!sched) fprintf(stderr, "bench_gpu_matmul: %s preset: %s\n", target, pk_ctx_error(ctx));
+  return sched;
+}
+
+/* Builds p's preset kernel for the device's arch and loads it (*k: its launch); NULL with a
+ * message. */
+static pkrt_gpu_module *load_preset_program(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g,
+                                            const pk_te_program *p, pk_schedule **sched,
+                                            pk_gpu_kernel *k) {
+  pk_lfunc *f;
+  char *src;
+  pkrt_gpu_module *mod = NULL;
+  const char *target = pk_sprintf(ctx, "cuda -arch=sm_%d", pkrt_gpu_describe(g)->sm);
+  if (!(*sched = preset(ctx, p, target))) return NULL;
+  if (pk_sched_lower(ctx, p, *sched, "k0", &f) != PK_OK || pk_gpu_prepare(ctx, f, k) != PK_OK ||
+      pk_cgen_gpu(ctx, PK_GPU_CUDA, k, 1, &src) != PK_OK ||
+      pk_gpu_device_load(ctx, rt, g, k, 1, src, &mod) != PK_OK) {
+    fprintf(stderr, "bench_gpu_matmul: preset kernel: %s\n", pk_ctx_error(ctx));
+    return NULL;
+  }
+  return mod;
+}
+
 static pkrt_gpu_module *load_preset(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const shape *s) {
   pk_op_params prm = {.ninputs = 2};
   prm.in[0] = (pk_op_input){2, {s->ta ? s->k : s->m, s->ta ? s->m : s->k}, PKRT_DTYPE_F32};
@@ -90,23 +121,90 @@ static pkrt_gpu_module *load_preset(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, cons
   prm.attrs.trans_a = s->ta;
   prm.attrs.trans_b = s->tb;
   pk_te_program *p = NULL;
-  pk_task task;
-  pk_lfunc *f;
-  pk_gpu_kernel k;
-  char *src;
-  pkrt_gpu_module *mod = NULL;
-  const char *target = pk_sprintf(ctx, "cuda -arch=sm_%d", pkrt_gpu_describe(g)->sm);
   pk_schedule *sched;
-  if (pk_op_build(ctx, PK_OP_MATMUL, &prm, &p) != PK_OK ||
-      pk_task_from_program(ctx, p, target, &task) != PK_OK ||
-      !(sched = pk_space_default_schedule(ctx, &task, NULL)) ||
-      pk_sched_lower(ctx, p, sched, "k0", &f) != PK_OK || pk_gpu_prepare(ctx, f, &k) != PK_OK ||
-      pk_cgen_gpu(ctx, PK_GPU_CUDA, &k, 1, &src) != PK_OK ||
-      pk_gpu_device_load(ctx, rt, g, &k, 1, src, &mod) != PK_OK) {
-    fprintf(stderr, "bench_gpu_matmul: preset kernel: %s\n", pk_ctx_error(ctx));
+  pk_gpu_kernel k;
+  if (pk_op_build(ctx, PK_OP_MATMUL, &prm, &p) != PK_OK) {
+    fprintf(stderr, "bench_gpu_matmul: matmul: %s\n", pk_ctx_error(ctx));
     return NULL;
   }
-  return mod;
+  return load_preset_program(ctx, rt, g, p, &sched, &k);
+}
+
+typedef struct conv_call {
+  pkrt_gpu_module *mod;
+  pkrt_gpu_ptr v[3], ws;
+  bool has_ws;
+} conv_call;
+
+static pkrt_status run_conv(void *arg, double *ms) {
+  conv_call *c = arg;
+  return pkrt_gpu_launch(c->mod, 0, c->v, 3, NULL, 0, c->has_ws ? &c->ws : NULL, ms);
+}
+
+/* conv2d 3×3 on the GPU (cuda preset, checked against the interpreter) beside the C
+ * target's preset on this CPU core. */
+static int bench_conv(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, int reps) {
+  pk_op_params prm = {.ninputs = 2};
+  prm.in[0] = (pk_op_input){4, {8, 64, 32, 32}, PKRT_DTYPE_F32};
+  prm.in[1] = (pk_op_input){4, {64, 64, 3, 3}, PKRT_DTYPE_F32};
+  prm.attrs.pad[0] = prm.attrs.pad[1] = prm.attrs.pad[2] = prm.attrs.pad[3] = 1;
+  pk_te_program *p;
+  pk_te_ref *ref;
+  pk_host_buffers hb;
+  pk_cc *cc;
+  pk_target *t;
+  pk_schedule *gsched, *csched;
+  pk_gpu_kernel k;
+  pk_kernel_check_result res;
+  conv_call c = {0};
+  pkrt_gpu_mem *mem = NULL;
+  int bad = 1;
+  if (pk_op_build(ctx, PK_OP_CONV2D, &prm, &p) != PK_OK ||
+      pk_bench_inputs(ctx, p, 3, &ref, &hb) != PK_OK) {
+    fprintf(stderr, "bench_gpu_matmul: conv2d: %s\n", pk_ctx_error(ctx));
+    return 1;
+  }
+  if (!(c.mod = load_preset_program(ctx, rt, g, p, &gsched, &k))) goto done;
+  if (pk_gpu_device_check_loaded(ctx, rt, g, c.mod, p, gsched, &k, 3, ref, &res) != PK_OK) {
+    fprintf(stderr, "bench_gpu_matmul: conv2d on the GPU: %s\n", pk_ctx_error(ctx));
+    goto done;
+  }
+  size_t off = 0, ws = (size_t)k.desc.workspace_bytes;
+  size_t bytes[3];
+  for (int i = 0; i < 3; i++) {
+    bytes[i] = 4;
+    for (int d = 0; d < p->tensors[i]->ndim; d++) bytes[i] *= (size_t)p->tensors[i]->shape[d];
+  }
+  if (pkrt_gpu_mem_new(g, bytes[0] + bytes[1] + bytes[2] + ws + 4 * 256, &mem) != PKRT_OK)
+    goto done;
+  for (int i = 0; i < 3; i++) {
+    if (pkrt_gpu_mem_view(mem, off, bytes[i], &c.v[i]) != PKRT_OK) goto done;
+    off = (off + bytes[i] + 255) / 256 * 256;
+  }
+  if ((c.has_ws = ws > 0) && pkrt_gpu_mem_view(mem, off, ws, &c.ws) != PKRT_OK) goto done;
+  double gpu_ms = median_ms(run_conv, &c, reps);
+  if (gpu_ms < 0) goto done;
+  /* the CPU path: the C target's preset, one core, checked and timed by bench_util */
+  if (pk_target_parse(ctx, "c", NULL, &t) != PK_OK || pk_cc_new_target(ctx, NULL, t, 600, &cc) != PK_OK ||
+      !(csched = preset(ctx, p, "c"))) {
+    fprintf(stderr, "bench_gpu_matmul: the C target: %s\n", pk_ctx_error(ctx));
+    goto done;
+  }
+  double cpu_ns = pk_bench_time_scheduled(ctx, cc, rt, p, csched, PK_MEASURE_MIN_NS, &hb);
+  if (cpu_ns < 0) goto done;
+  double gf = 2.0 * 8 * 64 * 32 * 32 * 64 * 9 / 1e6;
+  printf("\n| conv2d 3×3, N=8, C=O=64, 32×32, pad 1 | GPU ms | GPU GFLOP/s | CPU ms (1 core) | "
+         "CPU GFLOP/s | GPU speed-up | GPU error / bound |\n|---|---|---|---|---|---|---|\n"
+         "| preset | %.3f | %.0f | %.3f | %.1f | %.0f× | %.2f |\n",
+         gpu_ms, gf / gpu_ms, cpu_ns / 1e6, gf / (cpu_ns / 1e6), cpu_ns / 1e6 / gpu_ms,
+         res.worst_ratio);
+  bad = 0;
+done:
+  if (bad) fprintf(stderr, "bench_gpu_matmul conv2d: %s\n", pkrt_ctx_error(rt));
+  pkrt_gpu_module_free(c.mod);
+  pkrt_gpu_mem_free(mem);
+  pk_host_buffers_free(&hb);
+  return bad;
 }
 
 static int bench(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_blas *blas, const shape *s,
@@ -195,6 +293,7 @@ int main(int argc, char **argv) {
   printf("|---|---|---|---|---|---|---|\n");
   int bad = 0;
   for (int i = 0; i < nshapes; i++) bad |= bench(ctx, rt, g, blas, &shapes[i], names[i], reps);
+  bad |= bench_conv(ctx, rt, g, reps);
   pkrt_gpu_blas_close(blas);
   pkrt_gpu_close(g);
   pk_ctx_free(ctx);
