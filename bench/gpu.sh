@@ -12,7 +12,8 @@
 #          (SCALE=ci: 20 sampled configs per op class; SCALE=full for 200, about 5 minutes
 #          more)
 #   matmul fp32 matmul, the cuda target's preset, beside cuBLAS SGEMM at 1024³, 4096³ and
-#          the digits MLP's training shapes (bench_gpu_matmul)
+#          the digits MLP's training shapes, and conv2d 3×3 on the GPU beside the CPU path
+#          (the C target's preset on one core) (bench_gpu_matmul)
 #   train  the digits CNN and LARGEST (default resnet18) with a sparse (pockengine) and a
 #          full spec: a Pock training step on the GPU beside PyTorch CUDA eager on the same
 #          data (bench/bench_train.py --target cuda --torch-device cuda), and the CNN's
@@ -167,7 +168,7 @@ stage train 200 train
   echo
   [ -f "$out/ops/gpu_ops.md" ] && sed -n '/^| test/,$p' "$out/ops/gpu_ops.md"
   echo
-  echo "## fp32 matmul: preset vs cuBLAS SGEMM (bench_gpu_matmul)"
+  echo "## fp32 matmul: preset vs cuBLAS SGEMM; conv2d: GPU vs the CPU path (bench_gpu_matmul)"
   echo
   grep -E '^(\||fp32)' "$out/matmul.log" || echo "(no table: see matmul.log)"
   echo
