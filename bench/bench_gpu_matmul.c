@@ -185,7 +185,8 @@ static int bench_conv(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, int reps) {
   double gpu_ms = median_ms(run_conv, &c, reps);
   if (gpu_ms < 0) goto done;
   /* the CPU path: the C target's preset, one core, checked and timed by bench_util */
-  if (pk_target_parse(ctx, "c", NULL, &t) != PK_OK || pk_cc_new_target(ctx, NULL, t, 600, &cc) != PK_OK ||
+  if (pk_target_parse(ctx, "c", NULL, &t) != PK_OK ||
+      pk_cc_new_target(ctx, NULL, t, 600, &cc) != PK_OK ||
       !(csched = preset(ctx, p, "c"))) {
     fprintf(stderr, "bench_gpu_matmul: the C target: %s\n", pk_ctx_error(ctx));
     goto done;
@@ -289,7 +290,8 @@ int main(int argc, char **argv) {
   const pkrt_gpu_info *info = pkrt_gpu_describe(g);
   printf("fp32 matmul on %s (%s, CUDA driver %s), median of %d, preset schedule\n\n",
          info->name, info->version, info->driver, reps);
-  printf("| shape | Pock ms | Pock GFLOP/s | cuBLAS ms | cuBLAS GFLOP/s | Pock / cuBLAS | max diff |\n");
+  printf("| shape | Pock ms | Pock GFLOP/s | cuBLAS ms | cuBLAS GFLOP/s | Pock / cuBLAS | "
+         "max diff |\n");
   printf("|---|---|---|---|---|---|---|\n");
   int bad = 0;
   for (int i = 0; i < nshapes; i++) bad |= bench(ctx, rt, g, blas, &shapes[i], names[i], reps);

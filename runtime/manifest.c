@@ -450,7 +450,8 @@ static pkrt_status parse_externs(parser *P, const cJSON *root, rt_manifest *mf) 
     if (!*X->library) return fail(P, "%s.library: empty", w);
     /* C artifacts call cblas_sgemm through libffi; CUDA artifacts call cuBLAS's sgemm on
      * device memory (gpu_cublas.c); OpenCL artifacts call no library. */
-    if (mf->gpu_api == PKRT_GPU_OPENCL) return fail(P, "externs: OpenCL artifacts call no extern kernel");
+    if (mf->gpu_api == PKRT_GPU_OPENCL)
+      return fail(P, "externs: OpenCL artifacts call no extern kernel");
     const char *sym = mf->gpu_api ? PKRT_CUBLAS_SGEMM_SYM : PKRT_SGEMM_SYM;
     const char *sig = mf->gpu_api ? PKRT_CUBLAS_SGEMM_SIGNATURE : PKRT_SGEMM_SIGNATURE;
     if (strcmp(X->symbol, sym) || strcmp(X->signature, sig))

@@ -64,7 +64,7 @@ static pkrt_status build_views(pkrt_model *m) {
         const rt_tensor *t = &mf->tensors[st->tensors[b]];
         int64_t first = t->offset + t->elem_offset * (int64_t)pkrt_dtype_size(t->dtype);
         e = pkrt_gpu_mem_view(G->mem, G->off[t->region] + (size_t)first,
-                                          (size_t)(t->hi - first), &st->views[b]);
+                              (size_t)(t->hi - first), &st->views[b]);
         if (e != PKRT_OK) {
           char why[400];
           snprintf(why, sizeof why, "%s", pkrt_ctx_error(m->rt));
