@@ -145,6 +145,14 @@ const pk_candidate *pk_space_extern(const pk_space *sp, int i);
 #define PK_CUBLAS_LIB PKRT_CUBLAS_LIBRARIES
 #define PK_CUBLAS_SYM PKRT_CUBLAS_SGEMM_SYM
 #define PK_CUBLAS_SIGNATURE PKRT_CUBLAS_SGEMM_SIGNATURE
+/* The GPU measurer's one call for a cuBLAS candidate c (PK_CAND_EXTERN, PK_CUBLAS_SYM) on
+ * the CUDA device g (opened with rt): operands of the knobs' shape in one device allocation, cuBLAS
+ * loaded from c->extern_lib with a handle on g's stream, two untimed calls, then reps
+ * calls timed with device events (median, min, stddev in ns). Everything is freed before
+ * it returns. PK_ERR_CHECK: knobs that are no sgemm call; PK_ERR_RUNTIME: a device or
+ * cuBLAS failure, the runtime's message in ctx (a missing libcublas named). */
+pk_status pk_gpu_time_cublas(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_candidate *c,
+                             int reps, pk_timing *out);
 
 typedef struct pk_sgemm_shape {
   int a, b, c;           /* tensor ids of A, B and C */

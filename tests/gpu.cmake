@@ -53,7 +53,7 @@ add_test(NAME test_gpu_cublas_mock_build COMMAND sh -c "\"$1\" compile \"$2\" --
   ${PROJECT_SOURCE_DIR}/examples/digits/models/mlp.json ${PK_CUBLAS_MLP})
 set_tests_properties(test_gpu_cublas_mock_build PROPERTIES LABELS "runtime" TIMEOUT 60
   FIXTURES_SETUP cublas_mock_mlp ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache")
-pk_add_test(test_gpu_cublas_mock LIBS pockrt_static LABELS runtime sanitize TIMEOUT 60)
+pk_add_test(test_gpu_cublas_mock LIBS pk_autotune pockrt_static LABELS runtime sanitize TIMEOUT 60)
 target_link_options(test_gpu_cublas_mock PRIVATE -Wl,--wrap=malloc,--wrap=calloc)
 add_dependencies(test_gpu_cublas_mock pk_mock_libcuda pk_mock_libcublas)
 set_tests_properties(test_gpu_cublas_mock PROPERTIES FIXTURES_REQUIRED cublas_mock_mlp)

@@ -9,7 +9,8 @@
  * for cuda with its first matmul made the cuBLAS extern, as a record of it would): the
  * manifest is accepted, the handle is made at open and destroyed when the open fails
  * later (the stand-in driver loads no real image), and a missing libcublas or the CPU's
- * cblas_sgemm in a CUDA artifact is refused by name. */
+ * cblas_sgemm in a CUDA artifact is refused by name. And the GPU measurer's entry for a
+ * cuBLAS candidate (pk_gpu_time_cublas): reps timed calls of the knobs' shape. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 
 #include "artifact_edit.h"
 #include "gpu_impl.h"
+#include "pk_search.h"
 #include "pk_test.h"
 #include "pock/pockrt.h"
 
@@ -106,6 +108,29 @@ static void test_refused(void) {
   PASS();
 }
 
+static void test_measure(void) {
+  pk_ctx *ctx = pk_ctx_new();
+  pk_candidate c = {.kind = PK_CAND_EXTERN, .extern_lib = "libcublas-missing.so.99 " MOCK_CUBLAS,
+                    .extern_sym = PK_CUBLAS_SYM, .extern_sig = PK_CUBLAS_SIGNATURE,
+                    .knobs = "{\"a\":0,\"b\":1,\"c\":2,\"extern\":\"sgemm\",\"k\":5,\"lda\":3,"
+                             "\"ldb\":4,\"ldc\":4,\"m\":3,\"n\":4,\"trans_a\":1,\"trans_b\":0}"};
+  const int *l = ((const int *(*)(void))dlsym(mock, "mock_cublas_last"))();
+  int calls = l[8], live0 = live();
+  pk_timing t = {0};
+  pk_status st = pk_gpu_time_cublas(ctx, rt, g, &c, 7, &t);
+  /* the soname list: the first that loads is used */
+  CHECK(st == PK_OK && t.repeats == 7 && t.median_ns == 0 && l[8] == calls + 9 && l[1] == 1 &&
+            l[2] == 4 && l[3] == 3 && live() == live0,
+        "status %d, %d repeats, %d calls (want 9), ops %d %d m %d n %d: %s", st, t.repeats,
+        l[8] - calls, l[0], l[1], l[2], l[3], pk_ctx_error(ctx));
+  c.knobs = "{\"extern\":\"gemv\"}";
+  st = pk_gpu_time_cublas(ctx, rt, g, &c, 7, &t);
+  CHECK(st == PK_ERR_CHECK && strstr(pk_ctx_error(ctx), "not an sgemm call"), "bad knobs: %s",
+        pk_ctx_error(ctx));
+  pk_ctx_free(ctx);
+  PASS();
+}
+
 /* The edit: fc1's x·Wᵀ (kernel k0: x [8, 64], fc1.weight [128, 64], fc1.mm [8, 128]) made a
  * call of extern 0, in library `lib` by symbol `sym`. */
 static const char *edit_lib, *edit_sym;
@@ -183,6 +208,7 @@ int main(void) {
   test_handle(b, mem);
   for (int t = 0; t < 4; t++) test_sgemm(b, mem, t & 1, t >> 1);
   test_refused();
+  test_measure();
   pkrt_gpu_blas_close(b);
   check(live() == 0, "cublas_handle_destroyed_at_close", "%d handles live", live());
   if (pk_test_tmpdir_make("pock_cublas_mock") != 0) {
