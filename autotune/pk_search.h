@@ -139,9 +139,8 @@ const pk_candidate *pk_space_extern(const pk_space *sp, int i);
 #define PK_SGEMM_SYM PKRT_SGEMM_SYM             /* runtime/pkrt.h: what artifacts call */
 #define PK_SGEMM_SIGNATURE PKRT_SGEMM_SIGNATURE
 /* CUDA targets: cuBLAS's sgemm on device memory (runtime/gpu_cublas.c); the library is
- * the list of sonames the runtime tries. A GPU measurer times this candidate with
- * pkrt_gpu_blas_sgemm (include/pock/pkrt_gpu.h) on buffers of the knobs' shape
- * (pk_sgemm_shape_from_knobs), as artifacts call it. */
+ * the list of sonames the runtime tries. The GPU measurer times this candidate with
+ * pk_gpu_time_cublas (below), which calls it as artifacts do (pkrt_gpu_blas_sgemm). */
 #define PK_CUBLAS_LIB PKRT_CUBLAS_LIBRARIES
 #define PK_CUBLAS_SYM PKRT_CUBLAS_SGEMM_SYM
 #define PK_CUBLAS_SIGNATURE PKRT_CUBLAS_SGEMM_SIGNATURE
