@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu.sh — issue 18's run on a machine with an NVIDIA GPU, in one go of at most 8 minutes
 # (with a built BUILD_DIR; building adds about a minute on 16 cores). Stages, each under
-# its own time limit, in this order:
+# its own time limit (60 + 150 + 60 + 180 s), in this order:
 #   build  Pock into BUILD_DIR unless it is built there (cmake, a C compiler, pkg-config,
 #          libffi, libsodium, libcjson, libsqlite3 and CL/cl.h; DEBS=DIR unpacks the .debs
 #          in DIR into OUT_DIR/prefix first, for an image that has none of them)
@@ -152,9 +152,9 @@ export pock rt close D digits_data target out root build py largest scale
 export -f weights_match matmul train
 stage smoke 60 'weights_match mlp'
 # shellcheck disable=SC2016  # expanded by the stage's bash, from the exported variables
-stage ops 180 'SCALE=$scale TIMEOUT=150 bench/gpu_ops.sh "$build" "$out/ops"'
-stage matmul 90 matmul
-stage train 200 train
+stage ops 150 'SCALE=$scale TIMEOUT=120 bench/gpu_ops.sh "$build" "$out/ops"'
+stage matmul 60 matmul
+stage train 180 train
 
 {
   echo "# GPU run ($(date -u +'%Y-%m-%d %H:%M UTC'))"
