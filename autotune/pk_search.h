@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "pk_autotune.h"
+#include "pock/pkrt_gpu.h" /* PKRT_CUBLAS_*: the CUDA extern */
 
 /* ---- random numbers (splitmix64): the state lives in whoever draws ---- */
 typedef struct pk_rng {
@@ -137,6 +138,20 @@ const pk_candidate *pk_space_extern(const pk_space *sp, int i);
 #define PK_SGEMM_LIB "libopenblas.so.0"
 #define PK_SGEMM_SYM PKRT_SGEMM_SYM             /* runtime/pkrt.h: what artifacts call */
 #define PK_SGEMM_SIGNATURE PKRT_SGEMM_SIGNATURE
+/* CUDA targets: cuBLAS's sgemm on device memory (runtime/gpu_cublas.c); the library is
+ * the list of sonames the runtime tries. The GPU measurer times this candidate with
+ * pk_gpu_time_cublas (below), which calls it as artifacts do (pkrt_gpu_blas_sgemm). */
+#define PK_CUBLAS_LIB PKRT_CUBLAS_LIBRARIES
+#define PK_CUBLAS_SYM PKRT_CUBLAS_SGEMM_SYM
+#define PK_CUBLAS_SIGNATURE PKRT_CUBLAS_SGEMM_SIGNATURE
+/* The GPU measurer's one call for a cuBLAS candidate c (PK_CAND_EXTERN, PK_CUBLAS_SYM) on
+ * the CUDA device g (opened with rt): operands of the knobs' shape in one device allocation, cuBLAS
+ * loaded from c->extern_lib with a handle on g's stream, two untimed calls, then reps
+ * calls timed with device events (median, min, stddev in ns). Everything is freed before
+ * it returns. PK_ERR_CHECK: knobs that are no sgemm call; PK_ERR_RUNTIME: a device or
+ * cuBLAS failure, the runtime's message in ctx (a missing libcublas named). */
+pk_status pk_gpu_time_cublas(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_candidate *c,
+                             int reps, pk_timing *out);
 
 typedef struct pk_sgemm_shape {
   int a, b, c;           /* tensor ids of A, B and C */

@@ -1,5 +1,6 @@
-/* space_extern.c — extern candidates: recognising a task that cblas_sgemm computes, and the
- * candidate (library, symbol, signature, and the call's shape in its knobs JSON). */
+/* space_extern.c — extern candidates: recognising a task that an sgemm computes, and the
+ * candidate (library, symbol, signature, and the call's shape in its knobs JSON):
+ * cblas_sgemm on C targets, cuBLAS on CUDA targets. */
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -74,13 +75,17 @@ static char *sgemm_knobs(pk_ctx *ctx, const pk_sgemm_shape *g) {
 void space_extern_init(pk_space *sp) {
   pk_sgemm_shape g;
   sp->nexterns = 0;
-  if (sp->gpu || !pk_match_sgemm(sp->task->prog, &g)) return; /* OpenBLAS runs on the CPU */
+  /* OpenBLAS on the CPU, cuBLAS on CUDA targets; OpenCL targets have no library here */
+  const pk_target *t = NULL;
+  bool cuda = sp->gpu && pk_task_target(sp->ctx, sp->task, &t) == PK_OK &&
+              t->kind == PK_TARGET_CUDA;
+  if ((sp->gpu && !cuda) || !pk_match_sgemm(sp->task->prog, &g)) return;
   pk_candidate *c = &sp->externs[sp->nexterns++];
   memset(c, 0, sizeof *c);
   c->kind = PK_CAND_EXTERN;
-  c->extern_lib = PK_SGEMM_LIB;
-  c->extern_sym = PK_SGEMM_SYM;
-  c->extern_sig = PK_SGEMM_SIGNATURE;
+  c->extern_lib = cuda ? PK_CUBLAS_LIB : PK_SGEMM_LIB;
+  c->extern_sym = cuda ? PK_CUBLAS_SYM : PK_SGEMM_SYM;
+  c->extern_sig = cuda ? PK_CUBLAS_SIGNATURE : PK_SGEMM_SIGNATURE;
   c->knobs = sgemm_knobs(sp->ctx, &g);
   /* The task fixes the shape, so library, symbol and signature name the candidate. */
   const char *id = pk_sprintf(sp->ctx, "extern:%s %s %s", c->extern_lib, c->extern_sym, c->extern_sig);

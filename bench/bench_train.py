@@ -231,6 +231,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--steps", type=int, default=10, help="timed steps per worker run")
+    ap.add_argument("--target", help="pock compile/tune --target (bench/gpu.sh: 'cuda -arch=sm_90')")
+    ap.add_argument("--torch-device", default="cpu", help="PyTorch's device (cuda: CUDA eager)")
     ap.add_argument("--tune", type=float, metavar="SECONDS",
                     help="pock tune --time-budget per model x scheme x batch (turns tuning on)")
     ap.add_argument("--tune-trials", type=int, metavar="N",
@@ -358,6 +360,8 @@ def main():
     db = os.path.join(work, "tune.db")
     tune_args = (["--time-budget", repr(a.tune)] if a.tune else []) + \
         (["--total-trials", str(a.tune_trials)] if a.tune_trials else [])
+    target = ["--target", a.target] if a.target else []
+    tune_args += target
     budget = " ".join(tune_args)
     for i, p in enumerate(plan):
         log("[compile %d/%d] %s %s batch %d" % (i + 1, len(plan), p["model"], p["scheme"], p["batch"]))
@@ -367,7 +371,8 @@ def main():
             continue
         base = os.path.join(work, "artifacts", "%s_%s_%s_b%d" % (p["model"], a.size, p["scheme"], p["batch"]))
         os.makedirs(os.path.dirname(base), exist_ok=True)
-        p["pock"] = compile_pock(pock, p["files"]["pock"], p["spec"], p["batch"], base + ".pock")
+        p["pock"] = compile_pock(pock, p["files"]["pock"], p["spec"], p["batch"], base + ".pock",
+                                 extra=target)
         p["art"] = base + ".pock"
         if p["resolved"] is not None:
             p["mismatch"] = resolution_diff(p["resolved"], pock_resolution(
@@ -384,7 +389,7 @@ def main():
             else:
                 p["art_tuned"] = base + "_tuned.pock"
                 p["tuned"] = compile_pock(pock, p["files"]["pock"], p["spec"], p["batch"],
-                                          p["art_tuned"], db)
+                                          p["art_tuned"], db, extra=target)
                 p["tuned"]["tune_s"] = time.time() - t0
             log("  tuned and compiled in %.1f s%s" % (time.time() - t0, "; " + p["tuned"]["error"]
                                                        if "error" in p["tuned"] else ""))
@@ -422,7 +427,8 @@ def main():
                    MKL_NUM_THREADS=str(t))
         if tool == "torch":
             return run_json([a.python, os.path.join(HERE, "torch_train_worker.py"), "--model",
-                             p["model"], "--size", a.size, "--spec", p["spec"]] + common,
+                             p["model"], "--size", a.size, "--spec", p["spec"],
+                             "--device", a.torch_device] + common,
                             "torch", env=env)
         if any(s is not None for s in p["resolved"].values()):
             return {"error": "n/a: " + ORT_PARTIAL}

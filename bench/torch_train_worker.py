@@ -7,7 +7,7 @@ a frozen rest), times each step, and prints one JSON line.
   build-venv-onnx/bin/python bench/torch_train_worker.py --model NAME [--size device]
       --spec SPEC.json --optimizer sgd|adamw --lr LR [--momentum M] [--weight-decay WD]
       --data X.npy[,X2.npy]:Y.npy [--test X.npy[,X2.npy]:Y.npy] --batch B --threads T
-      (--warmup W --steps K | --epochs E)
+      (--warmup W --steps K | --epochs E) [--device cpu|cuda]
 
 Rows in file order, batches cycling through the data, the last partial batch of an epoch
 dropped (as bench_train_step). Every module is in training mode (the ONNX exports train
@@ -85,6 +85,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--steps", type=int)
     ap.add_argument("--epochs", type=int)
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda for CUDA eager (bench/gpu.sh)")
     a = ap.parse_args()
     if (a.steps is None) == (a.epochs is None) or (a.steps or a.epochs) < 1:
         raise SystemExit("torch_train_worker: one of --steps K or --epochs E (>= 1)")
@@ -102,6 +103,11 @@ def main():
     except sparse_spec.SpecError as e:
         print(json.dumps({"error": "sparse spec: %s" % e}))
         return 0
+    if a.device != "cpu" and not (a.device.startswith("cuda") and torch.cuda.is_available()):
+        print(json.dumps({"error": "device %s: PyTorch sees no CUDA device" % a.device}))
+        return 0
+    dev = torch.device(a.device)
+    m.to(dev)  # before the split: the slices are cut from the moved weights
     params, splits = sparse_spec.apply(m, r)
     if a.optimizer == "sgd":
         opt = torch.optim.SGD(params, lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay)
@@ -118,13 +124,14 @@ def main():
     for s in range(total):
         t0 = time.perf_counter()
         inp, yb = batch(m, xs, y, (s % per) * b, b, torch.float32)
+        inp, yb = [v.to(dev) for v in inp], yb.to(dev)
         sparse_spec.join(splits)
         z = m(*inp)
         loss = F.cross_entropy(z.reshape(-1, z.shape[-1]), yb.reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        lv = loss.item()
+        lv = loss.item()  # waits for the device too
         dt = (time.perf_counter() - t0) * 1e3
         if a.steps and s < a.warmup:
             continue
@@ -140,6 +147,7 @@ def main():
         with torch.no_grad():
             for r0 in range(0, len(ty), b):
                 inp, yb = batch(m, txs, ty, r0, b, torch.float32)
+                inp, yb = [v.to(dev) for v in inp], yb.to(dev)
                 z = m(*inp)
                 z, yb = z.reshape(-1, z.shape[-1]), yb.reshape(-1)
                 lsum += F.cross_entropy(z, yb, reduction="sum").item()

@@ -123,9 +123,14 @@ static bool same_sgemm(const pk_sgemm_shape *x, const pk_sgemm_shape *y) {
 static const char *extern_misfit(drv_state *S, int i, const pk_record *r, pk_sgemm_shape *g) {
   const drv_kernel *K = &S->kernels[i];
   const pk_candidate *c = &r->cand;
-  if (!c->extern_lib || !c->extern_sym || !c->extern_sig || strcmp(c->extern_sym, PK_SGEMM_SYM) ||
-      strcmp(c->extern_sig, PK_SGEMM_SIGNATURE))
-    return "the runtime calls no extern but " PK_SGEMM_SYM;
+  /* C artifacts call cblas_sgemm, CUDA artifacts cuBLAS (runtime/manifest.c) */
+  bool cuda = drv_on_gpu(S) && S->target->kind == PK_TARGET_CUDA;
+  if (drv_on_gpu(S) && !cuda) return "OpenCL artifacts call no extern";
+  if (!c->extern_lib || !c->extern_sym || !c->extern_sig ||
+      strcmp(c->extern_sym, cuda ? PK_CUBLAS_SYM : PK_SGEMM_SYM) ||
+      strcmp(c->extern_sig, cuda ? PK_CUBLAS_SIGNATURE : PK_SGEMM_SIGNATURE))
+    return cuda ? "the runtime calls no extern on CUDA but " PK_CUBLAS_SYM
+                : "the runtime calls no extern but " PK_SGEMM_SYM;
   if (pk_sgemm_shape_from_knobs(S->ctx, c->knobs, g) != PK_OK) {
     pk_ctx_clear_error(S->ctx);
     return "its knobs are not an sgemm call";

@@ -510,3 +510,28 @@ const pkrt_gpu_ops pkrt_gpu_cuda_ops = {
     .module_free = cuda_module_free,
     .launch = cuda_launch,
 };
+
+pkrt_status pkrt_gpu_cuda_stream(pkrt_gpu *g, void **stream) {
+  if (g->api != PKRT_GPU_CUDA)
+    return pkrt_ctx_fail(g->rt, PKRT_ERR_INPUT, "%s device %s has no CUDA stream",
+                         pkrt_gpu_api_name(g->api), g->info.name);
+  pkrt_status st = cu_enter(g);
+  if (st == PKRT_OK) *stream = ((cu_dev *)g->impl)->stream;
+  return st;
+}
+
+pkrt_status pkrt_gpu_cuda_timer(pkrt_gpu *g, int stop, double *ms) {
+  cu_dev *d = g->impl;
+  pk_cu_result err = d->cu.cuEventRecord(stop ? d->t1 : d->t0, d->stream);
+  const char *call = err != PK_CUDA_SUCCESS ? "cuEventRecord" : NULL;
+  float t = 0;
+  if (!call && stop) {
+    if ((err = d->cu.cuEventSynchronize(d->t1)) != PK_CUDA_SUCCESS)
+      call = "cuEventSynchronize";
+    else if ((err = d->cu.cuEventElapsedTime(&t, d->t0, d->t1)) != PK_CUDA_SUCCESS)
+      call = "cuEventElapsedTime";
+  }
+  if (call) return cu_fail(g->rt, &d->cu, PKRT_ERR_GPU, err, "%s", call);
+  if (stop) *ms = t;
+  return PKRT_OK;
+}

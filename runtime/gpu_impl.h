@@ -63,6 +63,13 @@ pkrt_status pkrt_gpu_cuda_probe(pkrt_ctx *rt, const char *library, int *ndevices
  * driver's own CUDA_ERROR_UNSUPPORTED_PTX_VERSION then says it). */
 pkrt_status pkrt_gpu_ptx_check(pkrt_ctx *rt, const char *ptx, int driver_version);
 
+/* For a library that queues work on a CUDA device's stream (cuBLAS, gpu_cublas.c): makes
+ * the device's context current on this thread and gives its stream (a CUstream). */
+pkrt_status pkrt_gpu_cuda_stream(pkrt_gpu *g, void **stream);
+/* Device-event timing of work another library queues: stop 0 records the start event;
+ * stop 1 records the end, waits for it and stores the milliseconds between in *ms. */
+pkrt_status pkrt_gpu_cuda_timer(pkrt_gpu *g, int stop, double *ms);
+
 /* Copies src into a fixed-size field, cut to fit and NUL-terminated. */
 void pkrt_gpu_setstr(char *dst, size_t cap, const char *src);
 

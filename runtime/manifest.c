@@ -448,9 +448,15 @@ static pkrt_status parse_externs(parser *P, const cJSON *root, rt_manifest *mf) 
         !(X->signature = get_str(P, e, w, "signature", 1)))
       return P->st;
     if (!*X->library) return fail(P, "%s.library: empty", w);
-    if (strcmp(X->symbol, PKRT_SGEMM_SYM) || strcmp(X->signature, PKRT_SGEMM_SIGNATURE))
-      return fail(P, "%s: this runtime calls only %s with signature %s", w, PKRT_SGEMM_SYM,
-                  PKRT_SGEMM_SIGNATURE);
+    /* C artifacts call cblas_sgemm through libffi; CUDA artifacts call cuBLAS's sgemm on
+     * device memory (gpu_cublas.c); OpenCL artifacts call no library. */
+    if (mf->gpu_api == PKRT_GPU_OPENCL)
+      return fail(P, "externs: OpenCL artifacts call no extern kernel");
+    const char *sym = mf->gpu_api ? PKRT_CUBLAS_SGEMM_SYM : PKRT_SGEMM_SYM;
+    const char *sig = mf->gpu_api ? PKRT_CUBLAS_SGEMM_SIGNATURE : PKRT_SGEMM_SIGNATURE;
+    if (strcmp(X->symbol, sym) || strcmp(X->signature, sig))
+      return fail(P, "%s: this runtime calls only %s with signature %s in %s artifacts", w,
+                  sym, sig, mf->gpu_api ? "CUDA" : "C");
   }
   return PKRT_OK;
 }
@@ -514,7 +520,6 @@ static pkrt_status parse_launch(parser *P, const cJSON *k, const char *w, rt_ker
 
 static pkrt_status parse_kernels(parser *P, const cJSON *root, rt_manifest *mf) {
   if (parse_externs(P, root, mf) != PKRT_OK) return P->st;
-  if (mf->gpu_api && mf->nexterns) return fail(P, "externs: GPU artifacts call no externs");
   const cJSON *ks = get(root, "kernels");
   if (!cJSON_IsArray(ks)) return fail(P, "kernels: missing or not an array");
   int n = cJSON_GetArraySize(ks);
@@ -539,7 +544,8 @@ static pkrt_status parse_kernels(parser *P, const cJSON *root, rt_manifest *mf) 
       return fail(P, "%s.workspace: %lld bytes, more than regions.workspace (%lld)", w,
                   (long long)K->workspace, (long long)mf->workspace_bytes);
     if (parse_kernel_extern(P, k, w, K, mf) != PKRT_OK) return P->st;
-    if (mf->gpu_api && parse_launch(P, k, w, K) != PKRT_OK) return P->st;
+    /* a cuBLAS call is no launch of the artifact's module */
+    if (mf->gpu_api && K->ext < 0 && parse_launch(P, k, w, K) != PKRT_OK) return P->st;
   }
   return PKRT_OK;
 }

@@ -34,8 +34,7 @@ static pkrt_status open_externs(pkrt_model *m) {
   return PKRT_OK;
 }
 
-/* A step of an sgemm kernel: A, B, C must be dense f32 tensors of the call's sizes. */
-static pkrt_status check_sgemm_step(pkrt_model *m, int p, int s) {
+pkrt_status rt_check_sgemm_step(pkrt_model *m, int p, int s) {
   const rt_manifest *mf = &m->mf;
   const rt_step *st = &mf->plans[p].steps[s];
   const rt_kernel *K = &mf->kernels[st->kernel];
@@ -80,7 +79,7 @@ static pkrt_status bind_kernels(pkrt_model *m) {
   for (int p = 0; p < RT_PLAN_COUNT_; p++)
     for (int s = 0; s < mf->plans[p].n; s++) {
       rt_step *st = &mf->plans[p].steps[s];
-      pkrt_status e = check_sgemm_step(m, p, s);
+      pkrt_status e = rt_check_sgemm_step(m, p, s);
       if (e != PKRT_OK) return e;
       const pkrt_kernel_desc *d = mf->kernels[st->kernel].desc;
       if (d->nscalars != st->nscalars)

@@ -1,6 +1,7 @@
 /* model_gpu.c — the executor of GPU artifacts: one device arena holding every region at the
  * plan's offsets, the image loaded once, every step's buffers made device views at open; a
- * step moves only the io region, hyper and rng up and the loss and output back. */
+ * step moves only the io region, hyper and rng up and the loss and output back. Kernels
+ * whose tuning chose cuBLAS are cublasSgemm calls on a handle made at open (gpu_cublas.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,9 @@ struct rt_gpu_model {
   pkrt_gpu *g;
   pkrt_gpu_mem *mem;                /* the device arena */
   pkrt_gpu_module *mod;
-  pkrt_gpu_kernel_desc *descs;      /* per manifest kernel */
+  pkrt_gpu_kernel_desc *descs;      /* the module's kernels: the manifest's, less externs */
+  int *kidx;                        /* per manifest kernel: its index in descs, or -1 */
+  pkrt_gpu_blas **blas;             /* per extern (CUDA: cuBLAS), opened at load */
   size_t off[RT_REGION_COUNT_];     /* each region's start in mem */
   pkrt_gpu_ptr ws;                  /* the workspace view (bytes 0: none) */
 };
@@ -48,8 +51,10 @@ static pkrt_status build_views(pkrt_model *m) {
   for (int p = 0; p < RT_PLAN_COUNT_; p++)
     for (int s = 0; s < mf->plans[p].n; s++) {
       rt_step *st = &mf->plans[p].steps[s];
-      const pkrt_gpu_kernel_desc *d = &G->descs[st->kernel];
-      if (st->nscalars != d->nscalars)
+      const pkrt_gpu_kernel_desc *d = &mf->kernels[st->kernel].gdesc;
+      pkrt_status e = rt_check_sgemm_step(m, p, s);
+      if (e != PKRT_OK) return e;
+      if (mf->kernels[st->kernel].ext < 0 && st->nscalars != d->nscalars)
         return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
                              "manifest: plans.%s[%d].scalars: %d scalars, kernel '%s' takes %d",
                              rt_plan_names[p], s, st->nscalars, d->name, (int)d->nscalars);
@@ -58,8 +63,8 @@ static pkrt_status build_views(pkrt_model *m) {
       for (int b = 0; b < st->nbufs; b++) {
         const rt_tensor *t = &mf->tensors[st->tensors[b]];
         int64_t first = t->offset + t->elem_offset * (int64_t)pkrt_dtype_size(t->dtype);
-        pkrt_status e = pkrt_gpu_mem_view(G->mem, G->off[t->region] + (size_t)first,
-                                          (size_t)(t->hi - first), &st->views[b]);
+        e = pkrt_gpu_mem_view(G->mem, G->off[t->region] + (size_t)first,
+                              (size_t)(t->hi - first), &st->views[b]);
         if (e != PKRT_OK) {
           char why[400];
           snprintf(why, sizeof why, "%s", pkrt_ctx_error(m->rt));
@@ -75,8 +80,14 @@ static pkrt_status load_module(pkrt_model *m, const pkrt_artifact *art, const pk
   rt_manifest *mf = &m->mf;
   rt_gpu_model *G = m->gpu;
   G->descs = pkrt_arena_alloc(m->arena, sizeof *G->descs * (size_t)(mf->nkernels + 1), 0);
-  if (!G->descs) return pkrt_ctx_fail(m->rt, PKRT_ERR_NOMEM, "out of memory");
-  for (int i = 0; i < mf->nkernels; i++) G->descs[i] = mf->kernels[i].gdesc;
+  G->kidx = pkrt_arena_alloc(m->arena, sizeof *G->kidx * (size_t)(mf->nkernels + 1), 0);
+  if (!G->descs || !G->kidx) return pkrt_ctx_fail(m->rt, PKRT_ERR_NOMEM, "out of memory");
+  int nk = 0;
+  for (int i = 0; i < mf->nkernels; i++) {
+    G->kidx[i] = mf->kernels[i].ext < 0 ? nk : -1;
+    if (mf->kernels[i].ext < 0) G->descs[nk++] = mf->kernels[i].gdesc;
+  }
+  if (nk == 0) return PKRT_OK; /* every kernel is a cuBLAS call */
   pkrt_gpu_image img = {0};
   char *text = NULL; /* OpenCL C and PTX are text: NUL-terminated copies */
   const pkrt_section *ptx = pkrt_artifact_find(art, "kernels.ptx");
@@ -100,7 +111,29 @@ static pkrt_status load_module(pkrt_model *m, const pkrt_artifact *art, const pk
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
                          "the artifact has no image this %s device can load (cubin for %s, "
                          "no PTX)", pkrt_gpu_api_name(mf->gpu_api), mf->gpu_arch);
-  return pkrt_gpu_module_load(G->g, &img, G->descs, mf->nkernels, &G->mod);
+  return pkrt_gpu_module_load(G->g, &img, G->descs, nk, &G->mod);
+}
+
+/* Backend switching on the GPU: each extern (cuBLAS) is loaded and its handle bound to the
+ * model's stream now, so a device without the library refuses the artifact at load. */
+static pkrt_status open_blas(pkrt_model *m) {
+  rt_manifest *mf = &m->mf;
+  rt_gpu_model *G = m->gpu;
+  if (!mf->nexterns) return PKRT_OK;
+  G->blas = pkrt_arena_alloc(m->arena, sizeof *G->blas * (size_t)mf->nexterns, 0);
+  if (!G->blas) return pkrt_ctx_fail(m->rt, PKRT_ERR_NOMEM, "out of memory");
+  memset(G->blas, 0, sizeof *G->blas * (size_t)mf->nexterns);
+  for (int i = 0; i < mf->nexterns; i++) {
+    const rt_extern *X = &mf->externs[i];
+    if (pkrt_gpu_blas_open(G->g, X->library, &G->blas[i]) != PKRT_OK) {
+      char why[512];
+      snprintf(why, sizeof why, "%s", pkrt_ctx_error(m->rt));
+      return pkrt_ctx_fail(m->rt, PKRT_ERR_EXTERN,
+                           "this artifact calls %s in %s (an extern kernel won tuning), which "
+                           "this device cannot load: %s", X->symbol, X->library, why);
+    }
+  }
+  return PKRT_OK;
 }
 
 pkrt_status rt_gpu_model_open(pkrt_model *m, const pkrt_artifact *art, const pkrt_section *ker) {
@@ -124,6 +157,7 @@ pkrt_status rt_gpu_model_open(pkrt_model *m, const pkrt_artifact *art, const pkr
   if ((st = pkrt_gpu_mem_new(G->g, top + ws + (top + ws == 0), &G->mem)) != PKRT_OK) return st;
   if (ws && (st = pkrt_gpu_mem_view(G->mem, top, ws, &G->ws)) != PKRT_OK) return st;
   if ((st = rt_gpu_sync_weights(m, true)) != PKRT_OK) return st;
+  if ((st = open_blas(m)) != PKRT_OK) return st;
   if ((st = load_module(m, art, ker)) != PKRT_OK) return st;
   return build_views(m);
 }
@@ -131,6 +165,7 @@ pkrt_status rt_gpu_model_open(pkrt_model *m, const pkrt_artifact *art, const pkr
 void rt_gpu_model_close(pkrt_model *m) {
   rt_gpu_model *G = m->gpu;
   if (!G) return;
+  for (int i = 0; G->blas && i < m->mf.nexterns; i++) pkrt_gpu_blas_close(G->blas[i]);
   pkrt_gpu_module_free(G->mod);
   pkrt_gpu_mem_free(G->mem);
   if (G->g) pkrt_gpu_close(G->g);
@@ -151,7 +186,13 @@ pkrt_status rt_gpu_run_steps(pkrt_model *m, rt_plan_kind p, int from, int to) {
   for (int s = from; s < to && st == PKRT_OK; s++) {
     const rt_step *x = &plan->steps[s];
     const rt_kernel *K = &mf->kernels[x->kernel];
-    st = pkrt_gpu_launch(G->mod, x->kernel, x->views, x->nbufs, x->scalars, x->nscalars,
+    if (K->ext >= 0) { /* the cuBLAS call tuning chose, queued on the same stream */
+      const rt_sgemm *c = &K->sgemm;
+      st = pkrt_gpu_blas_sgemm(G->blas[K->ext], c->trans_a, c->trans_b, c->m, c->n, c->k,
+                               &x->views[c->a], c->lda, &x->views[c->b], c->ldb,
+                               &x->views[c->c], c->ldc, NULL);
+    } else
+      st = pkrt_gpu_launch(G->mod, G->kidx[x->kernel], x->views, x->nbufs, x->scalars, x->nscalars,
                          K->gdesc.workspace_bytes ? &G->ws : NULL, NULL);
     if (st != PKRT_OK) {
       char why[400];

@@ -188,6 +188,10 @@ struct pkrt_model {
   struct rt_gpu_model *gpu;     /* GPU artifacts (model_gpu.c); NULL: kernels run on the host */
 };
 
+/* model.c: a step of an sgemm kernel (C or cuBLAS extern): A, B, C must be dense f32
+ * tensors of the call's sizes. */
+RT_INTERNAL pkrt_status rt_check_sgemm_step(pkrt_model *m, int p, int s);
+
 /* ---- model_gpu.c: GPU artifacts (docs/runtime.md, "GPU artifacts") ----
  * The host regions stay as the mirror the API hands out (inputs, labels, output, weights);
  * the device holds one arena with every region at the plan's offsets. */

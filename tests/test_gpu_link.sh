@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_gpu_link.sh — GPU support keeps libpockrt shippable: neither libpockrt.so nor pock-rt
-# names the OpenCL ICD loader or the CUDA driver in DT_NEEDED (both are dlopened), and
+# names the OpenCL ICD loader, the CUDA driver or cuBLAS in DT_NEEDED (all dlopened), and
 # libpockrt.so stripped stays <= 200 KB (docs/runtime.md); `pock-rt gpu` lists what it sees
 # of each API, or why nothing, and exits 0. Exit 77 without readelf/strip.
 # usage: test_gpu_link.sh LIBPOCKRT_SO POCK_RT [BUILD_TYPE]
@@ -12,7 +12,7 @@ for t in readelf strip; do
 done
 fails=0
 for f in "$lib" "$rt"; do
-  bad=$(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -i -E 'opencl|cuda|nvrtc')
+  bad=$(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -i -E 'opencl|cuda|nvrtc|cublas')
   if [ -z "$bad" ]; then echo "PASS no_gpu_dt_needed $(basename "$f")"
   else echo "FAIL no_gpu_dt_needed $(basename "$f"): $bad"; fails=$((fails + 1)); fi
 done

@@ -17,6 +17,7 @@
 #include "pkrt.h"
 #include "pock/pkrt_gpu.h"
 #include "pock/pockrt.h"
+#include "artifact_edit.h"
 
 #define PK_TEST_CHECK_GOTO_DONE
 #include "pk_test.h"
@@ -108,32 +109,6 @@ done:
   pkrt_model_close(c);
 }
 
-/* The artifact at src with its manifest changed by edit, written to dst; 0 on success. */
-static int rewrite(const char *src, const char *dst, void (*edit)(cJSON *)) {
-  pkrt_ctx *rt = pkrt_ctx_new(1);
-  pkrt_artifact *art = NULL;
-  int rc = -1;
-  if (pkrt_artifact_read(rt, src, &art) == PKRT_OK) {
-    pkrt_section sec[16];
-    int n = 0;
-    char *text = NULL;
-    for (const pkrt_section *s; n < 16 && (s = pkrt_artifact_section(art, n)); n++) sec[n] = *s;
-    cJSON *j = cJSON_ParseWithLength(sec[0].data, sec[0].size);
-    if (j) {
-      edit(j);
-      text = cJSON_Print(j);
-      sec[0].data = text;
-      sec[0].size = strlen(text);
-      rc = pkrt_artifact_write(rt, dst, sec, n) == PKRT_OK ? 0 : -1;
-    }
-    cJSON_Delete(j);
-    free(text);
-    pkrt_artifact_free(art);
-  }
-  pkrt_ctx_free(rt);
-  return rc;
-}
-
 static void set(cJSON *o, const char *key, cJSON *v) { cJSON_ReplaceItemInObject(o, key, v); }
 static void coarse_device(cJSON *j) { set(cJSON_GetObjectItem(j, "gpu"), "align", cJSON_CreateNumber(64)); }
 static void c_target(cJSON *j) { set(j, "target", cJSON_CreateString("c")); }
@@ -163,7 +138,7 @@ static void refusals(const char *art, int64_t device_align) {
       {"refuse_format3_c_target", c_target, "format: 3, but target 'c' needs format 1 or 2"},
       {"refuse_no_gpu_object", no_gpu, "gpu: missing or not an object"},
       {"refuse_zero_block", zero_block, "kernels[2].block[1]: must be an integer in [1, "},
-      {"refuse_gpu_extern", extern_kernel, "externs: GPU artifacts call no externs"},
+      {"refuse_opencl_extern", extern_kernel, "externs: OpenCL artifacts call no extern kernel"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (i == 0 && device_align <= 64) { /* this device takes any plan */

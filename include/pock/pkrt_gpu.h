@@ -150,4 +150,38 @@ pkrt_status pkrt_gpu_launch(pkrt_gpu_module *m, int k, const pkrt_gpu_ptr *bufs,
                             const int64_t *scalars, int32_t nscalars,
                             const pkrt_gpu_ptr *workspace, double *elapsed_ms);
 
+/* ---- cuBLAS: the extern kernel of CUDA artifacts (backend switching on the GPU) ----
+ * A matmul-like task whose tuning found cuBLAS faster than generated code is one
+ * cublasSgemm call. libcublas is loaded with dlopen when a model that calls it opens (no
+ * DT_NEEDED); its handle is bound to the device's stream, so the call is queued in order
+ * with the kernels, and is destroyed by pkrt_gpu_blas_close (before pkrt_gpu_close).
+ * The GPU measurer times a cuBLAS candidate by calling pkrt_gpu_blas_sgemm with
+ * elapsed_ms set, as it times a kernel with pkrt_gpu_launch.
+ *
+ *   pkrt_gpu_blas *b;
+ *   if (pkrt_gpu_blas_open(g, NULL, &b) != PKRT_OK) ...  // "cannot load libcublas ..."
+ *   pkrt_gpu_blas_sgemm(b, 0, 0, m, n, k, &A, k, &B, n, &C, n, NULL);  // C = A·B
+ *   pkrt_gpu_blas_close(b);
+ */
+#define PKRT_CUBLAS_SGEMM_SYM "cublasSgemm_v2"
+/* The extern's signature in a CUDA artifact's manifest: the C prototype of the call. */
+#define PKRT_CUBLAS_SGEMM_SIGNATURE "i32(ptr,i32,i32,i32,i32,i32,ptr,ptr,i32,ptr,i32,ptr,ptr,i32)"
+/* The sonames tried, newest first, when no library is named. */
+#define PKRT_CUBLAS_LIBRARIES "libcublas.so.13 libcublas.so.12 libcublas.so.11 libcublas.so"
+typedef struct pkrt_gpu_blas pkrt_gpu_blas;
+/* g must be a CUDA device. library: sonames or paths separated by spaces, the first that
+ * loads is used (a CUDA manifest's extern "library" is this list); NULL tries
+ * PKRT_CUBLAS_LIBRARIES. A library that does not load or lacks an entry point is refused
+ * naming it; cublasCreate's failure is named with its status. */
+pkrt_status pkrt_gpu_blas_open(pkrt_gpu *g, const char *library, pkrt_gpu_blas **out);
+/* C = op(A)·op(B), row-major f32 (m×n, k inner, leading dimensions in elements), on views
+ * of g's memory; the views must hold the operands or the call is refused. Queued on g's
+ * stream (asynchronous) unless elapsed_ms is given: then timed with device events and
+ * waited for. Allocates nothing. */
+pkrt_status pkrt_gpu_blas_sgemm(pkrt_gpu_blas *b, int trans_a, int trans_b, int32_t m,
+                                int32_t n, int32_t k, const pkrt_gpu_ptr *a, int32_t lda,
+                                const pkrt_gpu_ptr *bm, int32_t ldb, const pkrt_gpu_ptr *c,
+                                int32_t ldc, double *elapsed_ms);
+void pkrt_gpu_blas_close(pkrt_gpu_blas *b);
+
 #endif
