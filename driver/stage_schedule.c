@@ -200,8 +200,9 @@ pk_status drv_schedule(drv_state *S) {
     s = pk_target_fp_of(S->ctx, S->target, &fp);
     if (s == PK_OK) s = pk_db_open(S->ctx, o->db, PK_DB_OPEN_EXISTING, &db);
     if (s != PK_OK) return s;
-    /* records timed with the compiler and flags that will build the artifact rank first */
-    pk_db_prefer_cc(db, pk_backend_cc(S->backend));
+    /* records timed with the compiler and flags that will build the artifact rank first
+     * (GPU targets: one build per device, NVRTC or the OpenCL driver; no preference) */
+    if (pk_backend_cc(S->backend)) pk_db_prefer_cc(db, pk_backend_cc(S->backend));
   }
   for (int i = 0; i < S->nkernels && s == PK_OK; i++) {
     drv_kernel *K = &S->kernels[i];
