@@ -78,6 +78,8 @@ noreturn void meas_gpu_child_main(pk_ctx *ctx, const pk_te_program *prog, const 
   if (pkrt_gpu_module_load(g, &img, &k.desc, 1, &mod) != PKRT_OK) /* OpenCL: its build log */
     finish(result_fd, &r, cuda ? PK_MEAS_RUNTIME_ERROR : PK_MEAS_COMPILE_ERROR,
            pk_sprintf(ctx, "loading on %s: %s", pkrt_gpu_describe(g)->name, pkrt_ctx_error(rt)));
+  memcpy(r.grid, k.desc.grid, sizeof r.grid);
+  memcpy(r.block, k.desc.block, sizeof r.block);
   pk_kernel_check_result res;
   pk_status s = pk_gpu_device_check_timed(ctx, rt, g, mod, prog, sched, &k, rq->seed, ref,
                                           rq->min_ns, &res, &r.timing);

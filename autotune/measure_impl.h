@@ -83,6 +83,7 @@ typedef struct meas_reply {
   pk_timing timing;
   double round_median_ns[PK_CONFIRM_MAX], round_min_ns[PK_CONFIRM_MAX]; /* ROUNDS: per
                       candidate, the median and the fastest of its rounds; 0: it failed */
+  uint32_t grid[3], block[3]; /* GPU: the kernel's launch (0: none) */
   char error[MEAS_ERROR_BYTES];
 } meas_reply;
 

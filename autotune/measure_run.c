@@ -142,6 +142,9 @@ static pk_status measure_jobs(pk_measurer *m, pk_ctx *run, const pk_task *task,
       continue;
     } else {
       o->status = (pk_meas_status)r.status;
+      if (r.grid[0] > 0) /* a GPU kernel's launch, for its record */
+        o->launch = pk_sprintf(m->ctx, "{\"block\":[%u,%u,%u],\"grid\":[%u,%u,%u]}", r.block[0],
+                               r.block[1], r.block[2], r.grid[0], r.grid[1], r.grid[2]);
       if (o->status == PK_MEAS_OK) {
         hook_timing(m, jobs[i].cand, false, &r.timing.median_ns, &r.timing.min_ns);
         o->timing = r.timing;

@@ -166,4 +166,6 @@ void pk_measurer_fill_record(const pk_measurer *m, pk_record *r) {
   r->flags = pk_measurer_flags(m);
   r->codegen_version = pk_measurer_codegen_version(m);
   r->measure_settings = pk_measurer_settings_json(m);
+  r->arch = m->gpu ? m->settings.target->arch : NULL;
+  r->timing_method = m->gpu ? "device events" : NULL;
 }

@@ -21,13 +21,14 @@ expect tune_opencl 0 "done: [1-9][0-9]* new records \(0 failed\) over [1-9][0-9]
   "$pock" tune "$M" --batch 4 --target opencl --db t.db --trials 1 --confirm 0 --min-ms 1
 expect records_under_opencl_fingerprint 0 "^ok [1-9][0-9]* records" python3 -c 'import sqlite3, sys, json
 db = sqlite3.connect(sys.argv[1])
-rows = db.execute("select t.target, t.must_match, t.informative, r.measure_settings from records r "
-                  "join targets t on t.key = r.target_key").fetchall()
+rows = db.execute("select t.target, t.must_match, t.informative, r.measure_settings, r.timing_method, "
+                  "r.arch, r.launch_dims from records r join targets t on t.key = r.target_key").fetchall()
 bad = [r for r in rows if r[0] != "opencl" or json.loads(r[1]).get("api") != "opencl"
        or not json.loads(r[1]).get("device_version", "").startswith("OpenCL")
-       or "device" not in json.loads(r[2]) or "device events" not in r[3]]
+       or "device" not in json.loads(r[2]) or "device events" not in r[3]
+       or r[4] != "device events" or r[5] != "opencl" or len(json.loads(r[6])["block"]) != 3]
 print("bad %r" % (bad[:1],) if bad or not rows else "ok %d records" % len(rows))' t.db
-# the records are the device'"'"'s: another device version is another fingerprint
+# the records are the device's: another device version is another fingerprint
 expect other_device_untuned 0 "\(0 tuned\)" env POCK_FAKE_FINGERPRINT='{"device_version":"OpenCL 1.2 other"}' \
   "$pock" compile "$M" --batch 4 --target opencl --db t.db -o other.pock
 expect compile_tuned 0 "wrote tuned.pock: ([0-9]+) kernels \(\1 tuned\)" \

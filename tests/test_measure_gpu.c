@@ -168,6 +168,16 @@ int main(void) {
   CHECK(s == PK_OK && inserted && nwrong == 1 && nall == 1,
         "the wrong kernel is recorded as wrong under the OpenCL fingerprint (%lld of %lld): %s",
         (long long)nwrong, (long long)nall, s == PK_OK ? "" : pk_ctx_error(ctx));
+  pk_record *back = NULL;
+  int64_t nback = 0;
+  if (s == PK_OK) s = pk_db_history(db, task.workload, fp.key, &back, &nback);
+  CHECK(s == PK_OK && nback == 1 && back[0].meas.status == PK_MEAS_WRONG && back[0].arch &&
+            !strcmp(back[0].arch, "opencl") && back[0].timing_method &&
+            !strcmp(back[0].timing_method, "device events") && back[0].meas.launch &&
+            !strcmp(back[0].meas.launch, "{\"block\":[1,1,1],\"grid\":[1,1,1]}"),
+        "the GPU record reads back with its arch, timer and launch: %s, %s, %s",
+        nback ? back[0].arch : "-", nback ? back[0].timing_method : "-",
+        nback ? back[0].meas.launch : "-");
   if (db) pk_db_close(db);
   unlink(path);
 
