@@ -52,7 +52,8 @@ pk_status pk_task_for_target(pk_ctx *ctx, const pk_te_program *prog, const pk_ta
 pk_status pk_task_target(pk_ctx *ctx, const pk_task *task, const pk_target **out);
 
 /* ---- target fingerprints ----
- * must-match: what the generated code relies on (ISA features for C; GPU arch later);
+ * must-match: what the generated code relies on (ISA features for C; for GPU targets the
+ * API and device version, CUDA's arch and driver: docs/tuning-db.md);
  * informative: what explains timings but does not change correctness. */
 typedef struct pk_target_fp {
   const char *target;        /* the target string */
