@@ -96,7 +96,9 @@ pk_status pk_measurer_confirm(pk_measurer *m, const pk_task *task, const pk_cand
                               int n, int rounds, pk_confirmation *out);
 
 /* Test hook: measures hand-written kernel objects (C source, each exporting a kernel "k0"
- * that computes every output of the task) exactly as generated candidates are measured. */
+ * that computes every output of the task) exactly as generated candidates are measured.
+ * GPU targets: OpenCL C or CUDA C with a kernel "k0" taking the default schedule's launch
+ * and buffers. */
 pk_status pk_measurer_run_sources(pk_measurer *m, const pk_task *task,
                                   const char *const *c_sources, int n, pk_measurement *out);
 
