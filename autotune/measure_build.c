@@ -55,14 +55,14 @@ static noreturn void builder_main(pk_measurer *m, pk_ctx *run, const pk_te_progr
     /* The compiler's own limit ends first (the caller's kill below is for lowering that
      * hangs), and it takes the compiler's children with it. */
     double left = m->settings.build_timeout_s - (double)(pkrt_now_ns() - start) * 1e-9 - 0.5;
-    pk_cc_set_timeout(m->cc, left > 0.1 ? left : 0.1);
+    if (m->cc) pk_cc_set_timeout(m->cc, left > 0.1 ? left : 0.1); /* GPU: NVRTC in this process */
     pk_build_result built;
     pk_status s = source ? pk_backend_build_source(m->backend, source, &built)
                          : pk_backend_build_funcs(m->backend, &f, 1, &built);
     if (s == PK_OK) {
       so = built.path;
-    } else {
-      st = PK_MEAS_COMPILE_ERROR;
+    } else { /* PK_ERR_SCHEDULE: a GPU target's lowering check refused the kernel */
+      st = failure_status(s);
       error = pk_ctx_error(m->own); /* the backend reports into the compiler's ctx */
     }
   }

@@ -46,7 +46,8 @@ struct pk_measurer {
   pk_ctx *own;            /* the compiler driver */
   pk_measure_settings settings;
   pk_cc *cc;
-  pk_backend *backend;    /* cc's target's backend: every candidate is built through it */
+  pk_backend *backend;    /* the target's backend: every candidate is built through it */
+  bool gpu;               /* a GPU target (cuda, opencl): measured by measure_gpu.c */
   int jobs;
   int pinned_cpu;         /* the CPU children pin to (-1: none) */
   const char *settings_json, *compiler, *flags; /* in ctx, for records */
@@ -61,7 +62,10 @@ struct pk_measurer {
  * candidates already checked, timed in interleaved rounds (pk_measure_rounds): str[1]
  * lists them one per line, "k\t<kernel object>" or "e\t<library>\t<symbol>" (the
  * signature in str[4]). */
-enum { MEAS_REQ_KERNEL = 1, MEAS_REQ_SGEMM = 2, MEAS_REQ_ROUNDS = 3 };
+/* GPU: one candidate of a GPU target, checked then timed with device events: str[1] is its
+ * image (OpenCL C source, or the cubin with its .ptx beside it), str[2] its trace ("":
+ * the default schedule), str[4] the API ("opencl", "cuda"). */
+enum { MEAS_REQ_KERNEL = 1, MEAS_REQ_SGEMM = 2, MEAS_REQ_ROUNDS = 3, MEAS_REQ_GPU = 4 };
 
 typedef struct meas_request {
   int32_t kind;
@@ -79,6 +83,7 @@ typedef struct meas_reply {
   pk_timing timing;
   double round_median_ns[PK_CONFIRM_MAX], round_min_ns[PK_CONFIRM_MAX]; /* ROUNDS: per
                       candidate, the median and the fastest of its rounds; 0: it failed */
+  uint32_t grid[3], block[3]; /* GPU: the kernel's launch (0: none) */
   char error[MEAS_ERROR_BYTES];
 } meas_reply;
 
@@ -99,6 +104,16 @@ noreturn void meas_worker_main(int link);
 /* Runs in the child: loads, checks and times; writes one meas_reply to result_fd; exits. */
 noreturn void meas_child_main(pk_ctx *ctx, const pk_te_program *prog, const pk_te_ref *ref,
                               const meas_request *rq, char *const *str, int result_fd);
+
+/* ---- GPU targets (measure_gpu.c) ---- */
+/* Runs in the child, which opens device 0 itself (no CUDA context or OpenCL runtime ever
+ * crosses a fork): replays the trace, loads the built image, checks the kernel against the
+ * reference (pk_gpu_device_check_timed), times it with device events; one reply. */
+noreturn void meas_gpu_child_main(pk_ctx *ctx, const pk_te_program *prog, const pk_te_ref *ref,
+                                  const meas_request *rq, char *const *str, int result_fd);
+/* For records: what builds a GPU target's candidates ("NVRTC 12.4", "OpenCL C, built by
+ * the device's driver"), in ctx. NVRTC missing is PK_ERR_UNSUPPORTED. */
+pk_status meas_gpu_compiler(pk_ctx *ctx, const pk_target *t, const char **out);
 
 /* ---- the remote half (measure_remote.c) ---- */
 /* As the worker's request: sends the built job to settings.remote and fills r with the

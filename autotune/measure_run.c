@@ -18,6 +18,9 @@ static void refuse(pk_ctx *run, meas_job *job, const char *why) {
 static void plan_extern(const pk_measurer *m, pk_ctx *run, const pk_te_program *prog,
                         const pk_candidate *c, meas_job *job) {
   job->is_extern = true;
+  if (m->gpu)
+    return refuse(run, job, "an extern candidate is not measured on a GPU target (the "
+                            "measurer calls host libraries only)");
   if (m->settings.remote)
     return refuse(run, job, "an extern candidate is measured on the device itself only (a "
                             "remote server may lack the library)");
@@ -72,6 +75,12 @@ static bool ask_job(pk_measurer *m, pk_ctx *run, const char *te, const meas_job 
                     meas_reply *r, bool *by_budget) {
   if (m->settings.remote)
     return meas_remote_ask(m, run, te, job, m->settings.timeout_s, r, by_budget);
+  if (m->gpu) {
+    meas_request rq = {.kind = MEAS_REQ_GPU};
+    const char *str[5] = {te, job->so_path, job->trace ? job->trace : "", job->check_mask,
+                          m->settings.target->kind == PK_TARGET_CUDA ? "cuda" : "opencl"};
+    return ask_worker(m, &rq, str, m->settings.timeout_s, r, by_budget);
+  }
   meas_request rq = {.kind = job->is_extern ? MEAS_REQ_SGEMM : MEAS_REQ_KERNEL, .sgemm = job->sgemm};
   const char *str[5] = {te, job->is_extern ? job->lib : job->so_path,
                         job->is_extern ? job->sym : "k0", job->check_mask,
@@ -133,6 +142,9 @@ static pk_status measure_jobs(pk_measurer *m, pk_ctx *run, const pk_task *task,
       continue;
     } else {
       o->status = (pk_meas_status)r.status;
+      if (r.grid[0] > 0) /* a GPU kernel's launch, for its record */
+        o->launch = pk_sprintf(m->ctx, "{\"block\":[%u,%u,%u],\"grid\":[%u,%u,%u]}", r.block[0],
+                               r.block[1], r.block[2], r.grid[0], r.grid[1], r.grid[2]);
       if (o->status == PK_MEAS_OK) {
         hook_timing(m, jobs[i].cand, false, &r.timing.median_ns, &r.timing.min_ns);
         o->timing = r.timing;
@@ -198,9 +210,10 @@ static const char *rounds_list(pk_ctx *run, const meas_job *jobs, int n) {
   return pk_strbuf_finish(run, &b);
 }
 
-/* A remote confirmation: the device times one candidate per request, so the rounds are
- * interleaved request by request (each round: every candidate in turn, one timing each). */
-static pk_status remote_rounds(pk_measurer *m, pk_ctx *run, const pk_task *task,
+/* A remote or GPU confirmation: the device (or a GPU process, which opens the device
+ * itself) times one candidate per request, so the rounds are interleaved request by
+ * request (each round: every candidate in turn, one timing each). */
+static pk_status request_rounds(pk_measurer *m, pk_ctx *run, const pk_task *task,
                                const pk_candidate *cands, meas_job *jobs, int n, int rounds,
                                pk_confirmation *out) {
   double *med = pk_alloc(run, sizeof(double) * (size_t)(n * rounds + 1));
@@ -216,7 +229,7 @@ static pk_status remote_rounds(pk_measurer *m, pk_ctx *run, const pk_task *task,
         failed[i] = true;
         continue;
       }
-      if (!meas_remote_ask(m, run, task->canonical, &jobs[i], m->settings.timeout_s, &r, &by_budget)) {
+      if (!ask_job(m, run, task->canonical, &jobs[i], &r, &by_budget)) {
         break_measurer(m);
         return pk_ctx_fail(m->ctx, PK_ERR_RUNTIME, "measurer: %s", gone(m));
       }
@@ -257,8 +270,8 @@ pk_status pk_measurer_confirm(pk_measurer *m, const pk_task *task, const pk_cand
   }
   meas_reply r;
   bool by_budget;
-  if (s == PK_OK && ready > 0 && meas_time_left(m) > 0 && !m->broken && m->settings.remote) {
-    s = remote_rounds(m, run, task, cands, jobs, n, rounds, out);
+  if (s == PK_OK && ready > 0 && meas_time_left(m) > 0 && !m->broken && (m->settings.remote || m->gpu)) {
+    s = request_rounds(m, run, task, cands, jobs, n, rounds, out);
   } else if (s == PK_OK && ready > 0 && meas_time_left(m) > 0 && !m->broken) {
     char *mask = pk_alloc(run, (size_t)prog->ntensors + 1); /* checked when first measured */
     memset(mask, '0', (size_t)prog->ntensors);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "measure_impl.h"
+#include "pk_gpu.h"
 
 void pk_measure_settings_default(pk_measure_settings *s) {
   *s = (pk_measure_settings){.min_ns = PK_MEASURE_MIN_NS, .timeout_s = 10,
@@ -96,23 +97,42 @@ pk_status pk_measurer_new(pk_ctx *ctx, const pk_measure_settings *settings, pk_m
   if (!m) return pk_ctx_fail(ctx, PK_ERR_NOMEM, "measurer: out of memory");
   *m = (pk_measurer){.ctx = ctx, .own = pk_ctx_new(), .settings = *settings, .worker = -1, .link = -1};
   m->jobs = settings->jobs > 0 ? settings->jobs : usable_cpus();
-  m->pinned_cpu = settings->pin && !settings->remote ? pin_cpu() : -1;
+  m->gpu = settings->target && settings->target->kind != PK_TARGET_C;
+  m->pinned_cpu = settings->pin && !settings->remote && !m->gpu ? pin_cpu() : -1;
   /* a remote record says where it was measured (its CPU is the server's choice) */
   const char *remote = settings->remote
       ? pk_sprintf(ctx, ",\"remote\":\"%s\"", pk_remote_name(settings->remote)) : "";
-  m->settings_json = pk_sprintf(ctx,
-      "{\"min_ns\":%lld,\"min_repeats\":5,\"warmup\":1,\"stat\":\"median\",\"timeout_s\":%g,"
-      "\"pin\":%s,\"cpu\":%d,\"threads\":1,\"seed\":%llu%s}",
-      (long long)settings->min_ns, settings->timeout_s, settings->pin ? "true" : "false",
-      m->pinned_cpu, (unsigned long long)settings->seed, remote);
+  if (m->gpu) /* device 0 of the API, each launch timed by the device's events */
+    m->settings_json = pk_sprintf(ctx,
+        "{\"min_ns\":%lld,\"min_repeats\":5,\"warmup\":1,\"stat\":\"median\",\"timeout_s\":%g,"
+        "\"timer\":\"device events\",\"device\":0,\"seed\":%llu}",
+        (long long)settings->min_ns, settings->timeout_s, (unsigned long long)settings->seed);
+  else
+    m->settings_json = pk_sprintf(ctx,
+        "{\"min_ns\":%lld,\"min_repeats\":5,\"warmup\":1,\"stat\":\"median\",\"timeout_s\":%g,"
+        "\"pin\":%s,\"cpu\":%d,\"threads\":1,\"seed\":%llu%s}",
+        (long long)settings->min_ns, settings->timeout_s, settings->pin ? "true" : "false",
+        m->pinned_cpu, (unsigned long long)settings->seed, remote);
   /* Finding the compiler spawns `cc --version` and waits: no thread, so the order does not
    * matter for the worker; first, so a missing compiler leaves no process behind. */
-  s = pk_cc_new_target(m->own, &settings->cc, settings->target, settings->build_timeout_s, &m->cc);
-  if (s == PK_OK) s = pk_backend_of_cc(m->cc, &m->backend);
-  if (s != PK_OK) s = pk_ctx_fail(ctx, s, "%s", pk_ctx_error(m->own));
-  if (s == PK_OK) { /* in ctx: records may outlive the measurer */
-    m->compiler = pk_strdup(ctx, pk_cc_version(m->cc));
-    m->flags = pk_strdup(ctx, pk_cc_flags(m->cc));
+  if (m->gpu && settings->remote) {
+    s = pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "measurer: target '%s': remote tuning measures C "
+                    "targets only; tune a GPU on the machine that has it", settings->target->text);
+  } else if (m->gpu) { /* NVRTC or the OpenCL driver builds; the builders write the images */
+    pk_backend_options bo = {.cache_dir = settings->cc.cache_dir,
+                             .build_timeout_s = settings->build_timeout_s};
+    s = pk_backend_new(m->own, settings->target, &bo, &m->backend);
+    if (s == PK_OK) s = meas_gpu_compiler(m->own, settings->target, &m->compiler);
+    if (s != PK_OK) s = pk_ctx_fail(ctx, s, "measurer: %s", pk_ctx_error(m->own));
+    if (s == PK_OK) m->compiler = pk_strdup(ctx, m->compiler), m->flags = "";
+  } else {
+    s = pk_cc_new_target(m->own, &settings->cc, settings->target, settings->build_timeout_s, &m->cc);
+    if (s == PK_OK) s = pk_backend_of_cc(m->cc, &m->backend);
+    if (s != PK_OK) s = pk_ctx_fail(ctx, s, "%s", pk_ctx_error(m->own));
+    if (s == PK_OK) { /* in ctx: records may outlive the measurer */
+      m->compiler = pk_strdup(ctx, pk_cc_version(m->cc));
+      m->flags = pk_strdup(ctx, pk_cc_flags(m->cc));
+    }
   }
   if (s == PK_OK && !settings->remote) s = start_worker(m);
   if (s != PK_OK) {
@@ -135,7 +155,9 @@ void pk_measurer_free(pk_measurer *m) {
 
 const char *pk_measurer_compiler(const pk_measurer *m) { return m->compiler; }
 const char *pk_measurer_flags(const pk_measurer *m) { return m->flags; }
-int pk_measurer_codegen_version(const pk_measurer *m) { (void)m; return PK_CGEN_C_VERSION; }
+int pk_measurer_codegen_version(const pk_measurer *m) {
+  return m->gpu ? PK_CGEN_GPU_VERSION : PK_CGEN_C_VERSION;
+}
 const char *pk_measurer_settings_json(const pk_measurer *m) { return m->settings_json; }
 int pk_measurer_worker_pid(const pk_measurer *m) { return (int)m->worker; }
 
@@ -144,4 +166,6 @@ void pk_measurer_fill_record(const pk_measurer *m, pk_record *r) {
   r->flags = pk_measurer_flags(m);
   r->codegen_version = pk_measurer_codegen_version(m);
   r->measure_settings = pk_measurer_settings_json(m);
+  r->arch = m->gpu ? m->settings.target->arch : NULL;
+  r->timing_method = m->gpu ? "device events" : NULL;
 }

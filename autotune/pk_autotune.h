@@ -52,7 +52,8 @@ pk_status pk_task_for_target(pk_ctx *ctx, const pk_te_program *prog, const pk_ta
 pk_status pk_task_target(pk_ctx *ctx, const pk_task *task, const pk_target **out);
 
 /* ---- target fingerprints ----
- * must-match: what the generated code relies on (ISA features for C; GPU arch later);
+ * must-match: what the generated code relies on (ISA features for C; for GPU targets the
+ * API and device version, CUDA's arch and driver: docs/tuning-db.md);
  * informative: what explains timings but does not change correctness. */
 typedef struct pk_target_fp {
   const char *target;        /* the target string */
@@ -96,6 +97,8 @@ typedef struct pk_measurement {
   pk_timing timing;          /* OK only */
   double gflops;             /* OK only: task flops / median */
   const char *error;         /* short message for failures */
+  const char *launch;        /* GPU targets, once the kernel was prepared: its launch, JSON
+                                {"block":[x,y,z],"grid":[x,y,z]}; NULL otherwise */
 } pk_measurement;
 
 /* ---- records: one measured candidate, as stored ---- */
@@ -125,6 +128,9 @@ typedef struct pk_record {
   const char *features;      /* JSON array of the cost model's features for this candidate */
   const char *measure_settings; /* JSON: repeats, min_ns, pinned cpu, timeout */
   pk_confirmation confirmed; /* the re-timing beside the task's other leaders (rounds 0: none) */
+  /* GPU records (NULL for C): the target's arch ("sm_87", "opencl") and the timer ("device
+   * events"); the launch is meas.launch (column launch_dims) */
+  const char *arch, *timing_method;
 } pk_record;
 
 /* Fills r->id from the content fields (call after filling them). */

@@ -19,6 +19,13 @@
  * kernel through the runtime's loader, runs it once on seeded random inputs, compares every
  * output with the interpreter (computed once per task in the worker), then times it pinned
  * to one CPU. Builds run in child processes of the caller, up to `jobs` at a time.
+ *
+ * GPU targets (settings.target opencl or 'cuda -arch=sm_NN'): the builders emit OpenCL C
+ * or compile it with NVRTC into the build cache; the child opens device 0 of the API
+ * itself (nothing of a driver crosses a fork), loads the image, checks the kernel against
+ * the interpreter on the device (pk_gpu_device_check_timed) and times its launches with
+ * device events. Statuses, limits and deadlines are the CPU path's; extern candidates and
+ * remote measurement are refused; confirmations re-time one candidate per process.
  */
 #ifndef PK_MEASURER_H
 #define PK_MEASURER_H
@@ -89,7 +96,9 @@ pk_status pk_measurer_confirm(pk_measurer *m, const pk_task *task, const pk_cand
                               int n, int rounds, pk_confirmation *out);
 
 /* Test hook: measures hand-written kernel objects (C source, each exporting a kernel "k0"
- * that computes every output of the task) exactly as generated candidates are measured. */
+ * that computes every output of the task) exactly as generated candidates are measured.
+ * GPU targets: OpenCL C or CUDA C with a kernel "k0" taking the default schedule's launch
+ * and buffers. */
 pk_status pk_measurer_run_sources(pk_measurer *m, const pk_task *task,
                                   const char *const *c_sources, int n, pk_measurement *out);
 
@@ -99,7 +108,7 @@ void pk_measurer_free(pk_measurer *m);
 /* ---- what a record needs to say how it was measured ---- */
 const char *pk_measurer_compiler(const pk_measurer *m);  /* first line of `cc --version` */
 const char *pk_measurer_flags(const pk_measurer *m);     /* the compiler flags */
-int pk_measurer_codegen_version(const pk_measurer *m);   /* PK_CGEN_C_VERSION */
+int pk_measurer_codegen_version(const pk_measurer *m);   /* PK_CGEN_C_VERSION (GPU: _GPU_) */
 /* Canonical JSON, e.g. {"min_ns":50000000,"min_repeats":5,"warmup":1,"stat":"median",
  * "timeout_s":10,"pin":true,"cpu":15,"threads":1,"seed":1} */
 const char *pk_measurer_settings_json(const pk_measurer *m);

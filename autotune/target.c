@@ -2,7 +2,8 @@
  * generated code may use, from the target description, codegen/target.c — on an AArch64
  * host, its Arm features from getauxval(AT_HWCAP, AT_HWCAP2)) and informative
  * ones (CPU model, cores, clocks, kernel of the measuring machine), as canonical JSON,
- * keyed by SHA-256 of target string + must-match.
+ * keyed by SHA-256 of target string + must-match. GPU targets' fields come from the
+ * device (target_gpu.c; docs/tuning-db.md lists them).
  *
  * POCK_FAKE_FINGERPRINT (a JSON object) overrides must-match fields, so tests can play
  * another device: POCK_FAKE_FINGERPRINT='{"isa":["sse4_2"]}'. */
@@ -14,8 +15,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "json_canon.h"
-#include "pk_autotune.h"
+#include "target_impl.h"
 
 static const char *next_line(const char *line) {
   const char *nl = strchr(line, '\n');
@@ -92,10 +92,6 @@ pk_status pk_target_fp_detect(pk_ctx *ctx, const char *target, pk_target_fp *out
 
 pk_status pk_target_fp_of(pk_ctx *ctx, const pk_target *t, pk_target_fp *out) {
   memset(out, 0, sizeof *out);
-  if (t->kind != PK_TARGET_C)
-    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED,
-                       "target '%s': fingerprints exist for C targets only (\"c\", \"c -march=CPU\")",
-                       t->text);
   struct utsname u;
   if (uname(&u) != 0) return pk_ctx_fail(ctx, PK_ERR_IO, "uname: %s", strerror(errno));
   char *cpuinfo = pk_target_read_sysfile(ctx, "/proc/cpuinfo");
@@ -103,12 +99,16 @@ pk_status pk_target_fp_of(pk_ctx *ctx, const pk_target *t, pk_target_fp *out) {
   /* must-match comes from the description (the compiler's view of a named CPU); the
    * informative fields say which machine measured, whatever it compiled for */
   cJSON *must = cJSON_CreateObject();
-  cJSON_AddStringToObject(must, "arch", t->arch);
-  cJSON *isa = cJSON_AddArrayToObject(must, "isa");
-  for (int i = 0; i < t->nisa; i++) cJSON_AddItemToArray(isa, cJSON_CreateString(t->isa[i]));
-
   cJSON *info = informative_fields(ctx, cpuinfo, &u);
-  pk_status s = apply_fake(ctx, must, info);
+  pk_status s = PK_OK;
+  if (t->kind == PK_TARGET_C) {
+    cJSON_AddStringToObject(must, "arch", t->arch);
+    cJSON *isa = cJSON_AddArrayToObject(must, "isa");
+    for (int i = 0; i < t->nisa; i++) cJSON_AddItemToArray(isa, cJSON_CreateString(t->isa[i]));
+  } else { /* the device decides: a record timed on one GPU is not another's */
+    s = pk_target_fp_gpu_fields(ctx, t, must, info);
+  }
+  if (s == PK_OK) s = apply_fake(ctx, must, info);
   if (s == PK_OK) {
     out->target = pk_strdup(ctx, t->text);
     out->must_match = pk_json_canonical(ctx, must);

@@ -331,6 +331,7 @@ static pk_status validate_record(pk_tunedb *db, const pk_record *r) {
   if (s == PK_OK) s = require_json(db, r->cand.knobs, "knobs", r->id);
   if (s == PK_OK) s = require_json(db, r->features, "features", r->id);
   if (s == PK_OK) s = require_json(db, r->measure_settings, "measure_settings", r->id);
+  if (s == PK_OK) s = require_json(db, r->meas.launch, "launch_dims", r->id);
   return s;
 }
 
@@ -369,6 +370,9 @@ static void bind_record(sqlite3_stmt *st, const pk_record *r) {
   pk_db_bind_text(st, 25, r->host);
   pk_db_bind_text(st, 26, r->features);
   pk_db_bind_text(st, 27, r->measure_settings);
+  pk_db_bind_text(st, 28, r->arch);
+  pk_db_bind_text(st, 29, m->launch);
+  pk_db_bind_text(st, 30, r->timing_method);
 }
 
 pk_status pk_db_record_commit(pk_tunedb *db, const pk_record *r, bool *inserted) {
@@ -380,9 +384,10 @@ pk_status pk_db_record_commit(pk_tunedb *db, const pk_record *r, bool *inserted)
                     "INSERT OR IGNORE INTO records(id, workload, target_key, run_id, trial, kind, "
                     "trace, trace_hash, knobs, extern_lib, extern_sym, extern_sig, status, "
                     "median_ns, min_ns, stddev_ns, repeats, gflops, error, compiler, flags, "
-                    "codegen_version, pock_version, time_unix, host, features, measure_settings) "
+                    "codegen_version, pock_version, time_unix, host, features, measure_settings, "
+                    "arch, launch_dims, timing_method) "
                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-                    "?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
+                    "?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
                     &st);
   if (s != PK_OK) return s;
   bind_record(st, r);

@@ -73,8 +73,8 @@ pk_status pk_db_table_columns(pk_tunedb *db, const char *schema, const char *tab
   "r.knobs, r.extern_lib, r.extern_sym, r.extern_sig, r.status, r.median_ns, r.min_ns, "    \
   "r.stddev_ns, r.repeats, r.gflops, r.error, r.compiler, r.flags, r.codegen_version, "     \
   "r.pock_version, r.time_unix, r.host, r.features, r.measure_settings, r.confirmed_ns, "  \
-  "r.confirmed_min_ns, r.confirmed_rounds"
-#define PK_DB_NRECORD_COLUMNS 30 /* how many that is */
+  "r.confirmed_min_ns, r.confirmed_rounds, r.arch, r.launch_dims, r.timing_method"
+#define PK_DB_NRECORD_COLUMNS 33 /* how many that is */
 pk_status pk_db_read_record(pk_tunedb *db, sqlite3_stmt *st, pk_record *r);
 /* pk_meas_status for a stored name; false when the name is unknown. */
 bool pk_db_status_from_name(const char *name, pk_meas_status *s);

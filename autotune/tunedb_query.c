@@ -51,6 +51,9 @@ pk_status pk_db_read_record(pk_tunedb *db, sqlite3_stmt *st, pk_record *r) {
   r->confirmed.median_ns = sqlite3_column_double(st, c++);
   r->confirmed.min_ns = sqlite3_column_double(st, c++);
   r->confirmed.rounds = sqlite3_column_int(st, c++);
+  r->arch = pk_db_column_text(db, st, c++);
+  r->meas.launch = pk_db_column_text(db, st, c++);
+  r->timing_method = pk_db_column_text(db, st, c++);
   PK_ASSERT(c == PK_DB_NRECORD_COLUMNS);
   return PK_OK;
 }

@@ -3,6 +3,7 @@
  * interpreter's seeded random inputs in one device arena, and compared with it. */
 #include "pk_gpu.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,15 +63,27 @@ static size_t view_align(const pkrt_gpu_info *info) {
 
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+/* One kernel's launch on the device: its index in the module, the arena (the device
+ * allocation to free) and the views its launches take. */
+typedef struct device_run {
+  int idx;
+  pkrt_gpu_mem *arena;
+  pkrt_gpu_ptr *views;
+  pkrt_gpu_ptr ws;
+  bool has_ws;
+} device_run;
+
 /* Arena layout, host staging, upload, launch and download for one kernel; the comparison
- * is the caller's. *arena is the device allocation to free. */
+ * is the caller's, and so is freeing run->arena. */
 static pk_status run_on_device(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_module *mod,
                                const pk_te_program *prog, const pk_gpu_kernel *k,
-                               const pk_te_ref *ref, pk_host_buffers *hb, pkrt_gpu_mem **arena) {
+                               const pk_te_ref *ref, pk_host_buffers *hb, device_run *run) {
   const pkrt_gpu_kernel_desc *d = &k->desc;
   const char *name = d->name;
   int idx = pkrt_gpu_module_find(mod, name);
   if (idx < 0) return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel %s is not in the loaded module", name);
+  run->idx = idx;
+  pkrt_gpu_mem **arena = &run->arena;
   int nb = prog->ntensors;
   size_t align = view_align(pkrt_gpu_describe(g));
   size_t *off = pk_alloc(ctx, sizeof *off * (size_t)(nb + 1));
@@ -89,7 +102,8 @@ static pk_status run_on_device(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_
   if (pkrt_gpu_mem_new(g, total, arena) != PKRT_OK)
     return rt_fail(ctx, rt, pk_sprintf(ctx, "kernel %s: a %zu-byte device arena", name, total));
   pkrt_gpu_ptr *views = pk_alloc(ctx, sizeof *views * (size_t)(nb + 1));
-  pkrt_gpu_ptr ws;
+  pkrt_gpu_ptr ws = {0};
+  run->views = views;
   for (int i = 0; i < nb; i++) {
     const pk_te_tensor *t = prog->tensors[i];
     if (t->kind == PK_TE_PLACEHOLDER) pk_te_ref_to_buffer(t, &ref->tensors[i], hb->data[i]);
@@ -107,6 +121,8 @@ static pk_status run_on_device(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_
     free(fill);
     if (st != PKRT_OK) return rt_fail(ctx, rt, pk_sprintf(ctx, "kernel %s: workspace", name));
   }
+  run->ws = ws;
+  run->has_ws = ws_bytes > 0;
   if (pkrt_gpu_launch(mod, idx, views, nb, NULL, 0, ws_bytes ? &ws : NULL, NULL) != PKRT_OK ||
       pkrt_gpu_sync(g) != PKRT_OK)
     return rt_fail(ctx, rt, pk_sprintf(ctx, "kernel %s", name));
@@ -117,10 +133,66 @@ static pk_status run_on_device(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_
   return PK_OK;
 }
 
+/* The timed launches of a checked kernel (the check's launch was the warm-up): each one
+ * timed with device events, until they add up to min_ns and number at least
+ * DEVICE_TIME_MIN_REPEATS (at most DEVICE_TIME_MAX_REPEATS). */
+#define DEVICE_TIME_MIN_REPEATS 5
+#define DEVICE_TIME_MAX_REPEATS 100000
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static pk_status time_on_device(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu_module *mod, int nbufs,
+                                const pk_gpu_kernel *k, const device_run *run, int64_t min_ns,
+                                pk_timing *out) {
+  size_t cap = 1024;
+  double *ns = malloc(cap * sizeof *ns), total = 0;
+  if (!ns) return pk_ctx_fail(ctx, PK_ERR_NOMEM, "out of memory for timings");
+  int n = 0;
+  pk_status s = PK_OK;
+  while ((n < DEVICE_TIME_MIN_REPEATS || total < (double)min_ns) && n < DEVICE_TIME_MAX_REPEATS) {
+    if ((size_t)n == cap) {
+      double *more = realloc(ns, 2 * cap * sizeof *ns);
+      if (!more) {
+        s = pk_ctx_fail(ctx, PK_ERR_NOMEM, "out of memory for timings");
+        break;
+      }
+      ns = more;
+      cap *= 2;
+    }
+    double ms = 0;
+    if (pkrt_gpu_launch(mod, run->idx, run->views, nbufs, NULL, 0, run->has_ws ? &run->ws : NULL,
+                        &ms) != PKRT_OK) {
+      s = rt_fail(ctx, rt, pk_sprintf(ctx, "kernel %s while being timed", k->desc.name));
+      break;
+    }
+    ns[n++] = ms * 1e6;
+    total += ms * 1e6;
+  }
+  if (s == PK_OK) {
+    double mean = total / n, var = 0;
+    for (int i = 0; i < n; i++) var += (ns[i] - mean) * (ns[i] - mean);
+    qsort(ns, (size_t)n, sizeof *ns, cmp_double);
+    *out = (pk_timing){.median_ns = n % 2 ? ns[n / 2] : 0.5 * (ns[n / 2 - 1] + ns[n / 2]),
+                       .min_ns = ns[0], .stddev_ns = n > 1 ? sqrt(var / (n - 1)) : 0,
+                       .repeats = n};
+  }
+  free(ns);
+  return s;
+}
+
 pk_status pk_gpu_device_check_loaded(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_module *mod,
                                      const pk_te_program *prog, const pk_schedule *sched,
                                      const pk_gpu_kernel *k, uint64_t seed, const pk_te_ref *ref,
                                      pk_kernel_check_result *res) {
+  return pk_gpu_device_check_timed(ctx, rt, g, mod, prog, sched, k, seed, ref, -1, res, NULL);
+}
+
+pk_status pk_gpu_device_check_timed(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_module *mod,
+                                    const pk_te_program *prog, const pk_schedule *sched,
+                                    const pk_gpu_kernel *k, uint64_t seed, const pk_te_ref *ref,
+                                    int64_t min_ns, pk_kernel_check_result *res, pk_timing *timing) {
   memset(res, 0, sizeof *res);
   const char *name = k->desc.name ? k->desc.name : "(unnamed)";
   if (!k->f) return pk_ctx_fail(ctx, PK_ERR_CHECK, "GPU kernel %s was not prepared (pk_gpu_prepare)", name);
@@ -140,9 +212,8 @@ pk_status pk_gpu_device_check_loaded(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkr
   pk_host_buffers hb;
   pk_status s = pk_host_buffers_new(ctx, prog, &hb);
   if (s != PK_OK) return s;
-  pkrt_gpu_mem *arena = NULL;
-  s = run_on_device(ctx, rt, g, mod, prog, k, ref, &hb, &arena);
-  pkrt_gpu_mem_free(arena);
+  device_run run = {0};
+  s = run_on_device(ctx, rt, g, mod, prog, k, ref, &hb, &run);
   for (int i = 0; i < prog->ntensors && s == PK_OK; i++) {
     const pk_te_tensor *t = prog->tensors[i];
     /* an inlined compute's parameter is left unwritten */
@@ -161,6 +232,8 @@ pk_status pk_gpu_device_check_loaded(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkr
       s = pk_ctx_fail(ctx, s, "GPU kernel %s on %s: %s", name, pkrt_gpu_describe(g)->name, why);
     }
   }
+  if (s == PK_OK && timing) s = time_on_device(ctx, rt, mod, prog->ntensors, k, &run, min_ns, timing);
+  pkrt_gpu_mem_free(run.arena);
   pk_host_buffers_free(&hb);
   return s;
 }

@@ -25,6 +25,7 @@
 #define PK_GPU_H
 
 #include "pk_codegen.h"
+#include "pk_measure.h"
 #include "pk_schedule.h"
 #include "pock/pkrt_gpu.h"
 
@@ -146,6 +147,15 @@ pk_status pk_gpu_device_check_loaded(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkr
                                      const pk_te_program *prog, const pk_schedule *sched,
                                      const pk_gpu_kernel *k, uint64_t seed, const pk_te_ref *ref,
                                      pk_kernel_check_result *res);
+
+/* The measurer's: pk_gpu_device_check_loaded, then, when the kernel passed, launches it
+ * again (the check's launch was the warm-up) each timed with device events (CUDA events /
+ * OpenCL profiling), until they add up to min_ns and number at least 5: the median,
+ * fastest and spread into *timing. timing NULL: the check only. */
+pk_status pk_gpu_device_check_timed(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_module *mod,
+                                    const pk_te_program *prog, const pk_schedule *sched,
+                                    const pk_gpu_kernel *k, uint64_t seed, const pk_te_ref *ref,
+                                    int64_t min_ns, pk_kernel_check_result *res, pk_timing *timing);
 
 /* One kernel: load its source (pk_cgen_gpu of k alone), check it, free the module. */
 pk_status pk_gpu_device_check(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_te_program *prog,

@@ -105,6 +105,7 @@ static pk_status best_schedule_record(drv_state *S, int i, pk_tunedb *db, const 
     for (int j = 0; j < nok && !*found && tries < MAX_RECORD_TRIES; j++) {
       bool here = !strcmp(ok[j]->target_key, fp->key);
       if (here != (pass % 2 == 0) || pk_db_record_is_preferred(db, ok[j]) != (pass < 2)) continue;
+      if (!here && drv_on_gpu(S)) continue; /* a GPU's records are that device's only */
       tries++;
       *found = try_record(S, i, ok[j], here ? DRV_SCHED_TUNED : DRV_SCHED_GENERIC);
     }
@@ -149,7 +150,9 @@ static pk_status from_db(drv_state *S, int i, pk_tunedb *db, const pk_target_fp 
   pk_record best;
   pk_db_match match;
   *found = false;
-  pk_status s = pk_db_best(db, K->workload, fp->key, fp->target, &best, &match);
+  /* GPU targets: no fallback to records of another fingerprint with the same target
+   * string ("opencl" spans every OpenCL device): a GPU's timings rank its own kernels */
+  pk_status s = pk_db_best(db, K->workload, fp->key, drv_on_gpu(S) ? NULL : fp->target, &best, &match);
   if (s != PK_OK || match == PK_DB_MATCH_NONE) return s;
   if (best.cand.kind == PK_CAND_EXTERN) {
     pk_sgemm_shape g;
@@ -205,8 +208,9 @@ pk_status drv_schedule(drv_state *S) {
     s = pk_target_fp_of(S->ctx, S->target, &fp);
     if (s == PK_OK) s = pk_db_open(S->ctx, o->db, PK_DB_OPEN_EXISTING, &db);
     if (s != PK_OK) return s;
-    /* records timed with the compiler and flags that will build the artifact rank first */
-    pk_db_prefer_cc(db, pk_backend_cc(S->backend));
+    /* records timed with the compiler and flags that will build the artifact rank first
+     * (GPU targets: one build per device, NVRTC or the OpenCL driver; no preference) */
+    if (pk_backend_cc(S->backend)) pk_db_prefer_cc(db, pk_backend_cc(S->backend));
   }
   for (int i = 0; i < S->nkernels && s == PK_OK; i++) {
     drv_kernel *K = &S->kernels[i];

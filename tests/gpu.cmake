@@ -95,3 +95,15 @@ pk_add_test(test_gpu_model LIBS pk_driver pockrt_static LABELS runtime gpu TIMEO
 pk_count_allocs(test_gpu_model)
 set_tests_properties(test_gpu_model PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT
   "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
+
+# issue 18 (tuning): the measurer on a GPU target (PoCL in CI: 77 without an OpenCL
+# device), and `pock tune --target opencl` of the digits MLP into records that
+# `pock compile --target opencl --db` builds and that train to the C target's weights.
+pk_add_test(test_measure_gpu LIBS pk_autotune LABELS autotune gpu TIMEOUT 120)
+set_tests_properties(test_measure_gpu PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT
+  "POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
+add_test(NAME test_gpu_tune COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_tune.sh
+  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> $<TARGET_FILE:pkw_close> ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_gpu_tune PROPERTIES LABELS "cli;autotune;gpu" TIMEOUT 120
+  SKIP_RETURN_CODE 77 ENVIRONMENT
+  "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
