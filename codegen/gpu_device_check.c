@@ -214,23 +214,11 @@ pk_status pk_gpu_device_check_timed(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt
   if (s != PK_OK) return s;
   device_run run = {0};
   s = run_on_device(ctx, rt, g, mod, prog, k, ref, &hb, &run);
-  for (int i = 0; i < prog->ntensors && s == PK_OK; i++) {
-    const pk_te_tensor *t = prog->tensors[i];
-    /* an inlined compute's parameter is left unwritten */
-    if (t->kind != PK_TE_COMPUTE || (sched && !pk_sched_is_materialized(sched, i))) continue;
-    pk_verify_result vr;
-    s = pk_te_verify_output(ctx, t, &ref->tensors[i], hb.data[i], &vr);
-    res->noutputs++;
-    if (vr.worst_ratio >= res->worst_ratio) {
-      res->worst_ratio = vr.worst_ratio;
-      res->worst_err = vr.worst_err;
-      res->worst_tensor = t->name;
-    }
-    if (s != PK_OK) { /* the verifier's message names the tensor and the element */
-      const char *why = pk_strdup(ctx, pk_ctx_error(ctx));
-      pk_ctx_clear_error(ctx); /* the first failure stays otherwise: restate it */
-      s = pk_ctx_fail(ctx, s, "GPU kernel %s on %s: %s", name, pkrt_gpu_describe(g)->name, why);
-    }
+  if (s == PK_OK && (s = pk_check_outputs(ctx, prog, sched, ref, &hb, res)) != PK_OK) {
+    /* the verifier's message names the tensor and the element */
+    const char *why = pk_strdup(ctx, pk_ctx_error(ctx));
+    pk_ctx_clear_error(ctx); /* the first failure stays otherwise: restate it */
+    s = pk_ctx_fail(ctx, s, "GPU kernel %s on %s: %s", name, pkrt_gpu_describe(g)->name, why);
   }
   if (s == PK_OK && timing) s = time_on_device(ctx, rt, mod, prog->ntensors, k, &run, min_ns, timing);
   pkrt_gpu_mem_free(run.arena);

@@ -515,13 +515,9 @@ pk_status pk_gpu_check(pk_ctx *ctx, const pk_te_program *prog, const pk_schedule
   if (s == PK_OK) s = execute(&X, order, seed, res);
   free_shared(&X, f->body);
   free(ws);
-  for (int i = 0; i < prog->ntensors && s == PK_OK; i++) {
-    const pk_te_tensor *t = prog->tensors[i];
-    if (t->kind != PK_TE_COMPUTE || (sched && !pk_sched_is_materialized(sched, i))) continue;
-    pk_verify_result vr;
-    s = pk_te_verify_output(ctx, t, &ref->tensors[i], hb.data[i], &vr);
-    if (vr.worst_ratio > res->worst_ratio) res->worst_ratio = vr.worst_ratio;
-  }
+  pk_kernel_check_result cr = {0};
+  if (s == PK_OK) s = pk_check_outputs(ctx, prog, sched, ref, &hb, &cr);
+  if (cr.worst_ratio > res->worst_ratio) res->worst_ratio = cr.worst_ratio;
   pk_host_buffers_free(&hb);
   return s;
 }

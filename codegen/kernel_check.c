@@ -60,6 +60,26 @@ static pk_status kernel_desc_ok(pk_ctx *ctx, const pkrt_kernel_desc *k) {
   return PK_OK;
 }
 
+pk_status pk_check_outputs(pk_ctx *ctx, const pk_te_program *prog, const pk_schedule *sched,
+                           const pk_te_ref *ref, const pk_host_buffers *hb,
+                           pk_kernel_check_result *res) {
+  pk_status s = PK_OK;
+  for (int i = 0; i < prog->ntensors && s == PK_OK; i++) {
+    const pk_te_tensor *t = prog->tensors[i];
+    /* an inlined compute's parameter is left unwritten */
+    if (t->kind != PK_TE_COMPUTE || (sched && !pk_sched_is_materialized(sched, i))) continue;
+    pk_verify_result vr;
+    s = pk_te_verify_output(ctx, t, &ref->tensors[i], hb->data[i], &vr);
+    res->noutputs++;
+    if (vr.worst_ratio >= res->worst_ratio) {
+      res->worst_ratio = vr.worst_ratio;
+      res->worst_err = vr.worst_err;
+      res->worst_tensor = t->name;
+    }
+  }
+  return s;
+}
+
 pk_status pk_kernel_check_scheduled(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *prog,
                                     const pk_schedule *sched, const pkrt_kernel_desc *k,
                                     uint64_t seed, pk_kernel_check_result *res) {
@@ -98,19 +118,7 @@ pk_status pk_kernel_check_ref(pk_ctx *ctx, pkrt_ctx *rt, const pk_te_program *pr
     pk_host_buffers_free(&hb);
     return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel %s returned status %d", k->name, rc);
   }
-  for (int i = 0; i < prog->ntensors && s == PK_OK; i++) {
-    const pk_te_tensor *t = prog->tensors[i];
-    /* an inlined compute's parameter is left unwritten */
-    if (t->kind != PK_TE_COMPUTE || (sched && !pk_sched_is_materialized(sched, i))) continue;
-    pk_verify_result vr;
-    s = pk_te_verify_output(ctx, t, &ref->tensors[i], hb.data[i], &vr);
-    res->noutputs++;
-    if (vr.worst_ratio >= res->worst_ratio) {
-      res->worst_ratio = vr.worst_ratio;
-      res->worst_err = vr.worst_err;
-      res->worst_tensor = t->name;
-    }
-  }
+  s = pk_check_outputs(ctx, prog, sched, ref, &hb, res);
   pk_host_buffers_free(&hb);
   return s;
 }

@@ -137,6 +137,14 @@ typedef struct pk_host_buffers {
 } pk_host_buffers;
 pk_status pk_host_buffers_new(pk_ctx *ctx, const pk_te_program *prog, pk_host_buffers *out);
 void pk_host_buffers_free(pk_host_buffers *hb);
+/* Compares every materialized compute of prog in hb (a kernel's results; sched NULL: all
+ * of them, else not the inlined ones) with the interpreter's ref, within the error bound;
+ * counts them and keeps the worst in res. PK_ERR_MISMATCH names the tensor and element.
+ * The one comparison of every checker: C kernels, GPU kernels on a device, the barrier
+ * checker. */
+pk_status pk_check_outputs(pk_ctx *ctx, const pk_te_program *prog, const pk_schedule *sched,
+                           const pk_te_ref *ref, const pk_host_buffers *hb,
+                           pk_kernel_check_result *res);
 
 /* ---- C emitter options ----
  * Vectorized loops are emitted as GCC vector-extension code in parts as wide as one

@@ -13,19 +13,7 @@
 #   test_aarch64_qemu.sh POCK POCK_RT PKW_CLOSE SOURCE_DIR BINARY_DIR
 pock=$(realpath "$1") rt=$(realpath "$2") close=$(realpath "$3") src=$(realpath "$4") bin=$(realpath "$5")
 
-missing=
-command -v qemu-aarch64 >/dev/null || missing+=" qemu-user"
-command -v aarch64-linux-gnu-gcc >/dev/null || missing+=" gcc-aarch64-linux-gnu"
-for l in libffi libcjson libsodium; do
-  [ -f "/usr/lib/aarch64-linux-gnu/pkgconfig/$l.pc" ] || missing+=" $l-dev:arm64"
-done
-if [ -n "$missing" ]; then
-  echo "SKIP: not installed:$missing (scripts/build-aarch64.sh --deps-only, as root)"
-  exit 77
-fi
-. "$(dirname "$0")/cli_test_lib.sh"
-
-dev=$bin/aarch64
+. "$(dirname "$0")/aarch64_test_lib.sh" # skip (77) without qemu/cross tools; $dev
 expect device_build 0 "" env BUILD_DIR="$dev" nice "$src/scripts/build-aarch64.sh" --no-install
 expect unit_tests_under_qemu 0 "100% tests passed" ctest --test-dir "$dev" -LE slow --output-on-failure
 grep -E "^ *[0-9]+/[0-9]+ Test" "$tmp/out" | sed -E 's/ +[0-9.]+ sec$//' # (no timings)

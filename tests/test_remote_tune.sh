@@ -13,19 +13,7 @@
 #   test_remote_tune.sh POCK POCK_RT_SERVE SOURCE_DIR BINARY_DIR
 pock=$(realpath "$1") serve=$(realpath "$2") src=$(realpath "$3") bin=$(realpath "$4")
 
-missing=
-command -v qemu-aarch64 >/dev/null || missing+=" qemu-user"
-command -v aarch64-linux-gnu-gcc >/dev/null || missing+=" gcc-aarch64-linux-gnu"
-for l in libffi libcjson libsodium; do
-  [ -f "/usr/lib/aarch64-linux-gnu/pkgconfig/$l.pc" ] || missing+=" $l-dev:arm64"
-done
-if [ -n "$missing" ]; then
-  echo "SKIP: not installed:$missing (scripts/build-aarch64.sh --deps-only, as root)"
-  exit 77
-fi
-. "$(dirname "$0")/cli_test_lib.sh"
-
-dev=$bin/aarch64
+. "$(dirname "$0")/aarch64_test_lib.sh" # skip (77) without qemu/cross tools; $dev
 expect aarch64_serve_build 0 "" env BUILD_DIR="$dev" BUILD_TARGETS=pock-rt-serve \
   nice "$src/scripts/build-aarch64.sh" --no-install
 
