@@ -35,6 +35,9 @@ typedef struct pk_tune_task_report {
   double best_gflops;      /* the best so far, old records included */
   double default_gflops;   /* the default schedule's (0: not measured, in this run or before) */
   int confirmed;           /* leaders re-timed side by side at the end of this run */
+  int transfer_records;    /* other shapes' records its cost model learnt from (transfer) */
+  int transfer_shapes;     /* how many other shapes those records are of */
+  int transfer_seeds;      /* nearest shapes' best configs proposed first */
   bool has_best;           /* at the end: best holds the database's best for the target
                               (confirmed records first: pk_db_best) */
   pk_record best;
@@ -96,9 +99,9 @@ typedef struct pk_tune_input {
  * records of the other workloads of the task's class on target_key (pk_tuner_add_transfer),
  * and the best configs of the TRANSFER_SEEDS nearest shapes (by the workload names' dims,
  * log distance), mapped into this space knob by knob, are proposed first
- * (pk_tuner_seed_configs). *seeds (may be NULL): how many were seeded. */
+ * (pk_tuner_seed_configs). rep (may be NULL): its transfer_* counts are set. */
 pk_status pk_tune_transfer(pk_tunedb *db, const pk_task *task, const char *target_key,
-                           pk_space *sp, pk_tuner *tuner, int *seeds);
+                           pk_space *sp, pk_tuner *tuner, pk_tune_task_report *rep);
 
 /* The step time the report predicts: the sum over tasks of calls x FLOPs / GFLOP/s with
  * each task's default schedule (*default_ms) and its best so far (*best_ms), over the

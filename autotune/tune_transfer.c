@@ -74,8 +74,8 @@ static int by_distance(const void *a, const void *b) {
 }
 
 pk_status pk_tune_transfer(pk_tunedb *db, const pk_task *task, const char *target_key,
-                           pk_space *sp, pk_tuner *tuner, int *seeds) {
-  if (seeds) *seeds = 0;
+                           pk_space *sp, pk_tuner *tuner, pk_tune_task_report *rep) {
+  if (rep) rep->transfer_records = rep->transfer_shapes = rep->transfer_seeds = 0;
   pk_record *recs;
   const char **names;
   int64_t n;
@@ -93,12 +93,16 @@ pk_status pk_tune_transfer(pk_tunedb *db, const pk_task *task, const char *targe
     else if (recs[i].meas.gflops > nb[j].best->meas.gflops) nb[j].best = &recs[i];
   }
   qsort(nb, (size_t)nn, sizeof *nb, by_distance);
+  if (rep) {
+    rep->transfer_records = (int)n;
+    rep->transfer_shapes = nn;
+  }
   pk_config cfg[TRANSFER_SEEDS];
   int k = 0;
   for (int i = 0; i < nn && k < TRANSFER_SEEDS; i++)
     if (isfinite(nb[i].distance) && config_near(sp, nb[i].best->cand.knobs, &cfg[k])) k++;
   free(nb);
   pk_tuner_seed_configs(tuner, cfg, k);
-  if (seeds) *seeds = k;
+  if (rep) rep->transfer_seeds = k;
   return PK_OK;
 }

@@ -41,14 +41,13 @@ static void fake_timing(void *arg, const pk_candidate *c, bool confirming, doubl
 
 /* Tunes te into db (a checkpointed WAL file: pk_tune closes it). */
 static bool tune(pk_ctx *ctx, const char *db, const char *te, int64_t trials, bool transfer,
-                 timings *t) {
+                 timings *t, pk_tune_report *rep) {
   pk_tune_options o;
   pk_test_tune_options(&o, db, fake_timing, t);
   o.trials = trials;
   o.confirm_top = 0;
   o.transfer = transfer;
-  pk_tune_report rep;
-  return pk_test_tune(ctx, te, &o, &rep);
+  return pk_test_tune(ctx, te, &o, rep);
 }
 
 /* Whether shape B's records in db include one with these knobs. */
@@ -73,14 +72,26 @@ int main(void) {
   if (pk_test_tmpdir_make("pock-transfer-") != 0) return 1;
   const char *with = pk_test_path("with.db"), *without = pk_test_path("without.db");
   timings ta = {.last = 6}; /* shape A: the 6th generated config wins */
-  bool ok = tune(ctx, with, SHAPE_A, 9, true, &ta) && ta.best_knobs[0];
+  pk_tune_report ra, rw, rn;
+  bool ok = tune(ctx, with, SHAPE_A, 9, true, &ta, &ra) && ta.best_knobs[0];
   check(ok, "shape_a_tuned", "no best found for shape A");
   size_t len;
   unsigned char *bytes = ok ? pk_test_read_file(with, &len) : NULL; /* the same database twice */
   ok = bytes && pk_test_write_file(without, bytes, len) == 0;
   free(bytes);
   timings tb = {.last = -1};
-  ok = ok && tune(ctx, with, SHAPE_B, 5, true, &tb) && tune(ctx, without, SHAPE_B, 5, false, &tb);
+  ok = ok && tune(ctx, with, SHAPE_B, 5, true, &tb, &rw) && tune(ctx, without, SHAPE_B, 5, false, &tb, &rn);
+  check(ok && ra.tasks[0].transfer_records == 0, "first_shape_nothing_to_learn",
+        "shape A, the first shape tuned, reports %d transfer records", ra.tasks[0].transfer_records);
+  /* shape A's records (its generated schedules), one shape, its best proposed first */
+  check(ok && rw.tasks[0].transfer_records > 0 && rw.tasks[0].transfer_records <= 9 &&
+            rw.tasks[0].transfer_shapes == 1 &&
+            rw.tasks[0].transfer_seeds == 1,
+        "transfer_reported", "shape B reports %d records of %d shapes, %d seeds (want 1..9, 1, 1)",
+        ok ? rw.tasks[0].transfer_records : -1, ok ? rw.tasks[0].transfer_shapes : -1,
+        ok ? rw.tasks[0].transfer_seeds : -1);
+  check(ok && rn.tasks[0].transfer_records == 0 && rn.tasks[0].transfer_seeds == 0,
+        "no_transfer_reports_none", "with --no-transfer shape B reports transfer records");
   check(ok && has_knobs(ctx, with, ta.best_knobs), "transfer_seeds_first_batch",
         "shape B's first batch lacks shape A's best config %s", ta.best_knobs);
   check(ok && !has_knobs(ctx, without, ta.best_knobs), "no_transfer_starts_fresh",
