@@ -65,6 +65,8 @@ typedef struct pk_space_options {
                           thread, where a parallel loop only costs) */
   int vector_bytes;    /* widest hardware vector the code is built for; 0: the task's
                           target's (pk_task_target) */
+  int64_t l2_bytes;    /* the L2 cache a core has, which the presets order their tile loops
+                          by; 0: the task's target's (0 there too: not known) */
 } pk_space_options;
 
 void pk_space_options_default(pk_space_options *o);

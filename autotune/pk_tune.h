@@ -36,7 +36,8 @@ typedef struct pk_tune_task_report {
   double default_gflops;   /* the default schedule's (0: not measured, in this run or before) */
   int confirmed;           /* leaders re-timed side by side at the end of this run */
   int transfer_records;    /* other shapes' records its cost model learnt from (transfer) */
-  int transfer_shapes;     /* how many other shapes those records are of */
+  int transfer_shapes;     /* how many other workloads those are of */
+  int transfer_same;       /* of which the same program at other sizes (seeds come from these) */
   int transfer_seeds;      /* nearest shapes' best configs proposed first */
   bool has_best;           /* at the end: best holds the database's best for the target
                               (confirmed records first: pk_db_best) */
@@ -97,8 +98,9 @@ typedef struct pk_tune_input {
 
 /* Transfer for one task about to be tuned: the tuner's cost model also learns from the
  * records of the other workloads of the task's class on target_key (pk_tuner_add_transfer),
- * and the best configs of the TRANSFER_SEEDS nearest shapes (by the workload names' dims,
- * log distance), mapped into this space knob by knob, are proposed first
+ * and the best configs of the TRANSFER_SEEDS nearest shapes of the same program (canonical
+ * TE text equal but for its numbers: an NT matmul is not an NN one; distance by the
+ * workload names' dims, log), mapped into this space knob by knob, are proposed first
  * (pk_tuner_seed_configs). rep (may be NULL): its transfer_* counts are set. */
 pk_status pk_tune_transfer(pk_tunedb *db, const pk_task *task, const char *target_key,
                            pk_space *sp, pk_tuner *tuner, pk_tune_task_report *rep);

@@ -118,10 +118,11 @@ bool pk_db_record_is_preferred(const pk_tunedb *db, const pk_record *r);
 
 /* Transfer: OK schedule records with features of the other workloads of class cls (a
  * pk_task_class_name) on target_key, not workload except, at most limit, the most recent
- * first; (*names)[i] is record i's workload name ("matmul_256x784x32_f32"). */
+ * first; (*names)[i] is record i's workload name ("matmul_256x784x32_f32"),
+ * (*canonicals)[i] its canonical TE text. */
 pk_status pk_db_class_records(pk_tunedb *db, const char *cls, const char *target_key,
                               const char *except, int limit, pk_record **records,
-                              const char ***names, int64_t *n);
+                              const char ***names, const char ***canonicals, int64_t *n);
 
 /* Every record of workload (on target_key; NULL: all targets) ordered by trial, then run,
  * then id: the tuning curve. *records is an arena array of *n. */

@@ -158,6 +158,14 @@ int64_t space_thread_preset(const pk_space *sp, int k, int64_t parallel_extent) 
   return best ? best : kn->values[1];
 }
 
+int64_t space_cache_order(const pk_space *sp, int64_t reread0, int64_t reread1) {
+  int64_t l2 = sp->opts.l2_bytes;
+  const pk_target *t;
+  if (l2 <= 0 && pk_task_target(sp->ctx, sp->task, &t) == PK_OK) l2 = t->l2_bytes;
+  else if (l2 <= 0) pk_ctx_clear_error(sp->ctx);
+  return pk_tile_order_by_cache(l2, reread0, reread1);
+}
+
 pk_status space_thread_rfactor(pk_schedule *s, const space_names *n, int64_t threads,
                                space_names *out) {
   const pk_stage *st = pk_sched_find_stage(s, n->stage);

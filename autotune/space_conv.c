@@ -21,6 +21,8 @@ typedef struct conv_plan {
   int oc, h, w;  /* dims: output channels, rows (-1: none), columns */
   const char *weight; /* operand read at bare oc ("t1"); NULL: none */
   int weight_dim;
+  int64_t weight_bytes, input_bytes; /* the weight, one image of the other operand (0:
+                                         no weight): what the two loop orders re-read */
   int nsib;           /* stages shaped like this one (a strided dX's phases): same knobs */
   space_names *sib;
   bool lanes_first;   /* n.root[0] is the lane of a thread-split reduction (parallel) */
@@ -53,6 +55,12 @@ static int64_t row_reduce(pk_space *sp, const pk_te_tensor *t, const pk_expr *mu
   return 0;
 }
 
+static int64_t tensor_bytes(const pk_te_tensor *x, size_t elem) {
+  int64_t n = (int64_t)elem;
+  for (int d = 0; d < x->ndim; d++) n *= x->shape[d];
+  return n;
+}
+
 static pk_status conv_init(pk_space *sp) {
   const pk_te_program *prog = sp->task->prog;
   const pk_te_tensor *t = space_product_stage(prog);
@@ -75,6 +83,14 @@ static pk_status conv_init(pk_space *sp) {
     if (d >= 0) {
       p->weight = pk_sprintf(ctx, "t%d", mul->args[i]->tensor->id);
       p->weight_dim = d;
+      const pk_expr *in = mul->args[1 - i];
+      if (in->kind == PK_EXPR_SELECT) in = in->args[1]; /* a padded window */
+      /* only where an image is one batch point of the output (not a dW: batch reduced) */
+      if (in->kind == PK_EXPR_READ && in->tensor->ndim >= 3 && space_bare_dim(in, t->axes[0]) == 0) {
+        size_t elem = pkrt_dtype_size(t->dtype);
+        p->weight_bytes = tensor_bytes(mul->args[i]->tensor, elem);
+        p->input_bytes = tensor_bytes(in->tensor, elem) / in->tensor->shape[0];
+      }
     }
   }
   const pk_te_tensor *sibs[CV_MAX_SIBLINGS];
@@ -349,6 +365,10 @@ static bool conv_preset(const pk_space *sp, int64_t *v) {
   v[CV_TILE_OC] = space_pick(sp, CV_TILE_OC, p->window ? 8 : 4);
   v[CV_TILE_W] = space_pick(sp, CV_TILE_W, (p->window ? 1 : 2) * (int64_t)sp->lanes);
   v[CV_VECTOR] = space_pick(sp, CV_VECTOR, v[CV_TILE_W]);
+  /* order 0 (channel tiles outermost) re-reads an image's input per channel tile, order 1
+   * the weight per column tile: channels innermost when the input overflows the L2 and
+   * the weight does not (a large early feature map with few channels) */
+  if (p->weight_bytes) v[CV_ORDER] = space_cache_order(sp, p->input_bytes, p->weight_bytes);
   int64_t oc = space_stage_extent(sp, p->n.stage, p->oc);
   v[CV_RFACTOR_THREADS] = space_thread_preset(sp, CV_RFACTOR_THREADS, (oc + v[CV_TILE_OC] - 1) / v[CV_TILE_OC]);
   /* a depthwise dW (each output channel's outputs only its taps, at most 16): the row in

@@ -117,6 +117,9 @@ int space_thread_values(const pk_space *sp, const pk_te_tensor *t, int64_t *out)
  * parallel has at least as many iterations as the target has cores (cores from the target
  * description; 4 when it does not say), else the knob's value nearest the core count. */
 int64_t space_thread_preset(const pk_space *sp, int k, int64_t parallel_extent);
+/* A preset's order of its two outer tile loops by the L2 (opts.l2_bytes, else the
+ * target's): pk_tile_order_by_cache. */
+int64_t space_cache_order(const pk_space *sp, int64_t reread0, int64_t reread1);
 /* Splits the longest reduce axis of n->stage by threads and rfactors the inner part, so
  * "<stage>.rf" computes `threads` partial results (its last dim, each from every
  * threads-th point of that axis) and <stage> sums them. out gets the names of the .rf

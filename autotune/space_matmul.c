@@ -388,6 +388,11 @@ static bool matmul_preset(const pk_space *sp, int64_t *v) {
   v[MM_PACK_A] = p->a_strided_k ? 1 : 0;
   v[MM_K_UNROLL] = 1;
   v[MM_UNROLL] = 1;
+  /* order 0 streams all of A past each packed column panel, order 1 all of packed B past
+   * each row tile: rows outermost when A overflows the L2 and B does not (a tall X·W of
+   * many tokens: A from memory once per column tile is memory-bound) */
+  int64_t elem = (int64_t)pkrt_dtype_size(space_product_stage(sp->task->prog)->dtype);
+  v[MM_ORDER] = space_cache_order(sp, M * p->k_extent * elem, p->k_extent * N * elem);
   /* few column tiles to run in parallel (a small weight gradient): split the reduction */
   v[MM_RFACTOR_THREADS] = space_thread_preset(sp, MM_RFACTOR_THREADS, (N + v[MM_TILE_N] - 1) / v[MM_TILE_N]);
   return true;

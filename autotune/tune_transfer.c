@@ -1,6 +1,6 @@
 /* tune_transfer.c — a task tuned for the first time starts from what the database knows
- * about its neighbours: the cost model learns from the other shapes of its class tuned on
- * this target, and the best configs of the nearest shapes are measured first. */
+ * about its neighbours: the cost model learns from the other shapes of its program tuned
+ * on this target, and the best configs of the nearest shapes are measured first. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
@@ -61,6 +61,24 @@ static bool config_near(const pk_space *sp, const char *knobs, pk_config *out) {
   return true;
 }
 
+/* Whether two canonical TE texts are one program at other sizes: equal once every number
+ * (shapes, padding, strides, the positional ids of names) is dropped. An NN and an NT
+ * matmul, or a padded and an unpadded conv, are different programs: one's best config,
+ * mapped knob by knob, is no start for the other. (Their records still teach the cost
+ * model, whose features describe the lowered loops whatever the program: trained on one
+ * shape of the task's own program alone, it steered an NT matmul to 84 % of its own best
+ * in 100 trials; on every shape of the class, to 108 %: docs/performance.md, "Transfer
+ * between shapes".) */
+static bool same_form(const char *a, const char *b) {
+  for (;;) {
+    while (*a >= '0' && *a <= '9') a++;
+    while (*b >= '0' && *b <= '9') b++;
+    if (*a != *b) return false;
+    if (!*a) return true;
+    a++, b++;
+  }
+}
+
 /* One workload's fastest record among the transfer records, and its distance. */
 typedef struct neighbour {
   const pk_record *best;
@@ -75,27 +93,34 @@ static int by_distance(const void *a, const void *b) {
 
 pk_status pk_tune_transfer(pk_tunedb *db, const pk_task *task, const char *target_key,
                            pk_space *sp, pk_tuner *tuner, pk_tune_task_report *rep) {
-  if (rep) rep->transfer_records = rep->transfer_shapes = rep->transfer_seeds = 0;
+  if (rep) rep->transfer_records = rep->transfer_shapes = rep->transfer_same = rep->transfer_seeds = 0;
   pk_record *recs;
-  const char **names;
+  const char **names, **texts;
   int64_t n;
   pk_status s = pk_db_class_records(db, pk_task_class_name(task->cls), target_key, task->workload,
-                                    TRANSFER_RECORDS, &recs, &names, &n);
+                                    TRANSFER_RECORDS, &recs, &names, &texts, &n);
   if (s != PK_OK || n == 0) return s;
   pk_tuner_add_transfer(tuner, recs, (int)n);
   neighbour *nb = calloc((size_t)n, sizeof *nb);
   if (!nb) return PK_OK; /* transfer is a head start, never a requirement */
-  int nn = 0;
+  int nn = 0, same = 0;
   for (int64_t i = 0; i < n; i++) {
     int j = 0;
     while (j < nn && strcmp(nb[j].best->workload, recs[i].workload)) j++;
-    if (j == nn) nb[nn++] = (neighbour){&recs[i], shape_distance(task->name, names[i])};
-    else if (recs[i].meas.gflops > nb[j].best->meas.gflops) nb[j].best = &recs[i];
+    if (j < nn) {
+      if (recs[i].meas.gflops > nb[j].best->meas.gflops) nb[j].best = &recs[i];
+      continue;
+    }
+    /* seeds come from the same program only: another's distance is infinite */
+    bool sf = same_form(texts[i], task->canonical);
+    nb[nn++] = (neighbour){&recs[i], sf ? shape_distance(task->name, names[i]) : INFINITY};
+    same += sf;
   }
   qsort(nb, (size_t)nn, sizeof *nb, by_distance);
   if (rep) {
     rep->transfer_records = (int)n;
     rep->transfer_shapes = nn;
+    rep->transfer_same = same;
   }
   pk_config cfg[TRANSFER_SEEDS];
   int k = 0;

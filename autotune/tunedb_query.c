@@ -138,7 +138,8 @@ pk_status pk_db_best(pk_tunedb *db, const char *workload, const char *target_key
 /* Reads every row of a prepared record query; with names, column PK_DB_NRECORD_COLUMNS
  * (the workload's name) into *names too. */
 static pk_status read_records(pk_tunedb *db, sqlite3_stmt *st, const char *what,
-                              pk_record **records, const char ***names, int64_t *n) {
+                              pk_record **records, const char ***names, const char ***texts,
+                              int64_t *n) {
   pk_status s = PK_OK;
   int64_t cap = 0;
   int rc;
@@ -148,14 +149,17 @@ static pk_status read_records(pk_tunedb *db, sqlite3_stmt *st, const char *what,
       pk_record *bigger = pk_alloc(db->ctx, (size_t)cap * sizeof *bigger);
       if (*n) memcpy(bigger, *records, (size_t)*n * sizeof *bigger);
       *records = bigger;
-      if (names) {
-        const char **more = pk_alloc(db->ctx, (size_t)cap * sizeof *more);
-        if (*n) memcpy(more, *names, (size_t)*n * sizeof *more);
-        *names = more;
-      }
+      const char ***cols[2] = {names, texts};
+      for (int c = 0; c < 2; c++)
+        if (cols[c]) {
+          const char **more = pk_alloc(db->ctx, (size_t)cap * sizeof *more);
+          if (*n) memcpy(more, *cols[c], (size_t)*n * sizeof *more);
+          *cols[c] = more;
+        }
     }
     s = pk_db_read_record(db, st, &(*records)[*n]);
     if (names) (*names)[*n] = pk_db_column_text(db, st, PK_DB_NRECORD_COLUMNS);
+    if (texts) (*texts)[*n] = pk_db_column_text(db, st, PK_DB_NRECORD_COLUMNS + 1);
     (*n)++;
   }
   if (s == PK_OK && rc != SQLITE_DONE) s = pk_db_fail_sql(db, what);
@@ -176,18 +180,19 @@ pk_status pk_db_history(pk_tunedb *db, const char *workload, const char *target_
   if (s != PK_OK) return s;
   pk_db_bind_text(st, 1, workload);
   pk_db_bind_text(st, 2, target_key);
-  return read_records(db, st, "reading the history", records, NULL, n);
+  return read_records(db, st, "reading the history", records, NULL, NULL, n);
 }
 
 pk_status pk_db_class_records(pk_tunedb *db, const char *cls, const char *target_key,
                               const char *except, int limit, pk_record **records,
-                              const char ***names, int64_t *n) {
+                              const char ***names, const char ***canonicals, int64_t *n) {
   *records = NULL;
   *names = NULL;
+  *canonicals = NULL;
   *n = 0;
   sqlite3_stmt *st;
   pk_status s = pk_db_prepare(db,
-                              "SELECT " PK_DB_RECORD_COLUMNS ", w.name FROM records r JOIN workloads w "
+                              "SELECT " PK_DB_RECORD_COLUMNS ", w.name, w.canonical FROM records r JOIN workloads w "
                               "ON w.key = r.workload WHERE w.class = ?1 AND r.target_key = ?2 "
                               "AND r.workload != ?3 AND r.status = 'ok' AND r.kind = 'schedule' "
                               "AND r.features IS NOT NULL ORDER BY r.time_unix DESC, r.id LIMIT ?4",
@@ -197,7 +202,7 @@ pk_status pk_db_class_records(pk_tunedb *db, const char *cls, const char *target
   pk_db_bind_text(st, 2, target_key);
   pk_db_bind_text(st, 3, except);
   sqlite3_bind_int(st, 4, limit);
-  return read_records(db, st, "reading records for transfer", records, names, n);
+  return read_records(db, st, "reading records for transfer", records, names, canonicals, n);
 }
 
 pk_status pk_db_stats(pk_tunedb *db, pk_db_stats_row **rows, int64_t *n) {

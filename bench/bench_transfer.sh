@@ -14,7 +14,8 @@
 #        bench/bench_transfer.sh BUILD_DIR OUT_DIR DONOR.te... -- TARGET.te...
 # (RETIME_STAT and the rest as bench/bench_search.sh. A database whose tuning finished
 # (DB.done) is not tuned again: rerunning only re-times.) The tasks of docs/performance.md's
-# run: donors bench/search_tasks/*.te, targets bench/transfer_tasks/*.te.
+# run: donors bench/search_tasks/*.te bench/transfer_tasks/donors/*.te, targets
+# bench/transfer_tasks/*.te.
 set -euo pipefail
 build=$1; out=$2; shift 2
 donors=(); targets=()

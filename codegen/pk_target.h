@@ -74,6 +74,14 @@ char *pk_target_read_sysfile(pk_ctx *ctx, const char *path);
 void pk_gemm_register_tile(int64_t lanes, int vector_regs, int64_t M, int64_t N, int64_t *mr,
                            int64_t *nr);
 
+/* Which of a tile's two outer loop orders keeps what it re-reads in cache: order 0
+ * re-reads reread0 bytes once per tile of its outer loop, order 1 reread1 bytes. 1 only
+ * when the L2 is known (l2_bytes > 0), reread0 overflows half of it and reread1 fits (the
+ * other half holds the panel reused inside and the output tile); else 0. For a GEMM,
+ * order 0 (column tiles outermost) streams all of A past each packed B panel, order 1 all
+ * of packed B past each row tile. The presets and bench/hand_schedules.c take it. */
+int pk_tile_order_by_cache(int64_t l2_bytes, int64_t reread0, int64_t reread1);
+
 /* One line naming every field (what `--dump-after tasks` and build caches key on). */
 const char *pk_target_describe(pk_ctx *ctx, const pk_target *t);
 

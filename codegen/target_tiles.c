@@ -1,5 +1,6 @@
-/* target_tiles.c — register tiles that fit a target's vector registers, for the presets
- * and the hand schedules alike (one rule, so the two cannot drift apart). */
+/* target_tiles.c — register tiles that fit a target's vector registers, and tile loop
+ * orders that fit its L2, for the presets and the hand schedules alike (one rule, so the
+ * two cannot drift apart). */
 #include "pk_target.h"
 
 void pk_gemm_register_tile(int64_t lanes, int vector_regs, int64_t M, int64_t N, int64_t *mr,
@@ -17,4 +18,8 @@ void pk_gemm_register_tile(int64_t lanes, int vector_regs, int64_t M, int64_t N,
   *nr = nv * lanes;
   (void)M; /* a row tile that overhangs M costs little: its loop is not the vector one */
   *mr = rows;
+}
+
+int pk_tile_order_by_cache(int64_t l2_bytes, int64_t reread0, int64_t reread1) {
+  return l2_bytes > 0 && reread0 > l2_bytes / 2 && reread1 <= l2_bytes / 2 ? 1 : 0;
 }

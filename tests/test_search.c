@@ -183,18 +183,20 @@ static void test_hand_schedules_in_space(pk_ctx *ctx) {
   /* bench/bench_matmul.c's shapes: (M, N, K, trans_a, trans_b). Square NT is left out: the
    * hand schedule tells B's column dim by its extent, which cannot work when N == K. */
   static const struct { int64_t m, n, k; bool ta, tb; } shapes[] = {
-      {1024, 1024, 1024, false, false}, {32, 256, 784, false, true}, {256, 784, 32, true, false}};
-  for (int i = 0; i < 4; i++) {
-    pk_op_params prm = i < 3 ? matmul_params(shapes[i].m, shapes[i].n, shapes[i].k, shapes[i].ta, shapes[i].tb)
-                             : conv_params();
-    const pk_task *t = make_task(ctx, i < 3 ? PK_OP_MATMUL : PK_OP_CONV2D, &prm);
+      {1024, 1024, 1024, false, false}, {32, 256, 784, false, true}, {256, 784, 32, true, false},
+      {3072, 768, 128, true, false}}; /* (rows outermost where the L2 is 2 MiB: both take it) */
+  enum { NMM = sizeof shapes / sizeof shapes[0] };
+  for (int i = 0; i <= NMM; i++) {
+    pk_op_params prm = i < NMM ? matmul_params(shapes[i].m, shapes[i].n, shapes[i].k, shapes[i].ta, shapes[i].tb)
+                               : conv_params();
+    const pk_task *t = make_task(ctx, i < NMM ? PK_OP_MATMUL : PK_OP_CONV2D, &prm);
     pk_space *sp = make_space(ctx, t);
     pk_config c;
     pk_candidate cand;
     CHECK(pk_space_preset(sp, &c), "%s: no preset", t->name);
     CHECK(pk_space_build(sp, &c, &cand) == PK_OK, "%s: preset illegal: %s", t->name, pk_ctx_error(ctx));
     pk_schedule *hand = pk_sched_new(ctx, t->prog);
-    PK_ASSERT((i < 3 ? pk_hand_schedule_matmul(hand, NULL) : pk_hand_schedule_conv2d(hand, NULL)) == PK_OK);
+    PK_ASSERT((i < NMM ? pk_hand_schedule_matmul(hand, NULL) : pk_hand_schedule_conv2d(hand, NULL)) == PK_OK);
     CHECK(cand.trace && !strcmp(cand.trace, pk_sched_to_json(hand)), "%s: preset differs from the hand schedule:\n  %s\n  %s",
           t->name, cand.trace, pk_sched_to_json(hand));
     /* and so are its neighbours: each knob one step either way, mostly legal */

@@ -1,6 +1,7 @@
 /* test_tune_transfer.c — transfer between shapes: a matmul tuned for the first time, in a
  * database holding another shape of its class, measures that shape's best config in its
- * first batch; with --no-transfer it does not. Timings come from the measurer's test hook
+ * first batch; with --no-transfer it does not; another program of the class (an NT matmul
+ * beside NN ones) learns from their records but takes none of their configs. Timings come from the measurer's test hook
  * (the other shape's best is the last config it measured), so nothing here depends on
  * real timings. */
 #define _GNU_SOURCE
@@ -21,6 +22,10 @@ static const char *const SHAPE_A =
 static const char *const SHAPE_B =
     "A = placeholder((32, 40), f32)\nB = placeholder((40, 64), f32)\nk = reduce_axis(40)\n"
     "C = compute((32, 64), (i, j) => sum(A[i, k] * B[k, j], k))\n";
+/* B stored (N, K): the same class, another program. */
+static const char *const SHAPE_NT =
+    "A = placeholder((32, 40), f32)\nB = placeholder((64, 40), f32)\nk = reduce_axis(40)\n"
+    "C = compute((32, 64), (i, j) => sum(A[i, k] * B[j, k], k))\n";
 
 /* Every generated candidate takes 1000 ns but the last one measured of shape A: 1 ns. */
 typedef struct timings {
@@ -96,6 +101,17 @@ int main(void) {
         "shape B's first batch lacks shape A's best config %s", ta.best_knobs);
   check(ok && !has_knobs(ctx, without, ta.best_knobs), "no_transfer_starts_fresh",
         "without transfer shape B still measured shape A's best config");
+  timings tc = {.last = -1};
+  pk_tune_report rt;
+  ok = ok && tune(ctx, with, SHAPE_NT, 3, true, &tc, &rt);
+  check(ok && rt.tasks[0].transfer_records > 0 && rt.tasks[0].transfer_shapes == 2 &&
+            rt.tasks[0].transfer_same == 0 && rt.tasks[0].transfer_seeds == 0,
+        "other_program_no_seeds", "an NT matmul beside 2 NN shapes: %d records, %d workloads, "
+        "%d of its program, %d seeds (want >0, 2, 0, 0)", ok ? rt.tasks[0].transfer_records : -1,
+        ok ? rt.tasks[0].transfer_shapes : -1, ok ? rt.tasks[0].transfer_same : -1,
+        ok ? rt.tasks[0].transfer_seeds : -1);
+  check(ok && rw.tasks[0].transfer_same == 1, "same_program_counted",
+        "shape B counts %d shapes of its program (want 1)", ok ? rw.tasks[0].transfer_same : -1);
 
   pk_test_tmpdir_remove();
   pk_ctx_free(ctx);
