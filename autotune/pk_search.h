@@ -247,8 +247,9 @@ void pk_tuner_update(pk_tuner *t, const pk_candidate *c, const pk_measurement *m
 /* Records measured before (this task, --resume): never proposed again, and the model of
  * evo trains on them. Records of other workloads are ignored. */
 void pk_tuner_seed_history(pk_tuner *t, const pk_record *records, int n);
-/* Records of other tasks of the same class (their features JSON): evo's model also trains
- * on them, each task's log GFLOP/s centred on its own mean. */
+/* Records of other tasks of the same class, or of this task on other targets (their
+ * features JSON; never this task's on its own target): evo's model also trains on them,
+ * each (workload, target)'s log GFLOP/s centred on its own mean. */
 void pk_tuner_add_transfer(pk_tuner *t, const pk_record *records, int n);
 /* Configs to propose first, in order, before the tuner's own (after the externs): the
  * best configs of the nearest shapes tuned before (transfer). Illegal or already seen

@@ -38,6 +38,7 @@ typedef struct pk_tune_task_report {
   int transfer_records;    /* other shapes' records its cost model learnt from (transfer) */
   int transfer_shapes;     /* how many other workloads those are of */
   int transfer_same;       /* of which the same program at other sizes (seeds come from these) */
+  int transfer_targets;    /* other targets whose records of this very workload are among them */
   int transfer_seeds;      /* nearest shapes' best configs proposed first */
   bool has_best;           /* at the end: best holds the database's best for the target
                               (confirmed records first: pk_db_best) */
@@ -97,12 +98,15 @@ typedef struct pk_tune_input {
 } pk_tune_input;
 
 /* Transfer for one task about to be tuned: the tuner's cost model also learns from the
- * records of the other workloads of the task's class on target_key (pk_tuner_add_transfer),
+ * records of the other workloads of the task's class on fp's target, and of the task's
+ * own workload on the other CPU targets of its arch (pk_tuner_add_transfer, each
+ * (workload, target) centred on its own mean),
  * and the best configs of the TRANSFER_SEEDS nearest shapes of the same program (canonical
  * TE text equal but for its numbers: an NT matmul is not an NN one; distance by the
- * workload names' dims, log), mapped into this space knob by knob, are proposed first
+ * workload names' dims, log; the task itself on another target: distance 0), mapped into
+ * this space knob by knob, are proposed first
  * (pk_tuner_seed_configs). rep (may be NULL): its transfer_* counts are set. */
-pk_status pk_tune_transfer(pk_tunedb *db, const pk_task *task, const char *target_key,
+pk_status pk_tune_transfer(pk_tunedb *db, const pk_task *task, const pk_target_fp *fp,
                            pk_space *sp, pk_tuner *tuner, pk_tune_task_report *rep);
 
 /* The step time the report predicts: the sum over tasks of calls x FLOPs / GFLOP/s with

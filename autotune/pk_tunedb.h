@@ -124,6 +124,13 @@ pk_status pk_db_class_records(pk_tunedb *db, const char *cls, const char *target
                               const char *except, int limit, pk_record **records,
                               const char ***names, const char ***canonicals, int64_t *n);
 
+/* Transfer across targets: OK schedule records with features of workload on targets other
+ * than target_key, at most limit, the most recent first; (*must_match)[i] is record i's
+ * target's must-match JSON (what the caller compares: the same arch, a CPU target). */
+pk_status pk_db_workload_elsewhere(pk_tunedb *db, const char *workload, const char *target_key,
+                                   int limit, pk_record **records, const char ***must_match,
+                                   int64_t *n);
+
 /* Every record of workload (on target_key; NULL: all targets) ordered by trial, then run,
  * then id: the tuning curve. *records is an arena array of *n. */
 pk_status pk_db_history(pk_tunedb *db, const char *workload, const char *target_key,

@@ -294,8 +294,14 @@ void pk_tuner_seed_history(pk_tuner *t, const pk_record *records, int n) {
   }
 }
 
+/* Records of one workload on one target form a group (centred on its own mean). */
+static int cmp_group(const pk_record *x, const pk_record *y) {
+  int c = strcmp(x->workload, y->workload);
+  return c ? c : strcmp(x->target_key ? x->target_key : "", y->target_key ? y->target_key : "");
+}
+
 static int cmp_by_workload(const void *a, const void *b, const pk_record *r) {
-  return strcmp(r[*(const int *)a].workload, r[*(const int *)b].workload);
+  return cmp_group(&r[*(const int *)a], &r[*(const int *)b]);
 }
 
 /* Sorts record indices by workload (a merge sort: a database may hold many records). */
@@ -310,20 +316,19 @@ static void sort_by_workload(int *idx, int *tmp, int n, const pk_record *r) {
 }
 
 void pk_tuner_add_transfer(pk_tuner *t, const pk_record *records, int n) {
-  /* Each other task's log GFLOP/s is centred on its own mean: the model learns what is
-   * faster, not how fast another shape runs. */
+  /* Each other task's (or this task's on another target) log GFLOP/s is centred on its
+   * own mean: the model learns what is faster, not how fast another shape or machine runs.
+   * The caller passes no record of this task on this target. */
   int *idx = pk_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *idx), *tmp = pk_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *tmp);
   int m = 0;
   for (int i = 0; i < n; i++) {
     const pk_record *r = &records[i];
-    if (r->workload && strcmp(r->workload, t->task->workload) != 0 && r->cand.kind == PK_CAND_SCHEDULE &&
-        !isnan(y_of(&r->meas)))
-      idx[m++] = i;
+    if (r->workload && r->cand.kind == PK_CAND_SCHEDULE && !isnan(y_of(&r->meas))) idx[m++] = i;
   }
   sort_by_workload(idx, tmp, m, records);
   for (int lo = 0, hi; lo < m; lo = hi) {
     double sum = 0;
-    for (hi = lo; hi < m && !strcmp(records[idx[hi]].workload, records[idx[lo]].workload); hi++)
+    for (hi = lo; hi < m && !cmp_group(&records[idx[hi]], &records[idx[lo]]); hi++)
       sum += y_of(&records[idx[hi]].meas);
     double mean = sum / (hi - lo);
     for (int k = lo; k < hi; k++) {

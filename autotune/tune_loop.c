@@ -152,7 +152,7 @@ static pk_status prepare_task(tuning *T, task_run *R, int64_t cap) {
   topts.patience = (int)o->patience;
   R->tuner = pk_tuner_new_opts(T->ctx, kind, &rep->task, R->space, (uint64_t)o->seed, &topts);
   pk_tuner_seed_history(R->tuner, old, (int)nold);
-  return o->transfer ? pk_tune_transfer(T->db, &rep->task, T->rep->fp.key, R->space, R->tuner, rep)
+  return o->transfer ? pk_tune_transfer(T->db, &rep->task, &T->rep->fp, R->space, R->tuner, rep)
                      : PK_OK;
 }
 

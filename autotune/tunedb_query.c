@@ -205,6 +205,26 @@ pk_status pk_db_class_records(pk_tunedb *db, const char *cls, const char *target
   return read_records(db, st, "reading records for transfer", records, names, canonicals, n);
 }
 
+pk_status pk_db_workload_elsewhere(pk_tunedb *db, const char *workload, const char *target_key,
+                                   int limit, pk_record **records, const char ***must_match,
+                                   int64_t *n) {
+  *records = NULL;
+  *must_match = NULL;
+  *n = 0;
+  sqlite3_stmt *st;
+  pk_status s = pk_db_prepare(db,
+                              "SELECT " PK_DB_RECORD_COLUMNS ", t.must_match FROM records r JOIN targets t "
+                              "ON t.key = r.target_key WHERE r.workload = ?1 AND r.target_key != ?2 "
+                              "AND r.status = 'ok' AND r.kind = 'schedule' AND r.features IS NOT NULL "
+                              "ORDER BY r.time_unix DESC, r.id LIMIT ?3",
+                              &st);
+  if (s != PK_OK) return s;
+  pk_db_bind_text(st, 1, workload);
+  pk_db_bind_text(st, 2, target_key);
+  sqlite3_bind_int(st, 3, limit);
+  return read_records(db, st, "reading records of other targets", records, must_match, NULL, n);
+}
+
 pk_status pk_db_stats(pk_tunedb *db, pk_db_stats_row **rows, int64_t *n) {
   *rows = NULL;
   *n = 0;

@@ -206,9 +206,11 @@ static void print_plan(void *arg, const pk_tune_report *r) {
            (unsigned long long)t->space_size, (long long)r->existing);
     if (t->transfer_records)
       printf("transfer: %d records of %d other %s workload%s on this target (%d of this "
-             "program at other sizes); %d of their best configs tried first\n",
+             "program at other sizes) and of this one on %d other target%s; %d of their best "
+             "configs tried first\n",
              t->transfer_records, t->transfer_shapes, pk_task_class_name(t->task.cls),
-             t->transfer_shapes == 1 ? "" : "s", t->transfer_same, t->transfer_seeds);
+             t->transfer_shapes == 1 ? "" : "s", t->transfer_same, t->transfer_targets,
+             t->transfer_targets == 1 ? "" : "s", t->transfer_seeds);
   } else {
     printf("tuning %s on %s%s%s: %d distinct kernels\n", out->o->input, r->fp.target,
            out->o->remote_label ? " at " : "", out->o->remote_label ? out->o->remote_label : "",

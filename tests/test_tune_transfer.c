@@ -1,7 +1,9 @@
 /* test_tune_transfer.c — transfer between shapes: a matmul tuned for the first time, in a
  * database holding another shape of its class, measures that shape's best config in its
  * first batch; with --no-transfer it does not; another program of the class (an NT matmul
- * beside NN ones) learns from their records but takes none of their configs. Timings come from the measurer's test hook
+ * beside NN ones) learns from their records but takes none of their configs; and a shape
+ * tuned for another CPU target of this arch (-march=nehalem, SSE vectors) is learnt from
+ * and seeds the first batch on this machine's target. Timings come from the measurer's test hook
  * (the other shape's best is the last config it measured), so nothing here depends on
  * real timings. */
 #define _GNU_SOURCE
@@ -10,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pk_target.h"
 #include "pk_test.h"
 #include "pk_tune.h"
 #include "pk_tunedb.h"
@@ -45,14 +48,20 @@ static void fake_timing(void *arg, const pk_candidate *c, bool confirming, doubl
 }
 
 /* Tunes te into db (a checkpointed WAL file: pk_tune closes it). */
-static bool tune(pk_ctx *ctx, const char *db, const char *te, int64_t trials, bool transfer,
-                 timings *t, pk_tune_report *rep) {
+static bool tune_for(pk_ctx *ctx, const pk_target *target, const char *db, const char *te,
+                     int64_t trials, bool transfer, timings *t, pk_tune_report *rep) {
   pk_tune_options o;
   pk_test_tune_options(&o, db, fake_timing, t);
+  o.target = target;
   o.trials = trials;
   o.confirm_top = 0;
   o.transfer = transfer;
   return pk_test_tune(ctx, te, &o, rep);
+}
+
+static bool tune(pk_ctx *ctx, const char *db, const char *te, int64_t trials, bool transfer,
+                 timings *t, pk_tune_report *rep) {
+  return tune_for(ctx, NULL, db, te, trials, transfer, t, rep);
 }
 
 /* Whether shape B's records in db include one with these knobs. */
@@ -112,6 +121,22 @@ int main(void) {
         ok ? rt.tasks[0].transfer_seeds : -1);
   check(ok && rw.tasks[0].transfer_same == 1, "same_program_counted",
         "shape B counts %d shapes of its program (want 1)", ok ? rw.tasks[0].transfer_same : -1);
+
+  /* Shape B tuned for -march=nehalem first, then for this machine: its nehalem records
+   * teach the model and its nehalem best (mapped knob by knob) is in the first batch. */
+  const char *targets = pk_test_path("targets.db");
+  pk_target *nehalem;
+  timings tn = {.last = 3}, tm = {.last = -1};
+  pk_tune_report rn2, rm;
+  ok = pk_target_parse(ctx, "c -march=nehalem", NULL, &nehalem) == PK_OK &&
+       tune_for(ctx, nehalem, targets, SHAPE_B, 6, false, &tn, &rn2) && tn.best_knobs[0] &&
+       tune(ctx, targets, SHAPE_B, 4, true, &tm, &rm);
+  if (!ok) printf("  (%s)\n", pk_ctx_error(ctx));
+  check(ok && rm.tasks[0].transfer_targets == 1 && rm.tasks[0].transfer_records > 0 &&
+            rm.tasks[0].transfer_seeds == 1,
+        "other_target_transferred", "shape B on this machine after -march=nehalem: %d records, "
+        "%d other targets, %d seeds (want >0, 1, 1)", ok ? rm.tasks[0].transfer_records : -1,
+        ok ? rm.tasks[0].transfer_targets : -1, ok ? rm.tasks[0].transfer_seeds : -1);
 
   pk_test_tmpdir_remove();
   pk_ctx_free(ctx);
