@@ -296,15 +296,16 @@ static pk_status run_search(search *Q, pk_search_result *out) {
   if (st != PK_OK) return st;
   out->head_bp_bytes = head->cost.bp_bytes;
   double size = space_size(&Q->sp);
-  fprintf(Q->log, "sparse-search: %d layers below the head, %d candidates, %.0f schemes; "
-          "head alone: %lld bytes BP memory, budget %lld\n", Q->sp.nlayers, Q->sp.nitems, size,
+  fprintf(Q->log, "sparse-search: %d layers below the head, %d candidates, %.*g schemes; "
+          "head alone: %lld bytes BP memory, budget %lld\n", Q->sp.nlayers, Q->sp.nitems,
+          size < 1e15 ? 15 : 3, size, /* exact while a double holds it exactly; then 1e+36 */
           (long long)head->cost.bp_bytes, (long long)o->budget_bytes);
   if ((st = contributions(Q)) != PK_OK) return st;
   for (int i = 0; i < Q->ntried; i++) /* costed before the gains were known */
     srch_scheme_finish(ctx, &Q->sp, Q->tried[i], Q->head_acc);
   bool exact = size <= (o->exact_max > 0 ? (double)o->exact_max : SRCH_EXACT_MAX);
-  fprintf(Q->log, "sparse-search: %s search over %.0f schemes\n",
-          exact ? "exhaustive" : "evolutionary", size);
+  fprintf(Q->log, "sparse-search: %s search over %.*g schemes\n",
+          exact ? "exhaustive" : "evolutionary", size < 1e15 ? 15 : 3, size);
   st = exact ? exhaustive(Q, (int)size) : evolutionary(Q);
   if (st != PK_OK) return st;
   srch_scheme *full = srch_scheme_new(ctx, &Q->sp);
