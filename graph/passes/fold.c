@@ -279,10 +279,10 @@ pk_status pk_pass_fold(pk_graph *g, const char **note) {
     if (!load[n]) order[m++] = n;
   pk_graph_reorder(g, order);
   int step1 = g->nnodes - nload;
-  *note = pk_sprintf(ctx, "%d node%s run at load (%d batch norm%s folded into their layer's "
+  *note = pk_sprintf(ctx, "%d node%s run at load (%d batch norm%s folded into %s layer's "
                      "weight, %d into a per-channel affine), %d kernel calls per step fewer, "
                      "%lld bytes of folded results kept", nload, nload == 1 ? "" : "s",
-                     into_layer, into_layer == 1 ? "" : "s", affine, step0 - step1,
-                     (long long)kept);
+                     into_layer, into_layer == 1 ? "" : "s", into_layer == 1 ? "its" : "their",
+                     affine, step0 - step1, (long long)kept);
   return PK_OK;
 }
