@@ -168,4 +168,24 @@ if "$rt" train resnet18_head.all.pock $W --weights resnet18_full.all.pkw --save 
    "$rt" train fold_cw.pock $W --save fold_cw.pkw >>fold_w.log 2>&1; then
   same fold_runtime_weights fold_rt.pkw fold_cw.pkw
 else fail fold_runtime_weights "$(tail -c 400 fold_w.log)"; fi
+# inference artifacts: every batch norm uses its running stats, so every one folds; the
+# scores of `pock-rt run` (from the artifact's weights, and from others: --weights) agree
+# with an artifact compiled without passes
+ok=1
+for p in all none; do
+  "$pock" compile m/resnet18.onnx --batch 4 --inference --passes $p -o "inf.$p.pock" \
+    >inf.log 2>&1 || ok=0
+  for w in own other; do
+    "$rt" run "inf.$p.pock" --data cnn8_x.npy:cnn8_y.npy --scores \
+      $([ $w = other ] && echo --weights resnet18_full.all.pkw) >"inf.$p.$w.txt" 2>>inf.log || ok=0
+  done
+done
+l=$(loads inf.all.pock)
+if [ $ok = 1 ] && [ -n "$l" ] && "$py" -c 'import sys, numpy as np
+for w in ("own", "other"):
+    a, b = np.loadtxt("inf.all.%s.txt" % w), np.loadtxt("inf.none.%s.txt" % w)
+    err = np.max(np.abs(a[:, 1:] - b[:, 1:])) / np.max(np.abs(b[:, 1:]))
+    assert a.shape == b.shape and err <= 1e-5, (w, a.shape, b.shape, err)' >inf_diff.txt 2>&1; then
+  pass "fold_inference ($l nodes at load, scores within 1e-5)"
+else fail fold_inference "load '$l': $(tail -c 300 inf.log) $(tail -c 300 inf_diff.txt)"; fi
 finish

@@ -42,8 +42,9 @@ static bool foldable(const pk_graph *g, const pk_gnode *n, const bool *k) {
 }
 
 /* k[t]: tensor t holds the same value at every step once the weights are in place. Storage
- * written in place (updates, running stats in training mode) changes; so does what is fed,
- * trained or made from either. */
+ * written in place (a trained weight's update, running stats in training mode) changes; so
+ * does what is fed or made from either. (Not the params' trainable marks: an inference
+ * graph's params keep them, and never change.) */
 static bool *constant_tensors(const pk_graph *g) {
   pk_ctx *ctx = g->ctx;
   bool *written = pk_alloc(ctx, sizeof(bool) * (size_t)(g->ntensors + 1));
@@ -57,7 +58,7 @@ static bool *constant_tensors(const pk_graph *g) {
     const pk_gtensor *x = g->tensors[t];
     bool stored = x->base < 0 && !written[t];
     switch (x->role) {
-    case PK_ROLE_PARAM: k[t] = stored && !x->trainable; break;
+    case PK_ROLE_PARAM:
     case PK_ROLE_BUFFER:
     case PK_ROLE_CONSTANT: k[t] = stored; break;
     case PK_ROLE_FOLDED: k[t] = true; break;
