@@ -38,12 +38,14 @@ def pass_names(pock):
 
 
 def calls_per_step(pock, src, spec, batch, passes):
-    """Nodes of the training graph after the passes (each one kernel call a step)."""
+    """Nodes of the training graph after the passes (each one kernel call a step), less the
+    fold pass's load-phase nodes (they run once, at load)."""
     p = subprocess.run([pock, "compile", src, "--batch", str(batch), "--sparse", spec,
                         "--passes", passes, "--dump-after", "reorder"],
                        capture_output=True, text=True)
     m = re.search(r"^graph batch=\d+ tensors=\d+ nodes=(\d+)", p.stdout, re.M)
-    return int(m.group(1)) if m else None
+    load = len(re.findall(r"^  #\d+ load ", p.stdout, re.M))
+    return int(m.group(1)) - load if m else None
 
 
 def main():

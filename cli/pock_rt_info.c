@@ -18,8 +18,9 @@ static const char info_help[] =
     "wrote it, the model id (SHA-256 of its manifest; checkpoints carry it), target and\n"
     "fingerprint, mode, batch, dtype, input and output shapes, optimizer, region and\n"
     "section sizes, parameters, kernels with their workload hash and tuning record id,\n"
-    "externs, the signer and whether this device would load it. No code in the file is\n"
-    "loaded.\n"
+    "kernel calls of each plan (a step's; the load plan's run once, when the weights are\n"
+    "in place), externs, the signer and whether this device would load it. No code in the\n"
+    "file is loaded.\n"
     "\n"
     "options:\n"
     "  --extract-kernels OUT   write the kernel object (an ELF shared object) to OUT\n"
@@ -87,10 +88,27 @@ static void print_params(const cJSON *tensors) {
   printf("%-14s %d tensors (%d trainable), %.0f elements\n", "parameters", n, trainable, elems);
 }
 
+/* Kernel calls of each plan: per step, and the load plan's once when the weights are in
+ * place (the fold pass's results). */
+static void print_plans(const cJSON *plans) {
+  static const char *const names[] = {"train", "eval", "infer", "load"};
+  printf("%-14s", "kernel calls");
+  const char *sep = " ";
+  for (int i = 0; i < 4; i++) {
+    const cJSON *p = get(plans, names[i]);
+    if (!cJSON_IsArray(p)) continue;
+    printf("%s%s %d", sep, names[i], cJSON_GetArraySize(p));
+    sep = ", ";
+  }
+  if (cJSON_IsArray(get(plans, "load"))) fputs(" (load: once, when the weights are in place)", stdout);
+  fputc('\n', stdout);
+}
+
 /* Each kernel with its tuning identity and how often a training step calls it. */
 static void print_kernels(const cJSON *kernels, const cJSON *plans) {
   int nk = cJSON_GetArraySize(kernels);
   printf("%-14s %d\n", "kernels", nk);
+  print_plans(plans);
   const cJSON *steps = get(plans, "train");
   if (!steps) steps = get(plans, "infer");
   int i = 0;

@@ -37,7 +37,8 @@ typedef struct drv_kernel {
   const char *workload;       /* hex SHA-256 of the canonical text */
   const char *key;            /* workload + strides: what makes kernels distinct */
   const char *name;           /* readable, from the first node: "matmul_grad1(fc)" */
-  double calls;               /* nodes of the main plan that run it (per step) */
+  double calls;               /* nodes of the main plan that run it (per step; load nodes
+                                 run once, and count 0) */
   int first_node;
   pk_task task;
   pk_schedule *sched;         /* NULL: the default */
@@ -99,6 +100,7 @@ pk_status drv_train(drv_state *S);
 pk_status drv_layouts(drv_state *S);
 
 /* ---- stage_passes.c: one stage per graph pass (pk_passes.h) ---- */
+pk_status drv_pass_fold(drv_state *S);
 pk_status drv_pass_copy_elim(drv_state *S);
 pk_status drv_pass_fuse(drv_state *S);
 pk_status drv_pass_reorder(drv_state *S);
@@ -122,9 +124,10 @@ char *drv_tasks_print(drv_state *S);
 /* The graph tensor behind program tensor i of node n: placeholders are the node's inputs
  * in order, computes its outputs in order; -1 when the counts disagree. */
 int drv_gtensor_of(const pk_gnode *n, const pk_te_program *p, int i);
-/* The nodes of each plan: forward only (infer), forward + loss (eval), all (train).
- * Returns the count; nodes[] gets node ids in order. */
-typedef enum drv_plan { DRV_PLAN_TRAIN, DRV_PLAN_EVAL, DRV_PLAN_INFER } drv_plan;
+/* The nodes of each plan: forward only (infer), forward + loss (eval), all but the load
+ * nodes (train), the load nodes (load: run once when the weights are in place, before
+ * any of the others). Returns the count; nodes[] gets node ids in order. */
+typedef enum drv_plan { DRV_PLAN_TRAIN, DRV_PLAN_EVAL, DRV_PLAN_INFER, DRV_PLAN_LOAD } drv_plan;
 int drv_plan_nodes(const drv_state *S, drv_plan p, int *nodes);
 pk_status drv_plans_check(drv_state *S);
 

@@ -264,8 +264,14 @@ pk_status drv_manifest(drv_state *S) {
     cJSON_AddItemToObject(plans, "eval", plan_json(S, DRV_PLAN_EVAL));
   }
   cJSON_AddItemToObject(plans, "infer", plan_json(S, DRV_PLAN_INFER));
+  /* the fold pass's load nodes: run once when the weights are in place (a runtime that
+   * does not know the plan refuses the artifact: it does not know role "folded" either) */
+  int *load = pk_alloc(ctx, sizeof(int) * (size_t)(g->nnodes + 1));
+  if (drv_plan_nodes(S, DRV_PLAN_LOAD, load) > 0)
+    cJSON_AddItemToObject(plans, "load", plan_json(S, DRV_PLAN_LOAD));
   cJSON_AddItemToObject(m, "plans", plans);
-  if (S->frozen) { /* --cache-frozen: the train plan's first prefix_steps steps are the prefix */
+  if (S->frozen) { /* --cache-frozen: the train plan's first prefix_steps steps are the prefix
+                      (the load nodes, first in node order, are not in the train plan) */
     cJSON *c = cJSON_CreateObject(), *ts = cJSON_CreateArray(), *rows = cJSON_CreateArray();
     cJSON_AddNumberToObject(c, "prefix_steps", S->frozen->nnodes);
     for (int i = 0; i < S->frozen->ntensors; i++) {

@@ -18,7 +18,8 @@
 
 /* Stages, in order (names for --dump-after). */
 #define PK_DRIVER_STAGES \
-  "load, sparse, train, copy_elim, fuse, reorder, frozen, memplan, tasks, schedule, codegen, artifact"
+  "load, sparse, train, fold, copy_elim, fuse, reorder, frozen, memplan, tasks, schedule, " \
+  "codegen, artifact"
 
 typedef struct pk_compile_options {
   const char *model;        /* graph JSON or ONNX (.onnx); with `graph`: a label, may be NULL */
@@ -83,13 +84,16 @@ typedef struct pk_compile_result {
 /* Runs the stages; errors are PK_ERR_USAGE for bad options (unknown stage, no output),
  * otherwise the failing stage's status with a message naming the file and the thing. The
  * artifact's plans: "train" = every node of the training graph in order, "eval" = its
- * forward and loss nodes, "infer" = its forward nodes (inference artifacts: only "infer");
- * all run on the one memory plan. Progress goes to o->log. out may be NULL. */
+ * forward and loss nodes, "infer" = its forward nodes (inference artifacts: only "infer"),
+ * "load" = the fold pass's load-phase nodes, which the others leave out (run once when the
+ * weights are in place); all run on the one memory plan. Progress goes to o->log. out may be NULL. */
 pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *o, pk_compile_result *out);
 
 /* The distinct kernel tasks of a model's training (or inference) graph, for `pock tune
  * MODEL`: each TE program once (kernels that differ only in buffer strides are one task:
- * a schedule serves both), with its calls per step as weight. Runs load, sparse, train. */
+ * a schedule serves both), with its calls per step as weight. Runs load, sparse, train and
+ * the passes that change the kernels (fold, copy_elim, fuse); a kernel only the load plan
+ * calls (once, not per step) is not a task. */
 typedef struct pk_model_tasks {
   int n;
   pk_te_program **progs;

@@ -33,6 +33,7 @@ static pk_status drv_pass(drv_state *S, pk_pass_kind kind) {
   return drv_layouts(S);
 }
 
+pk_status drv_pass_fold(drv_state *S) { return drv_pass(S, PK_PASS_FOLD); }
 pk_status drv_pass_copy_elim(drv_state *S) { return drv_pass(S, PK_PASS_COPY_ELIM); }
 pk_status drv_frozen(drv_state *S) {
   if (!S->o->cache_frozen) return PK_OK;

@@ -69,17 +69,19 @@ int drv_plan_nodes(const drv_state *S, drv_plan p, int *nodes) {
   int n = 0;
   for (int i = 0; i < S->g->nnodes; i++) {
     pk_phase ph = S->g->nodes[i]->phase;
-    bool in = p == DRV_PLAN_TRAIN ? true
-              : p == DRV_PLAN_EVAL ? ph == PK_PHASE_FORWARD || ph == PK_PHASE_LOSS
-                                   : ph == PK_PHASE_FORWARD;
+    bool in = p == DRV_PLAN_LOAD    ? ph == PK_PHASE_LOAD
+              : p == DRV_PLAN_TRAIN ? ph != PK_PHASE_LOAD
+              : p == DRV_PLAN_EVAL  ? ph == PK_PHASE_FORWARD || ph == PK_PHASE_LOSS
+                                    : ph == PK_PHASE_FORWARD;
     if (in) nodes[n++] = i;
   }
   return n;
 }
 
 /* A plan that is a subset of the training graph's node order runs on its memory plan when
- * everything its nodes read is made by one of them (or fed, or persistent): lifetimes in
- * the subset are sub-intervals of the full ones, so no two live tensors share bytes. */
+ * everything its nodes read is made by one of them (or fed, or persistent, or made by the
+ * load plan, which runs first): lifetimes in the subset are sub-intervals of the full
+ * ones, so no two live tensors share bytes. */
 static pk_status check_plan(drv_state *S, drv_plan p, const char *name, int want) {
   pk_graph *g = S->g;
   int *nodes = pk_alloc(S->ctx, sizeof(int) * (size_t)(g->nnodes + 1));
@@ -90,7 +92,8 @@ static pk_status check_plan(drv_state *S, drv_plan p, const char *name, int want
     const pk_gnode *nd = g->nodes[nodes[i]];
     for (int j = 0; j < nd->ninputs; j++) {
       const pk_gtensor *t = g->tensors[nd->inputs[j]];
-      if (t->producer >= 0 && !in[t->producer])
+      bool made_at_load = t->producer >= 0 && g->nodes[t->producer]->phase == PK_PHASE_LOAD;
+      if (t->producer >= 0 && !in[t->producer] && !made_at_load)
         return pk_ctx_fail(S->ctx, PK_ERR_CHECK, "compile: the %s plan's node '%s' reads '%s', made outside it",
                            name, nd->name, t->name);
     }
@@ -102,7 +105,8 @@ static pk_status check_plan(drv_state *S, drv_plan p, const char *name, int want
 }
 
 pk_status drv_plans_check(drv_state *S) {
-  pk_status s = check_plan(S, DRV_PLAN_INFER, "infer", S->g->output);
+  pk_status s = check_plan(S, DRV_PLAN_LOAD, "load", -1);
+  if (s == PK_OK) s = check_plan(S, DRV_PLAN_INFER, "infer", S->g->output);
   if (s == PK_OK && !S->o->inference) s = check_plan(S, DRV_PLAN_EVAL, "eval", S->g->loss);
   return s;
 }
@@ -150,7 +154,7 @@ pk_status drv_tasks(drv_state *S) {
       K->task.prog = n->prog;
     }
     S->node_kernel[ni] = found;
-    S->kernels[found].calls += 1;
+    S->kernels[found].calls += n->phase != PK_PHASE_LOAD;
   }
   for (int j = 0; j < S->nkernels; j++) S->kernels[j].task.weight = S->kernels[j].calls;
   return PK_OK;
@@ -175,15 +179,18 @@ char *drv_tasks_print(drv_state *S) {
 }
 
 /* pk_model_tasks_of: the stages up to tasks, then one entry per workload (strides do not
- * change what tuning measures: a schedule is for the computation, not the layout). */
+ * change what tuning measures: a schedule is for the computation, not the layout) that a
+ * step runs. */
 pk_status pk_model_tasks_of(pk_ctx *ctx, const pk_compile_options *o, pk_model_tasks *out) {
   drv_state S = {.ctx = ctx, .o = o, .log = o->log ? o->log : stderr};
   pk_status s = pk_target_parse(ctx, o->target, o->cc, &S.target);
   if (s == PK_OK) s = drv_load(&S);
   if (s == PK_OK && !o->inference) s = drv_sparse(&S);
   if (s == PK_OK) s = drv_train(&S);
-  /* the kernels the artifact will have: copy elimination removes some, fusion makes
-   * chains one kernel (the order the reorder pass picks changes none) */
+  /* the kernels the artifact will have: folding rewrites frozen norms, copy elimination
+   * removes some, fusion makes chains one kernel (the order the reorder pass picks
+   * changes none) */
+  if (s == PK_OK) s = drv_pass_fold(&S);
   if (s == PK_OK) s = drv_pass_copy_elim(&S);
   if (s == PK_OK) s = drv_pass_fuse(&S);
   if (s == PK_OK) s = drv_tasks(&S);
@@ -194,6 +201,7 @@ pk_status pk_model_tasks_of(pk_ctx *ctx, const pk_compile_options *o, pk_model_t
   out->names = pk_alloc(ctx, sizeof(char *) * (size_t)(S.nkernels + 1));
   for (int j = 0; j < S.nkernels; j++) {
     const drv_kernel *K = &S.kernels[j];
+    if (K->calls == 0) continue; /* the load plan's alone: runs once, not worth tuning */
     int found = -1;
     for (int i = 0; i < out->n && found < 0; i++)
       if (!strcmp(pk_te_print(ctx, out->progs[i]), pk_te_print(ctx, K->prog))) found = i;

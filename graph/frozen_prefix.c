@@ -2,7 +2,8 @@
  * nodes whose results cannot change between steps for the same input rows (they read only
  * inputs, frozen weights, constants and each other), moved to the front of the order so
  * the runtime can run them once per sample, keep the tensors the rest of the step reads
- * from them, and skip them in later epochs. */
+ * from them, and skip them in later epochs. Load-phase nodes (the fold pass) stay first:
+ * they run once at load, outside every step and so outside the prefix. */
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +33,7 @@ pk_status pk_graph_frozen_prefix(pk_graph *g, pk_frozen_prefix *out) {
     case PK_ROLE_INPUT: rows[t] = true; break;
     case PK_ROLE_PARAM: var[t] = x->trainable; break;
     case PK_ROLE_CONSTANT: break;
+    case PK_ROLE_FOLDED: break; /* made at load from frozen weights and constants */
     case PK_ROLE_BUFFER: break; /* unless written in place: below */
     default: var[t] = true;     /* labels, state, H, results (until their node is seen) */
     }
@@ -42,8 +44,14 @@ pk_status pk_graph_frozen_prefix(pk_graph *g, pk_frozen_prefix *out) {
       if (o->base >= 0) var[o->base] = true;
     }
   int nfrozen = 0;
+  bool *load = pk_alloc(ctx, sizeof(bool) * (size_t)(nn + 1));
   for (int k = 0; k < nn; k++) {
     const pk_gnode *n = g->nodes[k];
+    if (n->phase == PK_PHASE_LOAD) { /* its results are var = rows = false already */
+      load[k] = true;
+      for (int i = 0; i < n->noutputs; i++) var[n->outputs[i]] = false;
+      continue;
+    }
     bool fixed = n->phase == PK_PHASE_FORWARD, dep = false, rng = false, stats = false;
     for (int i = 0; i < n->ninputs; i++) {
       int t = n->inputs[i];
@@ -74,7 +82,7 @@ pk_status pk_graph_frozen_prefix(pk_graph *g, pk_frozen_prefix *out) {
   /* the boundary: results of the prefix that a node after it reads */
   bool *boundary = pk_alloc(ctx, sizeof(bool) * (size_t)(nt + 1));
   for (int k = 0; k < nn; k++) {
-    if (frozen[k]) continue;
+    if (frozen[k] || load[k]) continue;
     for (int i = 0; i < g->nodes[k]->ninputs; i++) {
       int t = g->nodes[k]->inputs[i], p = g->tensors[t]->producer;
       if (p >= 0 && frozen[p]) boundary[t] = true;
@@ -96,12 +104,14 @@ pk_status pk_graph_frozen_prefix(pk_graph *g, pk_frozen_prefix *out) {
     out->per_row[out->ntensors] = rows[t];
     out->tensors[out->ntensors++] = t;
   }
-  /* prefix first: legal, since prefix nodes read nothing a later node writes */
+  /* load nodes, then the prefix: legal, since neither reads anything a later node writes */
   int *order = pk_alloc(ctx, sizeof(int) * (size_t)(nn + 1)), n = 0;
+  for (int k = 0; k < nn; k++)
+    if (load[k]) order[n++] = k;
   for (int k = 0; k < nn; k++)
     if (frozen[k]) order[n++] = k;
   for (int k = 0; k < nn; k++)
-    if (!frozen[k]) order[n++] = k;
+    if (!frozen[k] && !load[k]) order[n++] = k;
   pk_graph_reorder(g, order);
   out->nnodes = nfrozen;
   return PK_OK;

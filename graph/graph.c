@@ -10,6 +10,7 @@ static const char *const role_names[] = {
     [PK_ROLE_TEMP] = "temp",           [PK_ROLE_GRADIENT] = "gradient",
     [PK_ROLE_OPT_STATE] = "opt_state", [PK_ROLE_HYPER] = "hyper",
     [PK_ROLE_BUFFER] = "buffer",       [PK_ROLE_CONSTANT] = "constant",
+    [PK_ROLE_FOLDED] = "folded",
 };
 _Static_assert(sizeof role_names / sizeof role_names[0] == PK_ROLE_COUNT_, "one name per role");
 
@@ -23,6 +24,7 @@ const char *pk_phase_name(pk_phase p) {
   case PK_PHASE_LOSS: return "loss";
   case PK_PHASE_BACKWARD: return "backward";
   case PK_PHASE_UPDATE: return "update";
+  case PK_PHASE_LOAD: return "load";
   }
   return "?";
 }

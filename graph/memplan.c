@@ -160,7 +160,9 @@ pk_status pk_memplan_build_aligned(const pk_graph *g, const int64_t *workspace, 
   if (g->output >= 0 && g->output < nt) mp->last[g->output] = nn;
   if (g->loss >= 0 && g->loss < nt) mp->last[g->loss] = nn;
   for (int t = 0; t < nt; t++) {
-    if (mp->region[t] != PK_REGION_ARENA) mp->first[t] = -1, mp->last[t] = nn;
+    /* a folded result: written by the load plan before any step, read by every step */
+    bool whole = mp->region[t] != PK_REGION_ARENA || g->tensors[t]->role == PK_ROLE_FOLDED;
+    if (whole) mp->first[t] = -1, mp->last[t] = nn;
     else if (g->tensors[t]->fused_away) mp->size[t] = 0; /* computed inside its reader */
   }
 

@@ -44,13 +44,19 @@ typedef enum pk_tensor_role {
   PK_ROLE_BUFFER,     /* persistent, updated by the training step in place (batch norm's
                          running mean and var): saved with the weights and in checkpoints */
   PK_ROLE_CONSTANT,   /* persistent, read-only (causal masks, RoPE tables) */
+  PK_ROLE_FOLDED,     /* made by a load-phase node (graph/passes/fold.c) from frozen weights
+                         and constants, read by the step: kept from load to close (never
+                         saved: the runtime computes it again whenever the weights change) */
   PK_ROLE_COUNT_
 } pk_tensor_role;
 
 const char *pk_role_name(pk_tensor_role r); /* "input", "param", "opt_state", ... */
 
-typedef enum pk_phase { PK_PHASE_FORWARD, PK_PHASE_LOSS, PK_PHASE_BACKWARD, PK_PHASE_UPDATE }
-    pk_phase;
+/* LOAD: a node whose inputs cannot change between steps (frozen weights, constants), run
+ * once when the weights are in place instead of every step (the fold pass); load nodes
+ * come first in node order and are in none of the step plans. */
+typedef enum pk_phase { PK_PHASE_FORWARD, PK_PHASE_LOSS, PK_PHASE_BACKWARD, PK_PHASE_UPDATE,
+                        PK_PHASE_LOAD } pk_phase;
 const char *pk_phase_name(pk_phase p);
 
 typedef struct pk_gtensor {
@@ -103,7 +109,9 @@ typedef struct pk_gnode {
   int *outputs;             /* tensor ids = the program's computes, in order */
   pk_te_program *prog;      /* built when the node is added */
   const char *fused;        /* NULL; after the fuse pass, the chain it computes ("add+relu"):
-                               prog is then that chain's one program, op the last one's */
+                               prog is then that chain's one program, op the last one's;
+                               after the fold pass, what a program of its own computes
+                               ("batch_norm_shift"): set exactly when prog is not op's */
 } pk_gnode;
 
 typedef struct pk_graph {
@@ -248,6 +256,7 @@ pk_status pk_eval_build(const pk_graph *fwd, const pk_train_spec *spec, bool wit
 /* What pruning kept (for tests and --print-memory). */
 typedef struct pk_train_stats {
   int forward_nodes, loss_nodes, backward_nodes, update_nodes;
+  int load_nodes;                 /* run once at load, not per step (the fold pass) */
   int64_t saved_activation_bytes; /* results of forward/loss nodes (incl. slices) read by a
                                      backward node; graph inputs and labels are fed, not saved */
   int64_t param_bytes, trainable_param_bytes, opt_state_bytes; /* trainable: partial weights
@@ -262,7 +271,9 @@ void pk_train_stats_of(const pk_graph *t, pk_train_stats *out);
  * persistent), STATE (optimizer state + hyper, persistent), IO (inputs and labels),
  * BUFFERS (buffers and constants: persistent, initial values from the model). A
  * tensor's lifetime runs from its producer (or step start) to its last reader in node
- * order; an in-place output shares its base's storage. */
+ * order; an in-place output shares its base's storage. FOLDED tensors live in the ARENA
+ * for the whole step (bytes of their own: the load plan wrote them before any step);
+ * the load plan's other results are ARENA scratch like any intermediate. */
 typedef enum pk_region { PK_REGION_ARENA, PK_REGION_PARAMS, PK_REGION_STATE, PK_REGION_IO,
                          PK_REGION_BUFFERS, PK_REGION_COUNT_ } pk_region;
 const char *pk_region_name(pk_region r);
@@ -308,7 +319,9 @@ char *pk_memplan_print(pk_ctx *ctx, const pk_graph *g, const pk_memplan *mp);
  * results give the same results every epoch for the same rows: the runtime computes them
  * once per sample and reuses what the rest of the step reads from them. */
 typedef struct pk_frozen_prefix {
-  int nnodes;     /* the prefix: nodes [0, nnodes) of the order once this returns */
+  int nnodes;     /* the prefix: the first nnodes nodes of the order once this returns,
+                     after the load-phase nodes (which come first and run at load: the
+                     step plans, and so the prefix, leave them out) */
   int ntensors;   /* its boundary: results of the prefix the nodes after it read */
   int *tensors;   /* their tensor ids */
   bool *per_row;  /* [i]: depends on the input rows (dim 0 is the batch: one row per

@@ -13,6 +13,7 @@ void pk_train_stats_of(const pk_graph *t, pk_train_stats *out) {
     case PK_PHASE_LOSS: out->loss_nodes++; break;
     case PK_PHASE_BACKWARD: out->backward_nodes++; break;
     case PK_PHASE_UPDATE: out->update_nodes++; break;
+    case PK_PHASE_LOAD: out->load_nodes++; break;
     }
     if (n->phase != PK_PHASE_BACKWARD) continue;
     for (int i = 0; i < n->ninputs; i++) {

@@ -8,7 +8,8 @@
 #define FAIL(...) pk_ctx_fail(g->ctx, PK_ERR_CHECK, "graph: " __VA_ARGS__)
 
 static bool produced_role(pk_tensor_role r) {
-  return r == PK_ROLE_ACTIVATION || r == PK_ROLE_TEMP || r == PK_ROLE_GRADIENT;
+  return r == PK_ROLE_ACTIVATION || r == PK_ROLE_TEMP || r == PK_ROLE_GRADIENT ||
+         r == PK_ROLE_FOLDED;
 }
 
 static pk_status check_tensor(pk_graph *g, int i) {

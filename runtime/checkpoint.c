@@ -269,6 +269,7 @@ pkrt_status rt_checkpoint_read(pkrt_model *m, const char *path, rt_loop_state *l
     const unsigned char *b = bytes;
     m->steps = (int64_t)get_u64(b + O_STEPS);
     m->lr = get_f64(b + O_LR);
+    rt_model_weights_changed(m);
     if (m->gpu) st = rt_gpu_sync_weights(m, true);
   }
   free(bytes);

@@ -101,9 +101,10 @@ pkrt_status rt_frozen_cache_step(rt_frozen_cache *c, const int64_t *idx, int64_t
   const rt_manifest *mf = &m->mf;
   bool hit = c->whole_filled;
   for (int64_t i = 0; hit && i < mf->batch; i++) hit = c->filled[slot_of(c, idx, first, valid, i)];
+  pkrt_status st = rt_model_fold(m); /* before the cached rows go into the arena */
+  if (st != PKRT_OK) return st;
   rt_train_begin(m);
   int k = mf->cache_prefix, n = mf->plans[RT_PLAN_TRAIN].n;
-  pkrt_status st;
   if (hit) {
     copy_rows(c, idx, first, valid, true);
     c->hits++;

@@ -13,10 +13,10 @@
 
 const char *const rt_role_names[RT_ROLE_COUNT_] = {
     "input", "label", "param", "activation", "temp", "gradient", "opt_state", "hyper",
-    "buffer", "constant"};
+    "buffer", "constant", "folded"};
 const char *const rt_region_names[RT_REGION_COUNT_] = {"arena", "params", "state", "io",
                                                        "buffers"};
-const char *const rt_plan_names[RT_PLAN_COUNT_] = {"train", "eval", "infer"};
+const char *const rt_plan_names[RT_PLAN_COUNT_] = {"train", "eval", "infer", "load"};
 
 /* Limits far above any real model; they keep hostile sizes from overflowing int64. */
 #define MAX_BYTES ((int64_t)1 << 40)

@@ -181,6 +181,7 @@ static pkrt_status open_model(pkrt_model *m, const char *path, const pkrt_open_o
   pkrt_artifact_free(art);
   if (st != PKRT_OK) return st;
   rt_manifest *mf = &m->mf;
+  rt_model_weights_changed(m); /* the load plan runs before the first step */
   m->lr = mf->opt.lr;
   m->valid = mf->batch;
   m->features = mf->tensors[mf->input].numel / mf->batch;
@@ -287,6 +288,9 @@ int pkrt_model_tensor(pkrt_model *m, const char *name, pkrt_tensor_info *out) {
       out->strides[d] = t->strides[d];
     }
     out->role = rt_role_names[t->role];
+    /* the caller may write the weights through data: fold again before the next step */
+    if (t->role == RT_ROLE_PARAM || t->role == RT_ROLE_BUFFER || t->role == RT_ROLE_CONSTANT)
+      rt_model_weights_changed(m);
     return PKRT_OK;
   }
   return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT, "no tensor named '%s' in the model", name);
@@ -369,5 +373,6 @@ int pkrt_model_load_weights(pkrt_model *m, const char *path) {
   }
   pkrt_arena_free(a);
   if (st == PKRT_OK && m->gpu) st = rt_gpu_sync_weights(m, true);
+  if (st == PKRT_OK) rt_model_weights_changed(m);
   return st;
 }

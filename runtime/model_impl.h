@@ -18,9 +18,11 @@ typedef enum rt_region { RT_REGION_ARENA, RT_REGION_PARAMS, RT_REGION_STATE, RT_
 /* Roles, in pk_graph's order (the manifest spells them as pk_role_name does). */
 typedef enum rt_role { RT_ROLE_INPUT, RT_ROLE_LABEL, RT_ROLE_PARAM, RT_ROLE_ACTIVATION,
                        RT_ROLE_TEMP, RT_ROLE_GRADIENT, RT_ROLE_OPT_STATE, RT_ROLE_HYPER,
-                       RT_ROLE_BUFFER, RT_ROLE_CONSTANT, RT_ROLE_COUNT_ } rt_role;
-typedef enum rt_plan_kind { RT_PLAN_TRAIN, RT_PLAN_EVAL, RT_PLAN_INFER, RT_PLAN_COUNT_ }
-    rt_plan_kind;
+                       RT_ROLE_BUFFER, RT_ROLE_CONSTANT, RT_ROLE_FOLDED, RT_ROLE_COUNT_ } rt_role;
+/* LOAD (optional; `pock compile`'s fold pass): computes the FOLDED tensors from the
+ * weights, once before the first step and again after the weights change. */
+typedef enum rt_plan_kind { RT_PLAN_TRAIN, RT_PLAN_EVAL, RT_PLAN_INFER, RT_PLAN_LOAD,
+                            RT_PLAN_COUNT_ } rt_plan_kind;
 typedef enum rt_sched_kind { RT_SCHED_CONSTANT, RT_SCHED_STEP, RT_SCHED_COSINE } rt_sched_kind;
 
 RT_INTERNAL extern const char *const rt_role_names[RT_ROLE_COUNT_];
@@ -186,6 +188,8 @@ struct pkrt_model {
   int64_t features;             /* input elements per row */
   uint8_t manifest_sha[PKRT_SHA256_BYTES]; /* the model's identity, for checkpoints */
   struct rt_gpu_model *gpu;     /* GPU artifacts (model_gpu.c); NULL: kernels run on the host */
+  bool fold_stale;              /* the load plan must run before the next step: set at open
+                                   and whenever the weights may have changed */
 };
 
 /* model.c: a step of an sgemm kernel (C or cuBLAS extern): A, B, C must be dense f32
@@ -219,8 +223,14 @@ static inline unsigned char *rt_tensor_base(const pkrt_model *m, const rt_tensor
 RT_INTERNAL double rt_lr_at(const rt_optimizer *o, double base_lr, int64_t t);
 /* Runs one plan's steps; errors name the plan, step, node and kernel. */
 RT_INTERNAL pkrt_status rt_plan_run(pkrt_model *m, rt_plan_kind p);
-/* Steps [from, to) of plan p (present). */
+/* Steps [from, to) of plan p (present); first rt_model_fold. */
 RT_INTERNAL pkrt_status rt_plan_run_steps(pkrt_model *m, rt_plan_kind p, int from, int to);
+/* The weights may have changed (open, loaded, restored, handed out writable): the load
+ * plan runs again before the next step. */
+RT_INTERNAL void rt_model_weights_changed(pkrt_model *m);
+/* Runs the load plan if the folded results are stale. It uses the arena as scratch, so
+ * it runs before anything is put there for a step (the frozen-prefix cache's rows). */
+RT_INTERNAL pkrt_status rt_model_fold(pkrt_model *m);
 /* A training step in parts (pkrt_model_train_step is begin, the train plan, end; the
  * frozen-prefix cache runs the plan in two ranges): begin writes H and the dropout step,
  * end counts the step and reads the loss. */

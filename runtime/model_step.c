@@ -146,8 +146,19 @@ pkrt_status rt_plan_run(pkrt_model *m, rt_plan_kind p) {
   return rt_plan_run_steps(m, p, 0, plan->n);
 }
 
+void rt_model_weights_changed(pkrt_model *m) { m->fold_stale = m->mf.plans[RT_PLAN_LOAD].present; }
+
+pkrt_status rt_model_fold(pkrt_model *m) {
+  if (!m->fold_stale) return PKRT_OK;
+  pkrt_status st = rt_plan_run_steps(m, RT_PLAN_LOAD, 0, m->mf.plans[RT_PLAN_LOAD].n);
+  if (st == PKRT_OK) m->fold_stale = false;
+  return st;
+}
+
 pkrt_status rt_plan_run_steps(pkrt_model *m, rt_plan_kind p, int from, int to) {
   const rt_plan *plan = &m->mf.plans[p];
+  pkrt_status fst = p == RT_PLAN_LOAD ? PKRT_OK : rt_model_fold(m);
+  if (fst != PKRT_OK) return fst;
   if (m->gpu) return rt_gpu_run_steps(m, p, from, to);
   pkrt_exec_ctx *exec = pkrt_ctx_exec(m->rt);
   for (int s = from; s < to; s++) {

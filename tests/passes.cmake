@@ -4,7 +4,7 @@
 # backend switching.
 add_test(NAME test_passes_equiv COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_passes_equiv.sh
   $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> ${PROJECT_SOURCE_DIR})
-set_tests_properties(test_passes_equiv PROPERTIES LABELS "cli;passes" TIMEOUT 180
+set_tests_properties(test_passes_equiv PROPERTIES LABELS "cli;passes" TIMEOUT 300
   ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCK_ONNX_PYTHON=${POCK_ONNX_PYTHON}")
 
 # Backend switching: a database where the OpenBLAS sgemm extern won a model's matmul tasks
@@ -25,3 +25,8 @@ add_test(NAME test_cache_frozen COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_cache_f
   $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> ${PROJECT_SOURCE_DIR})
 set_tests_properties(test_cache_frozen PROPERTIES LABELS "cli;passes" TIMEOUT 180
   ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCK_ONNX_PYTHON=${POCK_ONNX_PYTHON}")
+
+# The fold pass on a small graph through the interpreter: frozen batch norms folded into
+# their conv (or an affine map), a frozen weight's transpose made at load, the same weights
+# after 3 steps as without it, folded results with bytes of their own, the frozen prefix.
+pk_add_test(test_fold LIBS pk_graph LABELS graph passes sanitize TIMEOUT 60)

@@ -188,7 +188,9 @@ static bool ref_step(ref_model *R, const double *x, const int32_t *labels, int64
     R->store[g->hyper][3] = 0;
   }
   for (int k = 0; k < g->nnodes; k++)
-    if (g->nodes[k]->phase <= upto && !ref_run_node(R, g->nodes[k])) return false;
+    if ((g->nodes[k]->phase <= upto || g->nodes[k]->phase == PK_PHASE_LOAD) &&
+        !ref_run_node(R, g->nodes[k]))
+      return false;
   return true;
 }
 

@@ -6,7 +6,8 @@
 # weights must agree (f32 within 1e-5 relative; copy elimination and reordering keep every
 # bit, fusion may round differently: the compiler contracts a*b+c across what were two
 # kernels). Also checks that the passes did something (fewer kernels with copy_elim, fused
-# chains) and the --passes and --dump-after errors.
+# chains, frozen batch norms folded: fewer kernel calls per step and a load plan, refolded
+# after pock-rt train --weights) and the --passes and --dump-after errors.
 # The tiny models need a Python with onnx, torch and numpy ($POCK_ONNX_PYTHON, else
 # python3): without one only the digits cases run.
 #   test_passes_equiv.sh POCK POCK_RT SOURCE_DIR
@@ -79,7 +80,7 @@ expect report_off 0 "pass copy_elim +off" \
   "$pock" compile "$D/models/cnn.json" --batch 4 --passes reorder --verbose --dump-after reorder
 expect dump_after_pass 0 "nodes=(39|40)" \
   "$pock" compile "$D/models/cnn.json" --batch 4 --dump-after copy_elim
-expect passes_unknown 2 "unknown pass 'fusion' \(all, none, or a comma list of: copy_elim, fuse, reorder\)" \
+expect passes_unknown 2 "unknown pass 'fusion' \(all, none, or a comma list of: fold, copy_elim, fuse, reorder\)" \
   "$pock" compile "$D/models/cnn.json" --passes copy_elim,fusion -o x.pock
 expect list_passes 0 "^copy_elim .*alias" "$pock" compile --list-passes
 expect fuse_cnn 0 "pass fuse +nodes 39 -> 38, .*: 1 elementwise node inlined" \
@@ -129,4 +130,62 @@ expect fuse_llama 0 "pass fuse +nodes [0-9]+ -> [0-9]+, .*: [1-9][0-9]* elementw
   "$pock" compile m/llama.onnx --batch 4 --verbose --dump-after reorder
 case_ llama_pockengine m/llama.onnx "--data llama_ids.npy:llama_y.npy" \
   --sparse "$src/examples/llama/specs/pockengine.json"
+
+# fold: head-only schemes (no gradient flows through the frozen layers; "bn_mode": "auto",
+# so frozen batch norms use their running stats) fold every batch norm into its conv and
+# make the frozen weights' arithmetic once, at load: the same weights after 10 steps, fewer
+# kernel calls per step (pock-rt info's train plan), a load plan; weights replaced at run
+# time (--weights) fold again at load, as weights compiled into the artifact do.
+echo '{"version": 1, "train": [{"last_layers": 1}]}' >head.json
+mkdir -p auto
+for m in mobilenet_v2 resnet18; do
+  cp m/$m.onnx auto/ && sed 's/{/{"bn_mode": "auto", /' m/$m.training.json >auto/$m.training.json
+done
+case_ mobilenet_v2_head auto/mobilenet_v2.onnx "--data cnn16_x.npy:cnn16_y.npy" --sparse head.json
+case_ resnet18_head auto/resnet18.onnx "--data cnn8_x.npy:cnn8_y.npy" --sparse head.json
+calls() { "$rt" info "$1" 2>/dev/null | sed -n "s/^kernel calls *train \([0-9]*\).*/\1/p"; }
+loads() { "$rt" info "$1" 2>/dev/null | sed -n "s/.*, load \([0-9]*\) (load:.*/\1/p"; }
+# (a folded norm leaves an elementwise shift that fuses with the activation or residual add
+# after it, where the norm's own kernel could not: the drop is fold with fuse)
+for m in mobilenet_v2 resnet18; do
+  "$pock" compile auto/$m.onnx --batch 4 --sparse head.json --passes copy_elim,fuse,reorder \
+    -o "${m}_nofold.pock" >"${m}_nofold.log" 2>&1 ||
+    fail "fold_compile_$m" "$(tail -c 300 "${m}_nofold.log")"
+  a=$(calls "${m}_head.none.pock") b=$(calls "${m}_nofold.pock") c=$(calls "${m}_head.all.pock")
+  l=$(loads "${m}_head.all.pock")
+  if [ -n "$b" ] && [ -n "$c" ] && [ -n "$l" ] && [ "$c" -lt "$b" ]; then
+    pass "fold_calls_$m (kernel calls/step: none $a, all but fold $b, all $c; $l at load)"
+  else fail "fold_calls_$m" "kernel calls/step: all but fold '$b', all '$c', load '$l'"; fi
+done
+expect dump_after_fold 0 "= fused\(batch_norm_fold_weight\)" \
+  "$pock" compile auto/resnet18.onnx --batch 4 --sparse head.json --dump-after fold
+expect list_passes_fold 0 "^fold .*load" "$pock" compile --list-passes
+W="--data cnn8_x.npy:cnn8_y.npy --epochs 1 --max-steps 10 --no-shuffle"
+if "$rt" train resnet18_head.all.pock $W --weights resnet18_full.all.pkw --save fold_rt.pkw \
+     >fold_w.log 2>&1 &&
+   "$pock" compile auto/resnet18.onnx --batch 4 --sparse head.json --weights resnet18_full.all.pkw \
+     -o fold_cw.pock >>fold_w.log 2>&1 &&
+   "$rt" train fold_cw.pock $W --save fold_cw.pkw >>fold_w.log 2>&1; then
+  same fold_runtime_weights fold_rt.pkw fold_cw.pkw
+else fail fold_runtime_weights "$(tail -c 400 fold_w.log)"; fi
+# inference artifacts: every batch norm uses its running stats, so every one folds; the
+# scores of `pock-rt run` (from the artifact's weights, and from others: --weights) agree
+# with an artifact compiled without passes
+ok=1
+for p in all none; do
+  "$pock" compile m/resnet18.onnx --batch 4 --inference --passes $p -o "inf.$p.pock" \
+    >inf.log 2>&1 || ok=0
+  for w in own other; do
+    "$rt" run "inf.$p.pock" --data cnn8_x.npy:cnn8_y.npy --scores \
+      $([ $w = other ] && echo --weights resnet18_full.all.pkw) >"inf.$p.$w.txt" 2>>inf.log || ok=0
+  done
+done
+l=$(loads inf.all.pock)
+if [ $ok = 1 ] && [ -n "$l" ] && "$py" -c 'import sys, numpy as np
+for w in ("own", "other"):
+    a, b = np.loadtxt("inf.all.%s.txt" % w), np.loadtxt("inf.none.%s.txt" % w)
+    err = np.max(np.abs(a[:, 1:] - b[:, 1:])) / np.max(np.abs(b[:, 1:]))
+    assert a.shape == b.shape and err <= 1e-5, (w, a.shape, b.shape, err)' >inf_diff.txt 2>&1; then
+  pass "fold_inference ($l nodes at load, scores within 1e-5)"
+else fail fold_inference "load '$l': $(tail -c 300 inf.log) $(tail -c 300 inf_diff.txt)"; fi
 finish

@@ -6,6 +6,10 @@
 #include "pk_passes.h"
 
 static const pk_pass_info table[PK_PASS_COUNT_] = {
+    [PK_PASS_FOLD] = {"fold",
+                      "nodes that read only frozen weights and constants run once at load "
+                      "(FOLDED results); a frozen batch norm folds into its conv/linear weight",
+                      pk_pass_fold},
     [PK_PASS_COPY_ELIM] = {"copy_elim",
                            "gradients that are copies, reshapes or contiguous slices of "
                            "another tensor alias it (no kernel, no buffer)",

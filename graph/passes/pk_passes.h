@@ -22,7 +22,7 @@
 
 /* The passes, in the order the driver runs them. */
 typedef enum pk_pass_kind {
-  PK_PASS_COPY_ELIM, PK_PASS_FUSE, PK_PASS_REORDER, PK_PASS_COUNT_
+  PK_PASS_FOLD, PK_PASS_COPY_ELIM, PK_PASS_FUSE, PK_PASS_REORDER, PK_PASS_COUNT_
 } pk_pass_kind;
 
 typedef struct pk_pass_info {
@@ -38,9 +38,10 @@ const pk_pass_info *pk_passes_table(void);
  * PK_ERR_USAGE naming an unknown or repeated name and listing the passes. */
 pk_status pk_passes_select(pk_ctx *ctx, const char *list, bool *on);
 /* The pass names, comma separated (for messages and help). */
-#define PK_PASS_NAMES "copy_elim, fuse, reorder"
+#define PK_PASS_NAMES "fold, copy_elim, fuse, reorder"
 
 /* Each pass (graph/passes/<name>.c). */
+pk_status pk_pass_fold(pk_graph *g, const char **note);
 pk_status pk_pass_copy_elim(pk_graph *g, const char **note);
 pk_status pk_pass_fuse(pk_graph *g, const char **note);
 pk_status pk_pass_reorder(pk_graph *g, const char **note);

@@ -52,7 +52,9 @@ typedef struct pkrt_model pkrt_model;
 
 typedef struct pkrt_open_options {
   int nthreads;          /* 0 or 1: run kernels on the calling thread */
-  void *arena;           /* optional caller-provided activation arena (64-byte aligned) */
+  void *arena;           /* optional caller-provided activation arena (64-byte aligned);
+                            it also keeps the artifact's folded results between steps, so
+                            it belongs to this model alone */
   size_t arena_bytes;    /* its size; must be >= pkrt_model_arena_bytes() */
   /* Non-zero: do not compare the artifact's target fingerprint with this device (for
    * tests and for devices whose /proc/cpuinfo hides features). */
@@ -103,7 +105,9 @@ int64_t pkrt_model_steps(const pkrt_model *m);       /* training steps taken so 
 
 /* A named tensor of the manifest (parameters, optimizer state, ...): its storage and
  * layout, for inspection and tests. Element (i0, ...) is at
- * ((T *)data)[offset + sum(i_d * strides[d])]. */
+ * ((T *)data)[offset + sum(i_d * strides[d])]. The storage of a param, buffer or constant
+ * may be written: what the artifact computes from the weights once (its "load" plan, the
+ * compiler's fold pass) is computed again before the next step. */
 typedef struct pkrt_tensor_info {
   void *data;
   int64_t offset;

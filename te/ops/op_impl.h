@@ -111,26 +111,17 @@ pk_status pk_op_broadcast(pk_ctx *ctx, pk_op_kind op, int na, const int64_t *a, 
 /* A possibly negative axis of a rank-ndim tensor, as 0..ndim-1. */
 pk_status pk_op_axis(pk_ctx *ctx, pk_op_kind op, int axis, int ndim, int *out);
 
-/* ---- TE text ---- */
-/* "X = placeholder((7, 33), f32)\n" */
-void pk_op_emit_placeholder(pk_strbuf *b, const char *name, int ndim, const int64_t *shape,
-                            pkrt_dtype dtype);
+/* ---- TE text (the helpers a graph pass uses too are in pk_ops.h) ---- */
 /* "(7, 33)", "(7,)" */
 void pk_op_emit_shape(pk_strbuf *b, int ndim, const int64_t *shape);
 /* "(i0, i1, i2)": spatial axes are always named i<d>, reduce axes k<n>. */
 void pk_op_emit_axes(pk_strbuf *b, int ndim);
 /* "k0 = reduce_axis(33)\n" */
 void pk_op_emit_reduce_axis(pk_strbuf *b, int k, int64_t extent);
-/* "Y = compute((7, 33), (i0, i1) => " — the caller writes the body and ")\n". */
-void pk_op_emit_compute_head(pk_strbuf *b, const char *name, int ndim, const int64_t *shape);
 /* Indices of an input of rank in_ndim broadcast into an output of rank out_ndim, first
  * output axis i<first>: "i1, 0, i3" (a dim of extent 1 reads index 0). */
 void pk_op_emit_bcast_index(pk_strbuf *b, int in_ndim, const int64_t *in_shape, int out_ndim,
                             int first);
-/* A float literal that reads back as exactly v: "0.5", "2.0", "-3.4028234663852886e+38". */
-void pk_op_emit_float(pk_strbuf *b, double v);
-/* "X[i0, i1, i2]": a read of a whole tensor of rank ndim at the compute's own axes. */
-void pk_op_emit_read_all(pk_strbuf *b, const char *name, int ndim);
 
 /* ---- undoing a broadcast (gradients of broadcast inputs) ----
  * A gradient shaped like an input of rank in_ndim reads the broadcast result (rank

@@ -318,6 +318,17 @@ pk_status pk_op_text(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm, char *
 /* pk_op_text, parsed and checked. */
 pk_status pk_op_build(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                       pk_te_program **out);
+/* TE text helpers, shared with the graph passes that write programs of their own
+ * (graph/passes/fold.c): spatial axes are always named i<d>. */
+/* "X = placeholder((7, 33), f32)\n" */
+void pk_op_emit_placeholder(pk_strbuf *b, const char *name, int ndim, const int64_t *shape,
+                            pkrt_dtype dtype);
+/* "Y = compute((7, 33), (i0, i1) => " — the caller writes the body and ")\n". */
+void pk_op_emit_compute_head(pk_strbuf *b, const char *name, int ndim, const int64_t *shape);
+/* A float literal that reads back as exactly v: "0.5", "2.0", "-3.4028234663852886e+38". */
+void pk_op_emit_float(pk_strbuf *b, double v);
+/* "X[i0, i1, i2]": a read of a whole tensor of rank ndim at the compute's own axes. */
+void pk_op_emit_read_all(pk_strbuf *b, const char *name, int ndim);
 
 /* ---- gradients ----
  * One gradient TE per differentiable input (op_table.def's diff column), written beside
