@@ -44,6 +44,7 @@ static const char compile_help[] =
     "                        " PK_DRIVER_STAGES "\n"
     "  --passes LIST         graph passes: all (default), none, or a comma list of\n"
     "                        " PK_PASS_NAMES " (docs/passes.md)\n"
+    "  --disable-pass NAME   turn one pass off (repeatable; after --passes)\n"
     "  --verbose             a line per pass: nodes and planned arena before and after\n"
     "  --list-passes         print the passes, in the order they run, and exit\n"
     "  --cache-frozen        run the frozen prefix (layers before the first trained one)\n"
@@ -60,7 +61,7 @@ static const char compile_help[] =
     "Exit status: 0 success, 1 error (bad model, spec, weights or build), 2 usage.\n";
 
 static int parse_options(int argc, char **argv, pk_compile_options *o,
-                         pk_input_shape shapes[PK_CLI_MAX_SHAPES]) {
+                         pk_input_shape shapes[PK_CLI_MAX_SHAPES], char *disabled, size_t cap) {
   *o = pk_compile_defaults();
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
@@ -95,6 +96,12 @@ static int parse_options(int argc, char **argv, pk_compile_options *o,
     else if (!strcmp(a, "--cc")) o->cc = v;
     else if (!strcmp(a, "--dump-after")) o->dump_after = v;
     else if (!strcmp(a, "--passes")) o->passes = v;
+    else if (!strcmp(a, "--disable-pass")) {
+      size_t used = strlen(disabled);
+      if (used + strlen(v) + 2 > cap) return pk_cli_usage("compile: too many --disable-pass options");
+      snprintf(disabled + used, cap - used, "%s%s", used ? "," : "", v);
+      o->disable_passes = disabled;
+    }
     else if (!strcmp(a, "--optimizer")) {
       if (strcmp(v, "sgd") && strcmp(v, "adam") && strcmp(v, "adamw"))
         return pk_cli_usage("compile: unknown optimizer '%s' (sgd, adam, adamw)", v);
@@ -154,7 +161,8 @@ static int parse_options(int argc, char **argv, pk_compile_options *o,
 int pk_cmd_compile(int argc, char **argv) {
   pk_compile_options o;
   pk_input_shape shapes[PK_CLI_MAX_SHAPES];
-  int rc = parse_options(argc, argv, &o, shapes);
+  char disabled[256] = "";
+  int rc = parse_options(argc, argv, &o, shapes, disabled, sizeof disabled);
   if (rc < 0) return PK_EXIT_OK; /* --help */
   if (rc != PK_EXIT_OK) return rc;
   /* Progress and tables go to stdout, except while a dump owns it. */

@@ -66,7 +66,7 @@ static pk_status check_options(pk_ctx *ctx, const pk_compile_options *o, int *la
     return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: batch %lld is not in 1..%d", (long long)o->batch,
                        INT32_MAX);
   bool on[PK_PASS_COUNT_];
-  pk_status s = pk_passes_select(ctx, o->passes, on);
+  pk_status s = pk_passes_select(ctx, o->passes, o->disable_passes, on);
   if (s != PK_OK) return s;
   if (o->reinit && !o->weights)
     return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: --reinit needs --weights");

@@ -45,6 +45,7 @@ typedef struct pk_compile_options {
   /* graph passes (graph/passes/pk_passes.h): NULL or "all", "none", or a comma list of
    * pass names; each pass is a stage, so it can be measured alone */
   const char *passes;
+  const char *disable_passes; /* NULL or a comma list: these off, whatever `passes` says */
   bool verbose;             /* a line per pass stage to `log` */
   /* the frozen prefix (pk_graph_frozen_prefix) runs first and the artifact says which
    * tensors the runtime may cache per sample (`--cache-frozen`); refused with the reason

@@ -7,7 +7,7 @@
 static pk_status drv_pass(drv_state *S, pk_pass_kind kind) {
   const pk_pass_info *p = &pk_passes_table()[kind];
   bool on[PK_PASS_COUNT_];
-  pk_status s = pk_passes_select(S->ctx, S->o->passes, on);
+  pk_status s = pk_passes_select(S->ctx, S->o->passes, S->o->disable_passes, on);
   if (s != PK_OK) return s;
   const char *line;
   if (!on[kind]) {

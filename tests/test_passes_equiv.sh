@@ -89,6 +89,10 @@ expect dump_after_fuse 0 "= fused\(mean_grad0\+relu_grad0\)" \
   "$pock" compile "$D/models/cnn.json" --batch 4 --dump-after fuse
 expect passes_twice 2 "'reorder' is listed twice" \
   "$pock" compile "$D/models/cnn.json" --passes reorder,reorder -o x.pock
+expect disable_pass 0 "pass fuse +off" \
+  "$pock" compile "$D/models/cnn.json" --batch 4 --disable-pass fuse --verbose --dump-after reorder
+expect disable_pass_unknown 2 "disable-pass: unknown pass 'fusion' \(fold, copy_elim, fuse, reorder\)" \
+  "$pock" compile "$D/models/cnn.json" --disable-pass fusion -o x.pock
 [ -e x.pock ] && fail passes_error_wrote "x.pock exists"
 
 if [ -z "$py" ]; then

@@ -26,28 +26,35 @@ static const pk_pass_info table[PK_PASS_COUNT_] = {
 
 const pk_pass_info *pk_passes_table(void) { return table; }
 
-pk_status pk_passes_select(pk_ctx *ctx, const char *list, bool *on) {
-  bool all = !list || !strcmp(list, "all");
-  for (int p = 0; p < PK_PASS_COUNT_; p++) on[p] = all;
-  if (all || !strcmp(list, "none")) return PK_OK;
-  const char *s = list;
-  for (;;) {
+/* Sets on[p] = value for each name of the comma list; `what` names the option. */
+static pk_status mark_list(pk_ctx *ctx, const char *list, const char *what, bool value, bool *on) {
+  bool seen[PK_PASS_COUNT_] = {false};
+  for (const char *s = list;;) {
     const char *end = strchr(s, ',');
     size_t len = end ? (size_t)(end - s) : strlen(s);
     int found = -1;
     for (int p = 0; p < PK_PASS_COUNT_; p++)
       if (strlen(table[p].name) == len && !strncmp(table[p].name, s, len)) found = p;
     if (found < 0)
-      return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: --passes: unknown pass '%.*s' (all, none, "
-                         "or a comma list of: %s)", (int)len, s, PK_PASS_NAMES);
-    if (on[found])
-      return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: --passes: '%s' is listed twice",
+      return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: %s: unknown pass '%.*s' (%s%s)", what,
+                         (int)len, s, value ? "all, none, or a comma list of: " : "", PK_PASS_NAMES);
+    if (seen[found])
+      return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: %s: '%s' is listed twice", what,
                          table[found].name);
-    on[found] = true;
-    if (!end) break;
+    seen[found] = true;
+    on[found] = value;
+    if (!end) return PK_OK;
     s = end + 1;
   }
-  return PK_OK;
+}
+
+pk_status pk_passes_select(pk_ctx *ctx, const char *list, const char *disable, bool *on) {
+  bool all = !list || !strcmp(list, "all");
+  for (int p = 0; p < PK_PASS_COUNT_; p++) on[p] = all;
+  pk_status s = PK_OK;
+  if (!all && strcmp(list, "none")) s = mark_list(ctx, list, "--passes", true, on);
+  if (s == PK_OK && disable) s = mark_list(ctx, disable, "--disable-pass", false, on);
+  return s;
 }
 
 int pk_pass_root(const pk_graph *g, int t) {

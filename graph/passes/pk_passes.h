@@ -34,9 +34,10 @@ typedef struct pk_pass_info {
 
 /* PK_PASS_COUNT_ entries, indexed by pk_pass_kind. */
 const pk_pass_info *pk_passes_table(void);
-/* "all" (or NULL), "none", or a comma list of pass names -> on[PK_PASS_COUNT_].
- * PK_ERR_USAGE naming an unknown or repeated name and listing the passes. */
-pk_status pk_passes_select(pk_ctx *ctx, const char *list, bool *on);
+/* "all" (or NULL), "none", or a comma list of pass names -> on[PK_PASS_COUNT_], then
+ * the comma list `disable` (NULL: none) turned off. PK_ERR_USAGE naming an unknown or
+ * repeated name and listing the passes. */
+pk_status pk_passes_select(pk_ctx *ctx, const char *list, const char *disable, bool *on);
 /* The pass names, comma separated (for messages and help). */
 #define PK_PASS_NAMES "fold, copy_elim, fuse, reorder"
 
