@@ -25,3 +25,9 @@ add_test(NAME test_cache_frozen COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_cache_f
   $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> ${PROJECT_SOURCE_DIR})
 set_tests_properties(test_cache_frozen PROPERTIES LABELS "cli;passes" TIMEOUT 180
   ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCK_ONNX_PYTHON=${POCK_ONNX_PYTHON}")
+
+# Epilogues fused into a matmul (pk_te_fuse_epilogue, the fuse pass's second sweep): the
+# fused program equals producer then consumer in the interpreter, and the matmul template's
+# preset and sampled configs compute it at the register tile, never storing the product,
+# and equal the interpreter as generated C.
+pk_add_test(test_fuse_epilogue LIBS pk_autotune LABELS autotune passes)
