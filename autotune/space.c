@@ -96,6 +96,36 @@ const pk_te_tensor *space_product_stage(const pk_te_program *p) {
   return NULL;
 }
 
+/* Counts the reads of t in x; -1 when one is not at e's own point. */
+static int reads_at_own_point(const pk_expr *x, const pk_te_tensor *t, const pk_te_tensor *e) {
+  int n = 0;
+  if (x->kind == PK_EXPR_READ && x->tensor == t) {
+    for (int d = 0; d < t->ndim; d++)
+      if (x->args[d]->kind != PK_EXPR_AXIS || x->args[d]->axis != e->axes[d]) return -1;
+    n = 1;
+  }
+  for (int i = 0; i < x->nargs; i++) {
+    int m = reads_at_own_point(x->args[i], t, e);
+    if (m < 0) return -1;
+    n += m;
+  }
+  return n;
+}
+
+const pk_te_tensor *space_epilogue_stage(const pk_te_program *p, const pk_te_tensor *t) {
+  const pk_te_tensor *e = NULL;
+  int ncomp = 0;
+  for (int i = 0; i < p->ntensors; i++)
+    if (p->tensors[i]->kind == PK_TE_COMPUTE && ncomp++ == 1) e = p->tensors[i];
+  if (ncomp != 2 || !e || e->id <= t->id || e->dom_ndim || e->body->kind == PK_EXPR_REDUCE ||
+      e->ndim != t->ndim)
+    return NULL;
+  for (int d = 0; d < t->ndim; d++)
+    if (e->shape[d] != t->shape[d]) return NULL;
+  /* pk_te_fuse_epilogue makes one read of t, at e's own point */
+  return reads_at_own_point(e->body, t, e) > 0 ? e : NULL;
+}
+
 const pk_expr *space_sum_product(const pk_te_tensor *t) {
   if (t->kind != PK_TE_COMPUTE || t->body->kind != PK_EXPR_REDUCE || t->body->op != PK_EOP_SUM)
     return NULL;

@@ -28,6 +28,8 @@ typedef struct conv_plan {
   bool lanes_first;   /* n.root[0] is the lane of a thread-split reduction (parallel) */
   const char *row_k;  /* the reduce root both operands read along their rows; NULL: none */
   bool window;        /* more than one reduction longer than 1 (not a 1x1 conv) */
+  const char *epi;    /* a fused epilogue (space_epilogue_stage): "t3", which then writes
+                         the tile out, the product inlined into it; NULL: none */
 } conv_plan;
 
 #define CV_MAX_SIBLINGS 16
@@ -97,6 +99,8 @@ static pk_status conv_init(pk_space *sp) {
   p->nsib = space_sibling_stages(prog, t, sibs, CV_MAX_SIBLINGS);
   p->sib = pk_alloc(ctx, (size_t)(p->nsib ? p->nsib : 1) * sizeof *p->sib);
   for (int i = 0; i < p->nsib; i++) space_names_of(sp, sibs[i], &p->sib[i]);
+  const pk_te_tensor *e = space_epilogue_stage(prog, t);
+  if (e) p->epi = pk_sprintf(ctx, "t%d", e->id);
   sp->plan = p;
 
   int64_t OC = t->shape[p->oc], W = t->shape[p->w], H = p->h >= 0 ? t->shape[p->h] : 1;
@@ -108,7 +112,8 @@ static pk_status conv_init(pk_space *sp) {
   space_add_knob(sp, "tile_w", v, space_tile_values(W, cols, 7, 4, 64, v));
   space_add_knob(sp, "tile_h", v, space_tile_values(H, rows, 3, 0, 0, v));
   space_add_knob(sp, "vector", v, space_vector_values(sp, W, v));
-  space_add_knob(sp, "cache_write", (int64_t[]){0, 1}, 2);
+  /* a fused epilogue is computed at the register tile: the accumulators are one */
+  space_add_knob(sp, "cache_write", p->epi ? (int64_t[]){1} : (int64_t[]){0, 1}, p->epi ? 1 : 2);
   int n = 0;
   for (int i = 0; i < p->n.norders; i++) v[n++] = i;
   space_add_knob(sp, "reduce_order", v, n);
@@ -121,8 +126,9 @@ static pk_status conv_init(pk_space *sp) {
   /* cut the innermost serial reduce loop where the padding guards hold (pk_sched_partition):
    * interior tiles then read the input with plain vector loads */
   space_add_knob(sp, "partition", (int64_t[]){0, 1}, 2);
-  /* weight gradients: few outputs, long reductions (space_thread_values); not with siblings */
-  space_add_knob(sp, "rfactor_threads", v, p->nsib ? 1 : space_thread_values(sp, t, v));
+  /* weight gradients: few outputs, long reductions (space_thread_values); not with siblings
+   * or a fused epilogue (v[0] is 0) */
+  space_add_knob(sp, "rfactor_threads", v, p->nsib || p->epi ? 1 : space_thread_values(sp, t, v));
   sp->knobs[CV_RFACTOR_THREADS].added_later = true;
   /* a weight gradient's row split into vector lanes of partial sums (rfactor), the taps
    * unrolled around them (conv_apply_lanes); where the output is small beside the
@@ -131,7 +137,8 @@ static pk_status conv_init(pk_space *sp) {
   v[nl++] = 0;
   double length = 1;
   for (int a = 0; a < t->body->naxes; a++) length *= (double)(t->body->axes[a]->hi - t->body->axes[a]->lo);
-  int64_t row = p->nsib || (double)pk_te_tensor_numel(t) > length ? 0 : row_reduce(sp, t, mul, &p->row_k);
+  int64_t row = p->nsib || p->epi || (double)pk_te_tensor_numel(t) > length
+                    ? 0 : row_reduce(sp, t, mul, &p->row_k);
   if (row > 0) {
     int64_t w[PK_SPACE_MAX_VALUES];
     int nw = space_vector_values(sp, row, w);
@@ -229,12 +236,17 @@ static pk_status conv_apply_stage(const conv_plan *p, pk_schedule *s, const int6
     const char *readers[] = {T};
     SPACE_TRY(pk_sched_cache_read(s, p->weight, "ws", 1, readers, p->weight_dim, v[CV_TILE_OC]));
   }
+  const char *O = T; /* the stage whose loops write the tile out */
   if (local) {
     /* T copies the accumulator tile out (vectorized); T.local holds it in registers */
     SPACE_TRY(pk_sched_cache_write(s, T, "local"));
-    SPACE_TRY(conv_shape(p, s, T, v, &l, false));
-    if (l.vec) SPACE_TRY(pk_sched_vectorize(s, T, l.vec));
-    SPACE_TRY(pk_sched_compute_at(s, p->n.local, T, l.outer[l.nouter - 1]));
+    if (p->epi) { /* the epilogue copies it out instead, T (a copy now) inlined into it */
+      SPACE_TRY(pk_sched_compute_inline(s, T));
+      O = p->epi;
+    }
+    SPACE_TRY(conv_shape(p, s, O, v, &l, false));
+    if (l.vec) SPACE_TRY(pk_sched_vectorize(s, O, l.vec));
+    SPACE_TRY(pk_sched_compute_at(s, p->n.local, O, l.outer[l.nouter - 1]));
     SPACE_TRY(conv_shape(p, s, p->n.local, v, &l, true));
     SPACE_TRY(conv_unroll_and_vectorize(p, s, p->n.local, v, &l, true));
   } else {
@@ -246,7 +258,7 @@ static pk_status conv_apply_stage(const conv_plan *p, pk_schedule *s, const int6
   } else if (v[CV_PARALLEL]) {
     /* the first tile loop: batch dims are often 1 */
     int first = l.nouter - (p->h >= 0 ? 3 : 2);
-    SPACE_TRY(pk_sched_parallel(s, T, l.outer[first]));
+    SPACE_TRY(pk_sched_parallel(s, O, l.outer[first]));
   }
   return PK_OK;
 }
@@ -323,6 +335,9 @@ static pk_status conv_apply_lanes(const conv_plan *p, pk_schedule *s, const int6
 
 static pk_status conv_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
   const conv_plan *p = sp->plan;
+  if (p->epi && (!v[CV_CACHE_WRITE] || v[CV_RFACTOR_THREADS] || v[CV_RFACTOR_LANES]))
+    return pk_ctx_fail(s->ctx, PK_ERR_SCHEDULE, "knobs: a fused epilogue needs cache_write 1, "
+                       "rfactor_threads 0 and rfactor_lanes 0");
   if (v[CV_RFACTOR_LANES]) SPACE_TRY(conv_apply_lanes(p, s, v));
   else if (v[CV_RFACTOR_THREADS]) SPACE_TRY(conv_apply_threads(p, s, v));
   else SPACE_TRY(conv_apply_stage(p, s, v));
@@ -331,11 +346,13 @@ static pk_status conv_apply(const pk_space *sp, pk_schedule *s, const int64_t *v
     int64_t w[CV_NKNOBS];
     q.n = p->sib[i];
     q.weight = NULL;
+    q.epi = NULL;
     conv_fit(&q, s, v, w);
     SPACE_TRY(conv_apply_stage(&q, s, w));
   }
   for (int i = 0; i < p->n.nother; i++) {
     const pk_stage *st = pk_sched_find_stage(s, p->n.other[i]);
+    if (p->epi && !strcmp(p->n.other[i], p->epi)) continue; /* shaped as the tile, above */
     bool sibling = false; /* shaped above (after cache_write, a copy that looks injective) */
     for (int j = 0; j < p->nsib; j++) sibling |= !strcmp(p->n.other[i], p->sib[j].stage);
     bool done = false; /* the phases' interleave */

@@ -29,6 +29,8 @@ typedef struct gemm_plan {
   int nsib;           /* stages shaped like this one (a strided dX's phases): same knobs */
   space_names *sib;
   bool lanes_first;   /* n.root[0] is the lane of a thread-split reduction (parallel) */
+  const char *epi;    /* a fused epilogue (space_epilogue_stage): "t3", which then writes
+                         the tile out, the product inlined into it; NULL: none */
 } gemm_plan;
 
 #define CG_MAX_SIBLINGS 16
@@ -133,6 +135,8 @@ static pk_status gemm_init(pk_space *sp) {
   p->nsib = space_sibling_stages(prog, t, sibs, CG_MAX_SIBLINGS);
   p->sib = pk_alloc(sp->ctx, (size_t)(p->nsib ? p->nsib : 1) * sizeof *p->sib);
   for (int i = 0; i < p->nsib; i++) space_names_of(sp, sibs[i], &p->sib[i]);
+  const pk_te_tensor *e = space_epilogue_stage(prog, t);
+  if (e) p->epi = pk_sprintf(sp->ctx, "t%d", e->id);
   sp->plan = p;
 
   int64_t EV = p->ev = t->shape[p->v], ER = p->er = p->r >= 0 ? t->shape[p->r] : 1;
@@ -144,7 +148,8 @@ static pk_status gemm_init(pk_space *sp) {
   if (EV <= 64 && (n == 0 || v[n - 1] != EV)) v[n++] = EV;
   space_add_knob(sp, "tile_v", v, n);
   space_add_knob(sp, "vector", v, space_vector_values(sp, EV, v));
-  space_add_knob(sp, "cache_write", (int64_t[]){0, 1}, 2);
+  /* a fused epilogue is computed at the register tile: the accumulators are one */
+  space_add_knob(sp, "cache_write", p->epi ? (int64_t[]){1} : (int64_t[]){0, 1}, p->epi ? 1 : 2);
   space_add_knob(sp, "pack", (int64_t[]){0, 1}, 2);
   n = 0;
   for (int i = 0; i < p->n.norders; i++) v[n++] = i;
@@ -153,8 +158,9 @@ static pk_status gemm_init(pk_space *sp) {
   space_add_knob(sp, "unroll", (int64_t[]){0, 1}, 2);
   space_add_knob(sp, "unroll_k", (int64_t[]){1, 2, 4, 0}, 4);
   space_add_knob(sp, "parallel", (int64_t[]){0, 1}, sp->opts.allow_parallel ? 2 : 1);
-  /* weight gradients of few channels (space_thread_values); not with siblings */
-  space_add_knob(sp, "rfactor_threads", v, p->nsib ? 1 : space_thread_values(sp, t, v));
+  /* weight gradients of few channels (space_thread_values); not with siblings or a fused
+   * epilogue (v[0] is 0) */
+  space_add_knob(sp, "rfactor_threads", v, p->nsib || p->epi ? 1 : space_thread_values(sp, t, v));
   sp->knobs[CG_RFACTOR_THREADS].added_later = true;
   PK_ASSERT(sp->nknobs == CG_NKNOBS);
   return PK_OK;
@@ -233,25 +239,30 @@ static pk_status gemm_apply_stage(const gemm_plan *p, pk_schedule *s, const int6
   }
   const char *outer[PK_TE_MAX_DIMS + 2];
   int nouter;
+  const char *O = T; /* the stage whose loops write the tile out */
   if (v[CG_CACHE_WRITE]) {
     /* T copies the tile out (lanes vectorized); T.local accumulates it in registers */
     const char *inner[4], *lanes, *order[2 * PK_TE_MAX_DIMS + 8];
     int ninner;
     SPACE_TRY(pk_sched_cache_write(s, T, "local"));
-    SPACE_TRY(split_tile(p, s, T, v, inner, &ninner, &lanes));
+    if (p->epi) { /* the epilogue copies it out instead, T (a copy now) inlined into it */
+      SPACE_TRY(pk_sched_compute_inline(s, T));
+      O = p->epi;
+    }
+    SPACE_TRY(split_tile(p, s, O, v, inner, &ninner, &lanes));
     nouter = outer_loops(p, s, v, outer);
     int n = 0;
     for (int i = 0; i < nouter; i++) order[n++] = outer[i];
     for (int i = 0; i < ninner; i++) order[n++] = inner[i];
-    SPACE_TRY(pk_sched_reorder(s, T, n, order));
-    if (lanes) SPACE_TRY(pk_sched_vectorize(s, T, lanes));
-    SPACE_TRY(pk_sched_compute_at(s, p->n.local, T, outer[nouter - 1]));
+    SPACE_TRY(pk_sched_reorder(s, O, n, order));
+    if (lanes) SPACE_TRY(pk_sched_vectorize(s, O, lanes));
+    SPACE_TRY(pk_sched_compute_at(s, p->n.local, O, outer[nouter - 1]));
     SPACE_TRY(shape_acc(p, s, p->n.local, v));
   } else {
     SPACE_TRY(shape_acc(p, s, T, v));
     nouter = outer_loops(p, s, v, outer);
   }
-  if (v[CG_PARALLEL] || p->lanes_first) SPACE_TRY(pk_sched_parallel(s, T, outer[0]));
+  if (v[CG_PARALLEL] || p->lanes_first) SPACE_TRY(pk_sched_parallel(s, O, outer[0]));
   return PK_OK;
 }
 
@@ -288,6 +299,9 @@ static void gemm_fit(const gemm_plan *q, pk_schedule *s, const int64_t *v, int64
 
 static pk_status gemm_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
   const gemm_plan *p = sp->plan;
+  if (p->epi && (!v[CG_CACHE_WRITE] || v[CG_RFACTOR_THREADS]))
+    return pk_ctx_fail(s->ctx, PK_ERR_SCHEDULE, "knobs: a fused epilogue needs cache_write 1 "
+                       "and rfactor_threads 0");
   if (v[CG_RFACTOR_THREADS]) SPACE_TRY(gemm_apply_threads(p, s, v));
   else SPACE_TRY(gemm_apply_stage(p, s, v));
   for (int i = 0; i < p->nsib; i++) {
@@ -295,11 +309,13 @@ static pk_status gemm_apply(const pk_space *sp, pk_schedule *s, const int64_t *v
     int64_t w[CG_NKNOBS];
     q.n = p->sib[i];
     q.packed = NULL;
+    q.epi = NULL;
     gemm_fit(&q, s, v, w);
     SPACE_TRY(gemm_apply_stage(&q, s, w));
   }
   for (int i = 0; i < p->n.nother; i++) {
     const pk_stage *st = pk_sched_find_stage(s, p->n.other[i]);
+    if (p->epi && !strcmp(p->n.other[i], p->epi)) continue; /* shaped as the tile, above */
     bool sibling = false; /* shaped above (after cache_write, a copy that looks injective) */
     for (int j = 0; j < p->nsib; j++) sibling |= !strcmp(p->n.other[i], p->sib[j].stage);
     bool done = false; /* the phases' interleave */

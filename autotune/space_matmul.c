@@ -27,6 +27,8 @@ typedef struct matmul_plan {
                                 each k step of the tile's rows is a new cache line */
   int nother;
   const char *other[64];     /* the other computes (an epilogue such as a ReLU) */
+  const char *epi;           /* a fused epilogue (space_epilogue_stage): "t3", which then
+                                writes the tile out, t inlined into it; NULL: none */
   int ndim;                  /* of the product stage */
   const char *lanes;         /* rfactor_threads: T.rf's lane root, the parallel loop */
 } matmul_plan;
@@ -66,8 +68,11 @@ static pk_status matmul_init(pk_space *sp) {
   for (int r = 0; r < p->nreduce; r++) p->k[r] = pk_strdup(ctx, st->root[t->ndim + r]->name);
   p->k_extent = st->root[t->ndim]->extent;
   p->ndim = t->ndim;
+  const pk_te_tensor *e = space_epilogue_stage(prog, t);
+  if (e) p->epi = pk_sprintf(ctx, "t%d", e->id);
   for (int i = 0; i < s0->nstages && p->nother < 64; i++)
-    if (strcmp(s0->stages[i]->name, p->stage) != 0) p->other[p->nother++] = pk_strdup(ctx, s0->stages[i]->name);
+    if (strcmp(s0->stages[i]->name, p->stage) != 0 && !(p->epi && !strcmp(s0->stages[i]->name, p->epi)))
+      p->other[p->nother++] = pk_strdup(ctx, s0->stages[i]->name);
   pk_ctx_free(tmp);
   const pk_expr *mul = t->body->args[0];
   const pk_te_axis *k0 = t->body->axes[0];
@@ -93,7 +98,10 @@ static pk_status matmul_init(pk_space *sp) {
   else space_add_knob(sp, "tile_n", v, space_tile_values(N, cols_only, 10, 8, 64, v));
   /* columns are vectorized, or rows with vector_rows, or k with rfactor */
   space_add_knob(sp, "vector", v, space_vector_values(sp, N > K ? N : K, v));
-  space_add_knob(sp, "cache_write", (int64_t[]){0, 1}, 2);
+  /* a fused epilogue is computed at the register tile (space_epilogue_stage): the
+   * accumulators are one (cache_write) and each output one sum (no rfactor, no K blocks) */
+  bool epi = p->epi != NULL;
+  space_add_knob(sp, "cache_write", epi ? (int64_t[]){1} : (int64_t[]){0, 1}, epi ? 1 : 2);
   space_add_knob(sp, "pack_b", (int64_t[]){0, 1, 2}, p->b ? 3 : 1);
   space_add_knob(sp, "pack_a", (int64_t[]){0, 1}, p->a ? 2 : 1);
   space_add_knob(sp, "order", (int64_t[]){0, 1}, 2);
@@ -102,15 +110,16 @@ static pk_status matmul_init(pk_space *sp) {
   space_add_knob(sp, "k_unroll", v, n);
   n = 0;
   v[n++] = 0;
-  for (int64_t b = 32; b <= 512 && b < K; b *= 2) v[n++] = b;
+  for (int64_t b = 32; !epi && b <= 512 && b < K; b *= 2) v[n++] = b;
   space_add_knob(sp, "k_block", v, n);
   space_add_knob(sp, "unroll", (int64_t[]){0, 1}, 2);
-  space_add_knob(sp, "rfactor", (int64_t[]){0, 1}, 2);
+  space_add_knob(sp, "rfactor", (int64_t[]){0, 1}, epi ? 1 : 2);
   space_add_knob(sp, "parallel", (int64_t[]){0, 1}, sp->opts.allow_parallel ? 2 : 1);
   space_add_knob(sp, "vector_rows", (int64_t[]){0, 1}, rows_too ? 2 : 1);
   sp->knobs[MM_VECTOR_ROWS].added_later = true;
   /* weight gradients (a linear layer's dW sums over every token): space_thread_values */
-  space_add_knob(sp, "rfactor_threads", v, space_thread_values(sp, t, v));
+  n = space_thread_values(sp, t, v); /* v[0] is 0 */
+  space_add_knob(sp, "rfactor_threads", v, epi ? 1 : n);
   sp->knobs[MM_RFACTOR_THREADS].added_later = true;
   PK_ASSERT(sp->nknobs == MM_NKNOBS);
   return PK_OK;
@@ -294,35 +303,46 @@ static pk_status matmul_apply_plan(const matmul_plan *p, pk_schedule *s, const i
     outer[0] = mo;
     outer[1] = no;
   }
+  if (p->epi && (v[MM_RFACTOR] || !local || v[MM_RFACTOR_THREADS]))
+    return pk_ctx_fail(s->ctx, PK_ERR_SCHEDULE, "knobs: a fused epilogue needs cache_write 1, "
+                       "rfactor 0 and rfactor_threads 0");
   if (v[MM_RFACTOR]) {
     SPACE_TRY(matmul_dot(p, s, v, outer, local));
     return matmul_epilogue(p, s, v);
   }
   if (local) SPACE_TRY(pk_sched_cache_write(s, T, "local"));
+  /* With a fused epilogue, T is now a copy of its accumulators, inlined into the epilogue,
+   * which takes T's place below: the tile's loops are its loops and the accumulators are
+   * computed at them, so the raw product is never stored. */
+  const char *O = T;
+  if (p->epi) {
+    SPACE_TRY(pk_sched_compute_inline(s, T));
+    O = p->epi;
+  }
   if (p->lanes) { /* T.rf: the lanes outermost (cache_write has to come first) */
     const char *order[PK_TE_MAX_DIMS + 1] = {p->lanes};
     for (int d = 0; d < p->ndim; d++) order[d + 1] = pk_sprintf(s->ctx, "i%d", d);
     SPACE_TRY(pk_sched_reorder(s, T, p->ndim + 1, order));
   }
-  SPACE_TRY(pk_sched_tile(s, T, p->m, p->n, MR, NR));
+  SPACE_TRY(pk_sched_tile(s, O, p->m, p->n, MR, NR));
   /* C's copy-out walks the tile with its vectors innermost, like the accumulation */
   if (v[MM_ORDER] == 0 || rows) {
     const char *o[] = {outer[0], outer[1], rows ? ni : mi, rows ? mi : ni};
-    SPACE_TRY(pk_sched_reorder(s, T, 4, o));
+    SPACE_TRY(pk_sched_reorder(s, O, 4, o));
   }
   if (local) {
     if (V > 1) {
       const char *vi = N_(matmul_roles(p, v).vec, ".i");
-      SPACE_TRY(pk_sched_split(s, T, vi, V));
-      SPACE_TRY(pk_sched_vectorize(s, T, N_(vi, ".i")));
+      SPACE_TRY(pk_sched_split(s, O, vi, V));
+      SPACE_TRY(pk_sched_vectorize(s, O, N_(vi, ".i")));
     }
-    SPACE_TRY(pk_sched_compute_at(s, p->local, T, outer[1]));
+    SPACE_TRY(pk_sched_compute_at(s, p->local, O, outer[1]));
     SPACE_TRY(matmul_local_tile(p, s, v));
   } else {
     SPACE_TRY(matmul_direct(p, s, v, outer));
   }
   if (p->lanes) SPACE_TRY(pk_sched_parallel(s, T, p->lanes)); /* one partial sum per thread */
-  else if (v[MM_PARALLEL]) SPACE_TRY(pk_sched_parallel(s, T, outer[0]));
+  else if (v[MM_PARALLEL]) SPACE_TRY(pk_sched_parallel(s, O, outer[0]));
   return matmul_epilogue(p, s, v);
 }
 

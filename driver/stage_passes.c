@@ -17,7 +17,11 @@ static pk_status drv_pass(drv_state *S, pk_pass_kind kind) {
     int64_t arena0, arena1;
     const char *note = "";
     if ((s = pk_pass_arena_bytes(S->g, &arena0)) != PK_OK) return s;
-    if ((s = p->run(S->g, &note)) != PK_OK) return s;
+    /* GPU templates store a matmul's or conv's product: epilogues stay kernels of their own
+     * there; with --cache-frozen the forward ones too (pk_fuse_options) */
+    pk_fuse_options fo = {.epilogues = !drv_on_gpu(S), .forward_epilogues = !S->o->cache_frozen};
+    s = kind == PK_PASS_FUSE ? pk_pass_fuse_with(S->g, &fo, &note) : p->run(S->g, &note);
+    if (s != PK_OK) return s;
     if ((s = pk_graph_validate(S->g)) != PK_OK) { /* a broken pass: say which */
       const char *why = pk_strdup(S->ctx, pk_ctx_error(S->ctx));
       pk_ctx_clear_error(S->ctx);

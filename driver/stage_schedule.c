@@ -29,18 +29,26 @@ pk_status drv_lower(drv_state *S, int i, const pk_schedule *sched, pk_lfunc **ou
 }
 
 /* The schedule serves kernel i when it lowers with the strides, writes every output other
- * kernels read (an inlined stage leaves its buffer unwritten) and emits as C. On failure
- * the ctx error is cleared and *why says what went wrong. */
+ * kernels read (an inlined stage leaves its buffer unwritten), stores no output the graph
+ * fused away (a fused epilogue's product has no bytes: only a schedule that inlines it,
+ * autotune/space_matmul.c's, serves) and emits as C. On failure the ctx error is cleared
+ * and *why says what went wrong. */
 static bool usable(drv_state *S, int i, pk_schedule *sched, const char **why) {
   drv_kernel *K = &S->kernels[i];
-  const pk_gnode *n = S->g->nodes[K->first_node];
   pk_ctx *ctx = S->ctx;
-  if (sched) {
+  for (int nd = 0; nd < S->g->nnodes; nd++) { /* every node the kernel serves */
+    const pk_gnode *n = S->g->nodes[nd];
+    if (S->node_kernel[nd] != i) continue;
     int k = 0;
     for (int t = 0; t < K->prog->ntensors; t++) {
       if (K->prog->tensors[t]->kind != PK_TE_COMPUTE) continue;
-      int id = n->outputs[k++];
-      if (S->g->tensors[id]->role != PK_ROLE_TEMP && !pk_sched_is_materialized(sched, t)) {
+      const pk_gtensor *gt = S->g->tensors[n->outputs[k++]];
+      bool stored = !sched || pk_sched_is_materialized(sched, t);
+      if (gt->fused_away && stored) {
+        *why = pk_sprintf(ctx, "it stores t%d, which was fused away (no storage)", t);
+        return false;
+      }
+      if (!gt->fused_away && gt->role != PK_ROLE_TEMP && !stored) {
         *why = pk_sprintf(ctx, "it inlines output t%d", t);
         return false;
       }
@@ -178,8 +186,31 @@ static pk_status from_db(drv_state *S, int i, pk_tunedb *db, const pk_target_fp 
   return PK_OK;
 }
 
+/* The plain loop nest, except that a fused epilogue's product (an output the graph fused
+ * away, with no storage) is accumulated in a stage of its own (cache_write: on the stack,
+ * or in the workspace when large) and inlined into the epilogue. NULL, the plain nest
+ * itself, when the kernel has no such output, or when that does not schedule. */
+static pk_schedule *plain_schedule(drv_state *S, int i) {
+  drv_kernel *K = &S->kernels[i];
+  const pk_gnode *n = S->g->nodes[K->first_node];
+  pk_schedule *s = NULL;
+  int k = 0;
+  for (int t = 0; t < K->prog->ntensors; t++) {
+    if (K->prog->tensors[t]->kind != PK_TE_COMPUTE) continue;
+    if (!S->g->tensors[n->outputs[k++]]->fused_away) continue;
+    if (!s) s = pk_sched_new(S->ctx, K->prog);
+    const char *stage = pk_sprintf(S->ctx, "t%d", t);
+    if (pk_sched_cache_write(s, stage, "local") != PK_OK ||
+        pk_sched_compute_inline(s, stage) != PK_OK) {
+      pk_ctx_clear_error(S->ctx);
+      return NULL;
+    }
+  }
+  return s;
+}
+
 /* Without a usable record: the task space's default schedule (autotune/space*.c presets,
- * shaped to the kernel), else the plain loop nest. */
+ * shaped to the kernel), else the plain loop nest (plain_schedule). */
 static void preset_or_default(drv_state *S, int i) {
   drv_kernel *K = &S->kernels[i];
   pk_ctx *ctx = S->ctx;
@@ -192,7 +223,7 @@ static void preset_or_default(drv_state *S, int i) {
   if (sched) why = pk_sprintf(ctx, "preset unusable: %s", why);
   K->source = DRV_SCHED_DEFAULT;
   K->why_default = why;
-  if (!usable(S, i, NULL, &why)) {
+  if (!usable(S, i, plain_schedule(S, i), &why)) {
     K->func = NULL; /* drv_schedule reports it */
     K->note = why;
   }

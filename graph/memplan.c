@@ -176,11 +176,12 @@ pk_status pk_memplan_build_aligned(const pk_graph *g, const int64_t *workspace, 
     mp->region_bytes[r] += mp->size[t];
   }
 
-  /* ARENA: best fit in order of first use. */
+  /* ARENA: best fit in order of first use (a fused-away tensor has no bytes to place: as a
+   * block of none it would split the gaps around it; it gets offset 0 below) */
   arena_item *items = pk_alloc(ctx, sizeof *items * (size_t)(nt + 1));
   int ni = 0;
   for (int t = 0; t < nt; t++)
-    if (mp->region[t] == PK_REGION_ARENA && g->tensors[t]->base < 0)
+    if (mp->region[t] == PK_REGION_ARENA && g->tensors[t]->base < 0 && !g->tensors[t]->fused_away)
       items[ni++] = (arena_item){t, mp->first[t], mp->size[t]};
   qsort(items, (size_t)ni, sizeof *items, cmp_item);
   block *live = pk_alloc(ctx, sizeof *live * (size_t)(ni + 1));
@@ -205,6 +206,15 @@ pk_status pk_memplan_build_aligned(const pk_graph *g, const int64_t *workspace, 
   /* Views and in-place outputs live in their base's bytes. */
   for (int t = 0; t < nt; t++)
     if (g->tensors[t]->base >= 0) mp->offset[t] = mp->offset[g->tensors[t]->base];
+  /* A fused-away tensor has no bytes of its own, but it keeps a place in the artifact (a
+   * fused epilogue's product is its kernel's parameter, never written): offset 0, within
+   * the arena (whose reader's result, of its shape, makes it that large anyway). */
+  for (int t = 0; t < nt; t++)
+    if (mp->region[t] == PK_REGION_ARENA && g->tensors[t]->fused_away && g->tensors[t]->base < 0) {
+      mp->offset[t] = 0;
+      int64_t bytes = round_up_to(pk_gtensor_bytes(g->tensors[t]), align);
+      if (bytes > mp->region_bytes[PK_REGION_ARENA]) mp->region_bytes[PK_REGION_ARENA] = bytes;
+    }
 
   /* The live peak and what it is made of. */
   for (int k = 0; k < nn; k++) {

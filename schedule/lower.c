@@ -28,10 +28,17 @@ int lower_iter_index(const pk_stage *st, const pk_iter *it) {
 
 /* ---- attachments ---- */
 
-static bool reads_stage(lowering *L, const pk_expr *e, const stage_lowering *sl) {
-  if (e->kind == PK_EXPR_READ && lower_stage_of(L, e->tensor) == sl) return true;
+/* Whether e reads sl's tensor, directly or through a stage inlined into it. */
+static bool reads_stage(lowering *L, const pk_expr *e, const stage_lowering *sl, int depth) {
+  if (e->kind == PK_EXPR_READ) {
+    const stage_lowering *r = lower_stage_of(L, e->tensor);
+    if (r == sl) return true;
+    if (r && r->st->attach == PK_ATTACH_INLINE && depth < L->s->nstages &&
+        reads_stage(L, r->st->tensor->body, sl, depth + 1))
+      return true;
+  }
   for (int i = 0; i < e->nargs; i++)
-    if (reads_stage(L, e->args[i], sl)) return true;
+    if (reads_stage(L, e->args[i], sl, depth)) return true;
   return false;
 }
 
@@ -57,8 +64,10 @@ static pk_status resolve_attachment(lowering *L, stage_lowering *sl) {
   if (sl->attach_pos < 0)
     return pk_ctx_fail(L->ctx, PK_ERR_SCHEDULE, "lowering: %s is computed at '%s', not a loop of %s",
                        st->name, st->attach_iter ? st->attach_iter->name : "(none)", target->st->name);
+  /* an inlined stage's reads are its readers' (bound inference walks through it too) */
   for (int i = sl->order + 1; i < s->nstages; i++)
-    if (i != t && reads_stage(L, s->stages[i]->tensor->body, sl))
+    if (i != t && s->stages[i]->attach != PK_ATTACH_INLINE &&
+        reads_stage(L, s->stages[i]->tensor->body, sl, 0))
       return pk_ctx_fail(L->ctx, PK_ERR_SCHEDULE, "lowering: %s is computed at %s but %s reads it too",
                          st->name, target->st->name, s->stages[i]->name);
   return PK_OK;

@@ -56,6 +56,9 @@ pk_stage *sched_attached_to(const pk_schedule *s, const pk_stage *st);
 bool sched_expr_reads(const pk_expr *e, const pk_te_tensor *t);
 /* Stages whose body reads t directly: fills out (room for s->nstages), returns the count. */
 int sched_readers(const pk_schedule *s, const pk_te_tensor *t, pk_stage **out);
+/* The same, an inlined reader replaced by the stages that read it (where its reads are
+ * evaluated): what a stage computed at one of them must serve. Each stage once. */
+int sched_readers_through_inline(const pk_schedule *s, const pk_te_tensor *t, pk_stage **out);
 /* The body's top-level reduction, or NULL. */
 const pk_expr *sched_reduction(const pk_te_tensor *t);
 

@@ -80,8 +80,11 @@ static pk_status check_attach_point(const sched_op *op, const pk_stage *st, pk_s
   if (st->attach_iter->kind == PK_LOOP_VECTORIZED)
     return sched_fail(op, "%s is computed at '%s' of %s, which would be vectorized", st->name,
                       st->attach_iter->name, tg->name);
-  int n = sched_readers(s, st->tensor, readers);
-  if (n == 0 || !sched_expr_reads(tg->tensor->body, st->tensor))
+  /* a reader inlined into the target reads where the target evaluates it */
+  int n = sched_readers_through_inline(s, st->tensor, readers);
+  bool reads = false;
+  for (int i = 0; i < n; i++) reads |= readers[i] == tg;
+  if (!reads)
     return sched_fail(op, "%s is computed at %s, which would no longer read it", st->name, tg->name);
   for (int i = 0; i < n; i++)
     if (readers[i] != tg)

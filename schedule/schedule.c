@@ -123,6 +123,27 @@ int sched_readers(const pk_schedule *s, const pk_te_tensor *t, pk_stage **out) {
   return n;
 }
 
+/* An inlined reader reads where its own readers evaluate it: they take its place. */
+static int readers_through(const pk_schedule *s, const pk_te_tensor *t, pk_stage **out, int n,
+                           int depth) {
+  for (int i = 0; i < s->nstages; i++) {
+    pk_stage *r = s->stages[i];
+    if (!r->tensor->body || !sched_expr_reads(r->tensor->body, t)) continue;
+    if (r->attach == PK_ATTACH_INLINE && depth < s->nstages) {
+      n = readers_through(s, r->tensor, out, n, depth + 1);
+      continue;
+    }
+    bool seen = false;
+    for (int j = 0; j < n; j++) seen |= out[j] == r;
+    if (!seen) out[n++] = r;
+  }
+  return n;
+}
+
+int sched_readers_through_inline(const pk_schedule *s, const pk_te_tensor *t, pk_stage **out) {
+  return readers_through(s, t, out, 0, 0);
+}
+
 const pk_expr *sched_reduction(const pk_te_tensor *t) {
   return t->body && t->body->kind == PK_EXPR_REDUCE ? t->body : NULL;
 }

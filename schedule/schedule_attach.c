@@ -2,8 +2,9 @@
  * stage that reads it (compute_at), or substituted into its readers (inline). */
 #include "sched_impl.h"
 
-/* The target must be the stage's only reader: bound inference then sees every use of the
- * stage inside the attachment loop, so the region it computes there is all that is read. */
+/* The target must be the stage's only reader (a reader that is inlined counts as the stages
+ * it is inlined into): bound inference then sees every use of the stage inside the
+ * attachment loop, so the region it computes there is all that is read. */
 static pk_status attach_at(const sched_op *op, const char *stage, const char *target, const char *axis) {
   pk_schedule *s = op->s;
   pk_stage *st = sched_need_stage(op, stage);
@@ -16,10 +17,11 @@ static pk_status attach_at(const sched_op *op, const char *stage, const char *ta
   if (!x) return PK_ERR_SCHEDULE;
   if (x->kind == PK_LOOP_VECTORIZED)
     return sched_fail(op, "'%s' of %s is vectorized; a vector loop cannot hold a loop nest", x->name, tg->name);
-  if (!sched_expr_reads(tg->tensor->body, st->tensor))
-    return sched_fail(op, "%s does not read %s directly", tg->name, st->name);
   pk_stage **readers = pk_alloc(s->ctx, (size_t)s->nstages * sizeof *readers);
-  int n = sched_readers(s, st->tensor, readers);
+  int n = sched_readers_through_inline(s, st->tensor, readers);
+  bool reads = false;
+  for (int i = 0; i < n; i++) reads |= readers[i] == tg;
+  if (!reads) return sched_fail(op, "%s does not read %s directly", tg->name, st->name);
   for (int i = 0; i < n; i++)
     if (readers[i] != tg)
       return sched_fail(op, "%s is also read by %s; compute_at needs the target to be its only reader",

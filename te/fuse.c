@@ -1,7 +1,8 @@
-/* fuse.c — inlining one elementwise program into another (pk_te_fuse): the TE half of the
- * graph's fusion pass. The consumer's read of the fused placeholder becomes the producer's
- * body with the producer's axes replaced by the read's indices, so the intermediate tensor
- * is never stored. */
+/* fuse.c — the TE half of the graph's fusion pass: inlining one elementwise program into
+ * another (pk_te_fuse: the consumer's read of the fused placeholder becomes the producer's
+ * body with the producer's axes replaced by the read's indices), and appending an
+ * elementwise epilogue to a matmul or conv (pk_te_fuse_epilogue: one program of two stages,
+ * whose schedule computes the epilogue at the product's register tile). */
 #include <string.h>
 
 #include "pk_te.h"
@@ -11,6 +12,7 @@ typedef struct fuse_map {
   pk_ctx *ctx;
   const pk_te_program *producer, *consumer;
   int slot;                    /* the consumer placeholder that the producer computes */
+  pk_te_tensor *slot_to;       /* epilogue: the slot's reads read this stage; NULL: inline */
   pk_te_tensor **prod_tensor;  /* producer tensor id -> new tensor (placeholders) */
   pk_te_tensor **cons_tensor;  /* consumer tensor id -> new tensor (NULL for the slot) */
   const pk_te_axis *axis_from[PK_TE_MAX_DIMS * 2];
@@ -58,8 +60,24 @@ static pk_expr *inline_producer(fuse_map *F, pk_expr *const *idx) {
   return body;
 }
 
+/* A reduction of the producer: its reduce axes become new axes of the fused program. */
+static pk_expr *copy_reduce(fuse_map *F, const pk_expr *e, pk_te_program *p) {
+  int saved = F->naxes;
+  pk_te_axis **axes = pk_alloc(F->ctx, sizeof *axes * (size_t)e->naxes);
+  for (int i = 0; i < e->naxes; i++) {
+    PK_ASSERT(F->naxes < PK_TE_MAX_DIMS * 2);
+    axes[i] = pk_te_reduce_axis(F->ctx, p, NULL, e->axes[i]->lo, e->axes[i]->hi);
+    F->axis_from[F->naxes] = e->axes[i];
+    F->axis_to[F->naxes++] = pk_expr_axis(F->ctx, axes[i]);
+  }
+  pk_expr *body = copy_expr(F, e->args[0], true);
+  F->naxes = saved;
+  return pk_expr_reduce(F->ctx, e->op, body, e->naxes, axes);
+}
+
 static pk_expr *copy_expr(fuse_map *F, const pk_expr *e, bool in_producer) {
   pk_ctx *ctx = F->ctx;
+  PK_ASSERT(e->kind != PK_EXPR_REDUCE); /* refused, or copied by copy_reduce */
   pk_expr *a[3] = {NULL, NULL, NULL};
   pk_expr **args = e->nargs > 3 ? pk_alloc(ctx, sizeof *args * (size_t)e->nargs) : a;
   if (e->kind != PK_EXPR_READ)
@@ -75,7 +93,8 @@ static pk_expr *copy_expr(fuse_map *F, const pk_expr *e, bool in_producer) {
   case PK_EXPR_READ: {
     pk_expr **idx = pk_alloc(ctx, sizeof *idx * (size_t)(e->nargs + 1));
     for (int i = 0; i < e->nargs; i++) idx[i] = copy_expr(F, e->args[i], in_producer);
-    if (!in_producer && e->tensor->id == F->slot) return inline_producer(F, idx);
+    if (!in_producer && e->tensor->id == F->slot)
+      return F->slot_to ? pk_expr_read(ctx, F->slot_to, e->nargs, idx) : inline_producer(F, idx);
     pk_te_tensor *t = in_producer ? F->prod_tensor[e->tensor->id] : F->cons_tensor[e->tensor->id];
     return pk_expr_read(ctx, t, e->nargs, idx);
   }
@@ -84,19 +103,16 @@ static pk_expr *copy_expr(fuse_map *F, const pk_expr *e, bool in_producer) {
   case PK_EXPR_SELECT: return pk_expr_select(ctx, args[0], args[1], args[2]);
   case PK_EXPR_CALL: return pk_expr_call(ctx, e->op, e->nargs, args);
   case PK_EXPR_CAST: return pk_expr_cast(ctx, e->dtype, args[0]);
-  case PK_EXPR_REDUCE: break; /* refused before copying */
+  case PK_EXPR_REDUCE: break; /* copy_reduce */
   }
   PK_ASSERT(!"unexpected expression kind in a fused program");
   return NULL;
 }
 
-pk_status pk_te_fuse(pk_ctx *ctx, const pk_te_program *producer, const pk_te_program *consumer,
-                     int slot, const int *share, pk_te_program **out) {
-  *out = NULL;
-  const pk_te_tensor *pc = single_elementwise(producer), *cc = single_elementwise(consumer);
-  if (!pc || !cc)
-    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "fuse: both programs must compute one "
-                       "elementwise tensor (no reduction, no scatter)");
+/* The checks both fusions share: slot is a placeholder of the consumer with the shape and
+ * dtype of the producer's result pc, read once an element by the consumer's compute cc. */
+static pk_status check_slot(pk_ctx *ctx, const pk_te_tensor *pc, const pk_te_program *consumer,
+                            const pk_te_tensor *cc, int slot) {
   if (slot < 0 || slot >= consumer->ntensors || consumer->tensors[slot]->kind != PK_TE_PLACEHOLDER)
     return pk_ctx_fail(ctx, PK_ERR_USAGE, "fuse: tensor %d of the consumer is not a placeholder",
                        slot);
@@ -109,40 +125,127 @@ pk_status pk_te_fuse(pk_ctx *ctx, const pk_te_program *producer, const pk_te_pro
   if (count_reads(cc->body, ph) != 1 || pk_te_tensor_numel(cc) != pk_te_tensor_numel(pc))
     return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "fuse: the consumer reads '%s' more than once "
                        "an element (inlining would recompute it)", ph->name);
+  return PK_OK;
+}
 
-  fuse_map F = {.ctx = ctx, .producer = producer, .consumer = consumer, .slot = slot};
-  F.prod_tensor = pk_alloc(ctx, sizeof *F.prod_tensor * (size_t)(producer->ntensors + 1));
-  F.cons_tensor = pk_alloc(ctx, sizeof *F.cons_tensor * (size_t)(consumer->ntensors + 1));
-  pk_te_program *p = pk_te_program_new(ctx);
+/* The fused program's placeholders: the producer's, then the consumer's own (not the slot,
+ * not those shared with the producer), as pk_te_fuse documents. */
+static pk_status copy_placeholders(fuse_map *F, pk_te_program *p, const int *share) {
+  pk_ctx *ctx = F->ctx;
+  const pk_te_program *producer = F->producer, *consumer = F->consumer;
+  F->prod_tensor = pk_alloc(ctx, sizeof *F->prod_tensor * (size_t)(producer->ntensors + 1));
+  F->cons_tensor = pk_alloc(ctx, sizeof *F->cons_tensor * (size_t)(consumer->ntensors + 1));
   for (int i = 0; i < producer->ntensors; i++) {
     const pk_te_tensor *t = producer->tensors[i];
     if (t->kind == PK_TE_PLACEHOLDER)
-      F.prod_tensor[i] = pk_te_placeholder(ctx, p, NULL, t->ndim, t->shape, t->dtype);
+      F->prod_tensor[i] = pk_te_placeholder(ctx, p, NULL, t->ndim, t->shape, t->dtype);
   }
   for (int i = 0; i < consumer->ntensors; i++) {
     const pk_te_tensor *t = consumer->tensors[i];
-    if (t->kind != PK_TE_PLACEHOLDER || i == slot) continue;
+    if (t->kind != PK_TE_PLACEHOLDER || i == F->slot) continue;
     int s = share ? share[i] : -1;
     if (s >= 0) {
-      if (s >= producer->ntensors || !F.prod_tensor[s])
+      if (s >= producer->ntensors || !F->prod_tensor[s])
         return pk_ctx_fail(ctx, PK_ERR_USAGE, "fuse: share[%d] = %d is not a producer "
                            "placeholder", i, s);
-      F.cons_tensor[i] = F.prod_tensor[s];
+      F->cons_tensor[i] = F->prod_tensor[s];
     } else {
-      F.cons_tensor[i] = pk_te_placeholder(ctx, p, NULL, t->ndim, t->shape, t->dtype);
+      F->cons_tensor[i] = pk_te_placeholder(ctx, p, NULL, t->ndim, t->shape, t->dtype);
     }
   }
-  const char *names[PK_TE_MAX_DIMS];
-  for (int d = 0; d < cc->ndim; d++) names[d] = cc->axes[d]->name;
+  return PK_OK;
+}
+
+/* Appends the consumer's compute (axes named as cc's, or "i<d>" when names is false) and
+ * checks the program. */
+static pk_status finish(fuse_map *F, pk_te_program *p, const pk_te_tensor *cc, bool names,
+                        pk_te_program **out) {
+  pk_ctx *ctx = F->ctx;
+  const char *nm[PK_TE_MAX_DIMS];
+  for (int d = 0; d < cc->ndim; d++) nm[d] = cc->axes[d]->name;
   /* names "t<id>": the two programs' names may clash, and canonical text has none */
-  pk_te_tensor *c = pk_te_compute(ctx, p, NULL, cc->ndim, cc->shape, names);
+  pk_te_tensor *c = pk_te_compute(ctx, p, NULL, cc->ndim, cc->shape, names ? nm : NULL);
   for (int d = 0; d < cc->ndim; d++) {
-    F.axis_from[F.naxes] = cc->axes[d];
-    F.axis_to[F.naxes++] = pk_expr_axis(ctx, c->axes[d]);
+    F->axis_from[F->naxes] = cc->axes[d];
+    F->axis_to[F->naxes++] = pk_expr_axis(ctx, c->axes[d]);
   }
-  c->body = copy_expr(&F, cc->body, false);
+  c->body = copy_expr(F, cc->body, false);
   pk_status s = pk_te_check(ctx, p);
   if (s != PK_OK) return s;
   *out = p;
   return PK_OK;
+}
+
+pk_status pk_te_fuse(pk_ctx *ctx, const pk_te_program *producer, const pk_te_program *consumer,
+                     int slot, const int *share, pk_te_program **out) {
+  *out = NULL;
+  const pk_te_tensor *pc = single_elementwise(producer), *cc = single_elementwise(consumer);
+  if (!pc || !cc)
+    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "fuse: both programs must compute one "
+                       "elementwise tensor (no reduction, no scatter)");
+  pk_status s = check_slot(ctx, pc, consumer, cc, slot);
+  if (s != PK_OK) return s;
+  fuse_map F = {.ctx = ctx, .producer = producer, .consumer = consumer, .slot = slot};
+  pk_te_program *p = pk_te_program_new(ctx);
+  if ((s = copy_placeholders(&F, p, share)) != PK_OK) return s;
+  return finish(&F, p, cc, true, out);
+}
+
+/* The one compute of a program (any body, no scatter), or NULL. */
+static const pk_te_tensor *single_compute(const pk_te_program *p) {
+  const pk_te_tensor *c = NULL;
+  for (int i = 0; i < p->ntensors; i++) {
+    const pk_te_tensor *t = p->tensors[i];
+    if (t->kind != PK_TE_COMPUTE) continue;
+    if (c || t->dom_ndim || !t->body) return NULL;
+    c = t;
+  }
+  return c;
+}
+
+/* A read of t in e, or NULL. */
+static const pk_expr *find_read(const pk_expr *e, const pk_te_tensor *t) {
+  if (e->kind == PK_EXPR_READ && e->tensor == t) return e;
+  for (int i = 0; i < e->nargs; i++) {
+    const pk_expr *r = find_read(e->args[i], t);
+    if (r) return r;
+  }
+  return NULL;
+}
+
+pk_status pk_te_fuse_epilogue(pk_ctx *ctx, const pk_te_program *producer,
+                              const pk_te_program *consumer, int slot, const int *share,
+                              pk_te_program **out) {
+  *out = NULL;
+  const pk_te_tensor *pc = single_compute(producer), *cc = single_elementwise(consumer);
+  if (!pc || !cc)
+    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "fuse: an epilogue needs a producer of one "
+                       "compute (no scatter) and a consumer of one elementwise compute");
+  pk_status s = check_slot(ctx, pc, consumer, cc, slot);
+  if (s != PK_OK) return s;
+  /* the epilogue's point is the product's point: the register tile that computes one
+   * holds what the other needs, so the raw result never leaves it */
+  const pk_expr *r = find_read(cc->body, consumer->tensors[slot]);
+  bool own = cc->ndim == pc->ndim && r->nargs == cc->ndim;
+  for (int d = 0; own && d < cc->ndim; d++)
+    own = cc->shape[d] == pc->shape[d] && r->args[d]->kind == PK_EXPR_AXIS &&
+          r->args[d]->axis == cc->axes[d];
+  if (!own)
+    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "fuse: the epilogue reads '%s' at another "
+                       "point than its own (an epilogue keeps the product's shape and indices)",
+                       consumer->tensors[slot]->name);
+  fuse_map F = {.ctx = ctx, .producer = producer, .consumer = consumer, .slot = slot};
+  pk_te_program *p = pk_te_program_new(ctx);
+  if ((s = copy_placeholders(&F, p, share)) != PK_OK) return s;
+  /* the product stage, its axes and reduce axes new ones of p */
+  pk_te_tensor *t = pk_te_compute(ctx, p, NULL, pc->ndim, pc->shape, NULL);
+  for (int d = 0; d < pc->ndim; d++) {
+    F.axis_from[F.naxes] = pc->axes[d];
+    F.axis_to[F.naxes++] = pk_expr_axis(ctx, t->axes[d]);
+  }
+  t->body = pc->body->kind == PK_EXPR_REDUCE ? copy_reduce(&F, pc->body, p)
+                                            : copy_expr(&F, pc->body, true);
+  F.naxes = 0;
+  F.slot_to = t;
+  return finish(&F, p, cc, false, out);
 }

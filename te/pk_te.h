@@ -165,6 +165,15 @@ char *pk_te_print_expr(pk_ctx *ctx, const pk_expr *e);
  * returned. PK_ERR_UNSUPPORTED when the programs are not of that form. */
 pk_status pk_te_fuse(pk_ctx *ctx, const pk_te_program *producer, const pk_te_program *consumer,
                      int slot, const int *share, pk_te_program **out);
+/* An elementwise epilogue appended to a producer of one compute (a matmul or conv: a sum of
+ * products; no scatter): the result has the placeholders pk_te_fuse gives, then the
+ * producer's compute, then the consumer's, which reads that compute where it read `slot`.
+ * The consumer must read `slot` once, at its own point (same shape, index d = its axis d),
+ * so a schedule can compute the epilogue at the product's register tile and never store
+ * the product (autotune/space_matmul.c). Checked; PK_ERR_UNSUPPORTED when not of that form. */
+pk_status pk_te_fuse_epilogue(pk_ctx *ctx, const pk_te_program *producer,
+                              const pk_te_program *consumer, int slot, const int *share,
+                              pk_te_program **out);
 
 /* ---- queries ---- */
 int64_t pk_te_tensor_numel(const pk_te_tensor *t);

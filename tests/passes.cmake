@@ -30,3 +30,9 @@ set_tests_properties(test_cache_frozen PROPERTIES LABELS "cli;passes" TIMEOUT 18
 # their conv (or an affine map), a frozen weight's transpose made at load, the same weights
 # after 3 steps as without it, folded results with bytes of their own, the frozen prefix.
 pk_add_test(test_fold LIBS pk_graph LABELS graph passes sanitize TIMEOUT 60)
+
+# Epilogues fused into a matmul (pk_te_fuse_epilogue, the fuse pass's second sweep): the
+# fused program equals producer then consumer in the interpreter, and the matmul template's
+# preset and sampled configs compute it at the register tile, never storing the product,
+# and equal the interpreter as generated C.
+pk_add_test(test_fuse_epilogue LIBS pk_autotune LABELS autotune passes)

@@ -231,6 +231,7 @@ typedef struct model_case {
   bool expect_view;       /* a strided view must be in the artifact */
   const char *db;         /* tuning database path or NULL */
   int expect_tuned;
+  const char *passes;     /* --passes, NULL: all */
 } model_case;
 
 enum { BATCH = 4, CLASSES = 3, STEPS = 3 };
@@ -281,6 +282,7 @@ static void run_model_case(const model_case *c) {
   o.info = &info;
   o.out = out;
   o.db = c->db;
+  if (c->passes) o.passes = c->passes;
   o.log = fopen("/dev/null", "w");
   if (c->spec) o.sparse = pk_strdup(ctx, write_file("spec.json", c->spec));
   pk_compile_result res;
@@ -509,11 +511,12 @@ static void model_tasks_case(void) {
     for (int j = 0; j < i; j++) ok = ok && strcmp(pk_te_print(ctx, mt.progs[i]), pk_te_print(ctx, mt.progs[j]));
   }
   /* the training graph of the same forward graph, built again and with its copies
-   * eliminated as the tasks' graph was (docs/passes.md), has that many nodes */
+   * eliminated and its chains and epilogues fused as the tasks' graph was
+   * (docs/passes.md), has that many nodes */
   pk_graph *t = NULL;
   const char *note;
   if (ok && pk_train_build(o.graph, &info.train, &t) == PK_OK &&
-      pk_pass_copy_elim(t, &note) == PK_OK)
+      pk_pass_copy_elim(t, &note) == PK_OK && pk_pass_fuse(t, &note) == PK_OK)
     ok = calls == t->nnodes && mt.n <= t->nnodes;
   check(ok && t, "model_tasks", "%s (n %d, calls %g)", pk_ctx_error(ctx), ok ? mt.n : -1, calls);
   pk_ctx_free(ctx);
@@ -547,16 +550,18 @@ int main(void) {
   const char *partial_conv2 =
       "{\"version\": 1, \"train\": [{\"params\": \"conv2.weight\", \"channels\": 0.5}, {\"biases\": true}]}";
   model_case cases[] = {
-      {"mlp_full_sgd_f64", mlp, PKRT_DTYPE_F64, PK_OPTIM_SGD, NULL, false, NULL, 0},
-      {"mlp_partial_sgd_f64", mlp, PKRT_DTYPE_F64, PK_OPTIM_SGD, partial_fc2, true, NULL, 0},
-      {"mlp_full_adamw_f32", mlp, PKRT_DTYPE_F32, PK_OPTIM_ADAMW, NULL, false, NULL, 0},
-      {"cnn_partial_sgd_f64", cnn, PKRT_DTYPE_F64, PK_OPTIM_SGD, partial_conv2, true, NULL, 0},
-      {"cnn_partial_adam_f32", cnn, PKRT_DTYPE_F32, PK_OPTIM_ADAM, partial_conv2, true, NULL, 0},
+      {"mlp_full_sgd_f64", mlp, PKRT_DTYPE_F64, PK_OPTIM_SGD, NULL, false, NULL, 0, NULL},
+      {"mlp_partial_sgd_f64", mlp, PKRT_DTYPE_F64, PK_OPTIM_SGD, partial_fc2, true, NULL, 0, NULL},
+      {"mlp_full_adamw_f32", mlp, PKRT_DTYPE_F32, PK_OPTIM_ADAMW, NULL, false, NULL, 0, NULL},
+      {"cnn_partial_sgd_f64", cnn, PKRT_DTYPE_F64, PK_OPTIM_SGD, partial_conv2, true, NULL, 0, NULL},
+      {"cnn_partial_adam_f32", cnn, PKRT_DTYPE_F32, PK_OPTIM_ADAM, partial_conv2, true, NULL, 0, NULL},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_model_case(&cases[i]);
   const char *db = make_db();
   if (db) {
-    model_case tuned = {"mlp_tuned_sgd_f64", mlp, PKRT_DTYPE_F64, PK_OPTIM_SGD, NULL, false, db, 2};
+    /* the records are of the plain matmuls: fusion would make them epilogue programs */
+    model_case tuned = {"mlp_tuned_sgd_f64", mlp, PKRT_DTYPE_F64, PK_OPTIM_SGD, NULL, false, db, 2,
+                        "copy_elim,reorder"};
     run_model_case(&tuned);
   }
   inference_case();

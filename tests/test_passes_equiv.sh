@@ -6,8 +6,9 @@
 # weights must agree (f32 within 1e-5 relative; copy elimination and reordering keep every
 # bit, fusion may round differently: the compiler contracts a*b+c across what were two
 # kernels). Also checks that the passes did something (fewer kernels with copy_elim, fused
-# chains, frozen batch norms folded: fewer kernel calls per step and a load plan, refolded
-# after pock-rt train --weights) and the --passes and --dump-after errors.
+# chains, epilogues, frozen batch norms folded: fewer kernel calls per step and a load plan,
+# refolded after pock-rt train --weights) and the --passes, --disable-pass and --dump-after
+# errors.
 # The tiny models need a Python with onnx, torch and numpy ($POCK_ONNX_PYTHON, else
 # python3): without one only the digits cases run.
 #   test_passes_equiv.sh POCK POCK_RT SOURCE_DIR
@@ -83,10 +84,16 @@ expect dump_after_pass 0 "nodes=(39|40)" \
 expect passes_unknown 2 "unknown pass 'fusion' \(all, none, or a comma list of: fold, copy_elim, fuse, reorder\)" \
   "$pock" compile "$D/models/cnn.json" --passes copy_elim,fusion -o x.pock
 expect list_passes 0 "^copy_elim .*alias" "$pock" compile --list-passes
-expect fuse_cnn 0 "pass fuse +nodes 39 -> 38, .*: 1 elementwise node inlined" \
+expect fuse_cnn 0 "pass fuse +nodes 39 -> 34, .*: 1 elementwise node inlined into its reader, 4 epilogues fused" \
   "$pock" compile "$D/models/cnn.json" --batch 4 --verbose --dump-after reorder
 expect dump_after_fuse 0 "= fused\(mean_grad0\+relu_grad0\)" \
   "$pock" compile "$D/models/cnn.json" --batch 4 --dump-after fuse
+# epilogues: each conv's bias add; in the MLP's backward pass each data gradient with the
+# ReLU gradient that reads it (run before the weight update that follows it)
+expect fuse_conv_epilogue 0 "= fused\(conv2d\+add\)" \
+  "$pock" compile "$D/models/cnn.json" --batch 4 --dump-after fuse
+expect fuse_backward_epilogue 0 "backward %[0-9]+, %[0-9]+ = fused\(matmul_grad0\+relu_grad0\)" \
+  "$pock" compile "$D/models/mlp.json" --batch 4 --dump-after fuse
 expect passes_twice 2 "'reorder' is listed twice" \
   "$pock" compile "$D/models/cnn.json" --passes reorder,reorder -o x.pock
 expect disable_pass 0 "pass fuse +off" \

@@ -1,8 +1,11 @@
-/* fuse.c — fusion of elementwise chains: a node computing one elementwise tensor that only
- * one other elementwise node reads (same phase, read once per element) is inlined into that
- * reader (pk_te_fuse): one kernel instead of two, and the intermediate is never stored, so
- * it takes no memory in the plan. Repeated, a chain (bias, activation, residual add, their
- * gradients, a frozen norm's affine) becomes one kernel, its own tuning task. */
+/* fuse.c — fusion. A node computing one elementwise tensor that only one other elementwise
+ * node reads (same phase, read once per element) is inlined into that reader (pk_te_fuse):
+ * one kernel instead of two, and the intermediate is never stored, so it takes no memory in
+ * the plan. Repeated, a chain (bias, activation, residual add, their gradients, a frozen
+ * norm's affine) becomes one kernel, its own tuning task. Then such a chain (or one
+ * elementwise node) whose input is a matmul's or conv's result that nothing else reads
+ * becomes its epilogue (pk_te_fuse_epilogue): one kernel computes a tile of the product and
+ * applies the chain before it stores, so the raw product has no storage either. */
 #include <string.h>
 
 #include "graph_impl.h"
@@ -28,6 +31,19 @@ static bool written_between(const pk_graph *g, int from, int to, int r) {
   return false;
 }
 
+/* Whether node c may run at p instead: each input but t is made before p and nothing in
+ * between writes its storage. */
+static bool can_hoist(const pk_graph *g, int p, int c, int t) {
+  const pk_gnode *cn = g->nodes[c];
+  for (int i = 0; i < cn->ninputs; i++) {
+    int u = cn->inputs[i], r = pk_pass_root(g, u);
+    if (u == t) continue;
+    int made = g->tensors[u]->producer >= 0 ? g->tensors[u]->producer : g->tensors[r]->producer;
+    if (made >= p || written_between(g, p, c, r)) return false;
+  }
+  return true;
+}
+
 /* The label of what node n computes: "relu", "relu_grad0", or its fused chain. */
 static const char *op_label(pk_ctx *ctx, const pk_gnode *n) {
   if (n->fused) return n->fused;
@@ -35,8 +51,32 @@ static const char *op_label(pk_ctx *ctx, const pk_gnode *n) {
   return pk_op_name(n->op);
 }
 
-/* Inlines the producer of node c's input `slot` into c when that is legal; true if done. */
-static bool fuse_input(pk_graph *g, int c, int slot) {
+/* A matmul's or a conv's program, as the templates that compute an epilogue at their
+ * register tile see it (autotune/space_matmul.c; space_conv.c and space_conv_gemm.c from
+ * rank 3 on): one compute of rank >= 2, a sum of a product, over at most two reduce axes
+ * (the matmul class) or of rank >= 3 (the conv class). A guarded product (a conv's data
+ * gradient) is neither. */
+static bool product_program(const pk_te_program *p) {
+  const pk_te_tensor *c = NULL;
+  for (int i = 0; i < p->ntensors; i++) {
+    if (p->tensors[i]->kind != PK_TE_COMPUTE) continue;
+    if (c) return false;
+    c = p->tensors[i];
+  }
+  if (!c || c->dom_ndim || c->ndim < 2 || !c->body) return false;
+  const pk_expr *r = c->body;
+  return r->kind == PK_EXPR_REDUCE && r->op == PK_EOP_SUM && (r->naxes <= 2 || c->ndim >= 3) &&
+         r->args[0]->kind == PK_EXPR_BINARY && r->args[0]->op == PK_EOP_MUL;
+}
+
+/* Fuses the producer of node c's input `slot` into c when that is legal: inlined into it
+ * (epi NULL: an elementwise producer), or with c as its epilogue (a matmul or conv, as epi
+ * allows); true if done. The legality rules are the same for both: the intermediate is
+ * read by c alone (a gradient that needs it, such as a pre-activation read by relu's
+ * gradient, keeps it), in c's phase, in the arena, and nothing between the two nodes
+ * overwrites what the producer reads. */
+static bool fuse_input(pk_graph *g, int c, int slot, const pk_fuse_options *epi) {
+  bool epilogue = epi != NULL;
   pk_gnode *cn = g->nodes[c];
   int t = cn->inputs[slot];
   const pk_gtensor *x = g->tensors[t];
@@ -46,11 +86,18 @@ static bool fuse_input(pk_graph *g, int c, int slot) {
   if (pn->phase != cn->phase || pn->noutputs != 1 || cn->noutputs != 1) return false;
   if (!arena_role(x->role) || x->base >= 0 || t == g->output || t == g->loss) return false;
   if (g->tensors[cn->outputs[0]]->base >= 0 || reads_of(g, t) != 1) return false;
+  if (epilogue && (!product_program(pn->prog) ||
+                   (cn->phase == PK_PHASE_FORWARD && !epi->forward_epilogues)))
+    return false;
   for (int u = 0; u < g->ntensors; u++)
     if (g->tensors[u]->base == t) return false;
-  /* The producer's inputs are read at c now: nothing between may overwrite them. */
-  for (int i = 0; i < pn->ninputs; i++)
-    if (written_between(g, p, c, pk_pass_root(g, pn->inputs[i]))) return false;
+  /* The producer's inputs are read at c now: nothing between may overwrite them (an
+   * optimizer update between a data gradient and its reader, say). Else an epilogue may run
+   * at p instead, when its other inputs exist there and keep their values until c. */
+  bool at_c = true;
+  for (int i = 0; i < pn->ninputs && at_c; i++)
+    at_c = !written_between(g, p, c, pk_pass_root(g, pn->inputs[i]));
+  if (!at_c && !(epilogue && can_hoist(g, p, c, t))) return false;
 
   pk_ctx *ctx = g->ctx;
   int *share = pk_alloc(ctx, sizeof(int) * (size_t)(cn->ninputs + 1));
@@ -62,7 +109,9 @@ static bool fuse_input(pk_graph *g, int c, int slot) {
     nin += i != slot && share[i] < 0;
   }
   pk_te_program *prog;
-  if (pk_te_fuse(ctx, pn->prog, cn->prog, slot, share, &prog) != PK_OK) {
+  pk_status s = epilogue ? pk_te_fuse_epilogue(ctx, pn->prog, cn->prog, slot, share, &prog)
+                         : pk_te_fuse(ctx, pn->prog, cn->prog, slot, share, &prog);
+  if (s != PK_OK) {
     pk_ctx_clear_error(ctx); /* not of the fusable form: both kernels stay */
     return false;
   }
@@ -74,31 +123,63 @@ static bool fuse_input(pk_graph *g, int c, int slot) {
   cn->prog = prog;
   cn->inputs = inputs;
   cn->ninputs = n;
-  g->tensors[t]->producer = -1; /* no node makes or reads it: the plan gives it no bytes */
+  if (epilogue) { /* the product is the fused program's first compute: c's first output */
+    int *outputs = pk_alloc(ctx, sizeof(int) * 2);
+    outputs[0] = t;
+    outputs[1] = cn->outputs[0];
+    cn->outputs = outputs;
+    cn->noutputs = 2;
+  }
+  /* the fused node runs at c, or at p when c is hoisted there */
+  int at = at_c ? c : p;
+  if (!at_c) {
+    g->nodes[p] = cn;
+    g->nodes[c] = pn;
+  }
+  for (int o = 0; o < cn->noutputs; o++) g->tensors[cn->outputs[o]]->producer = at;
+  /* no node makes or reads an inlined intermediate; an epilogue's product is made but never
+   * stored (the schedule inlines it): either way the plan gives it no bytes */
+  if (!epilogue) g->tensors[t]->producer = -1;
   g->tensors[t]->fused_away = true;
   for (int l = 0; l < g->nlayers; l++)
-    if (g->layer_nodes[l] == p) g->layer_nodes[l] = c; /* the layer is computed there now */
+    if (g->layer_nodes[l] == p || g->layer_nodes[l] == c)
+      g->layer_nodes[l] = at; /* the layer is computed there now */
   bool *drop = pk_alloc(ctx, sizeof(bool) * (size_t)(g->nnodes + 1));
-  drop[p] = true;
+  drop[at_c ? p : c] = true;
   pk_graph_remove_nodes(g, drop);
   return true;
 }
 
-pk_status pk_pass_fuse(pk_graph *g, const char **note) {
+/* One sweep over the nodes (epi: as fuse_input); returns how many producers were fused. */
+static int sweep(pk_graph *g, const pk_fuse_options *epi) {
   int fused = 0;
   for (int c = 0; c < g->nnodes; c++) {
     bool again = true;
     while (again) { /* c's new inputs may be fusable in turn */
       again = false;
       for (int i = 0; i < g->nodes[c]->ninputs && !again; i++)
-        if (fuse_input(g, c, i)) {
+        if (fuse_input(g, c, i, epi)) {
           fused++;
           c--; /* the producer before it was removed */
           again = true;
         }
     }
   }
-  *note = pk_sprintf(g->ctx, "%d elementwise node%s inlined into %s reader (%d kernel calls "
-                     "fewer)", fused, fused == 1 ? "" : "s", fused == 1 ? "its" : "their", fused);
+  return fused;
+}
+
+pk_status pk_pass_fuse_with(pk_graph *g, const pk_fuse_options *o, const char **note) {
+  /* chains first, so that a whole chain (bias add + relu) becomes one epilogue */
+  int chains = sweep(g, NULL);
+  int epis = o->epilogues ? sweep(g, o) : 0;
+  *note = pk_sprintf(g->ctx, "%d elementwise node%s inlined into %s reader, %d epilogue%s "
+                     "fused into %s matmul or conv (%d kernel calls fewer)",
+                     chains, chains == 1 ? "" : "s", chains == 1 ? "its" : "their", epis,
+                     epis == 1 ? "" : "s", epis == 1 ? "its" : "their", chains + epis);
   return PK_OK;
+}
+
+pk_status pk_pass_fuse(pk_graph *g, const char **note) {
+  return pk_pass_fuse_with(g, &(pk_fuse_options){.epilogues = true, .forward_epilogues = true},
+                           note);
 }

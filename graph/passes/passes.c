@@ -16,7 +16,8 @@ static const pk_pass_info table[PK_PASS_COUNT_] = {
                            pk_pass_copy_elim},
     [PK_PASS_FUSE] = {"fuse",
                       "chains of elementwise nodes (bias, activation, residual add, their "
-                      "gradients) become one kernel; the intermediates take no memory",
+                      "gradients) become one kernel, and the matmul or conv before one its "
+                      "epilogue; the intermediates take no memory",
                       pk_pass_fuse},
     [PK_PASS_REORDER] = {"reorder",
                          "a topological order with a lower planned arena peak (kept only "

@@ -45,6 +45,16 @@ pk_status pk_passes_select(pk_ctx *ctx, const char *list, const char *disable, b
 pk_status pk_pass_fold(pk_graph *g, const char **note);
 pk_status pk_pass_copy_elim(pk_graph *g, const char **note);
 pk_status pk_pass_fuse(pk_graph *g, const char **note);
+/* What the fuse pass fuses besides elementwise chains (pk_pass_fuse: everything). */
+typedef struct pk_fuse_options {
+  bool epilogues;         /* elementwise epilogues into the matmul or conv before them; false
+                             on GPU targets, whose templates store the product (which a
+                             fused epilogue leaves without storage) */
+  bool forward_epilogues; /* those in the forward pass too; false with --cache-frozen, so that
+                             a frozen layer's product stays in the frozen prefix when a
+                             trained bias reads it */
+} pk_fuse_options;
+pk_status pk_pass_fuse_with(pk_graph *g, const pk_fuse_options *o, const char **note);
 pk_status pk_pass_reorder(pk_graph *g, const char **note);
 
 /* ---- shared by the passes (passes.c) ---- */

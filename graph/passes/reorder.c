@@ -18,9 +18,10 @@ typedef struct sched {
   bool *kept;                 /* per root: lives to the end of the step (output, loss) */
 } sched;
 
+/* Storage in the arena; a fused-away tensor (a fused epilogue's product) has none. */
 static bool in_arena(const pk_gtensor *t) {
-  return t->base < 0 && (t->role == PK_ROLE_ACTIVATION || t->role == PK_ROLE_TEMP ||
-                         t->role == PK_ROLE_GRADIENT);
+  return t->base < 0 && !t->fused_away &&
+         (t->role == PK_ROLE_ACTIVATION || t->role == PK_ROLE_TEMP || t->role == PK_ROLE_GRADIENT);
 }
 
 /* Adds edge a -> b (counting only when succ is NULL). */
