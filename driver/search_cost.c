@@ -47,12 +47,15 @@ pk_status srch_cost_of(srch_run_env *E, srch_scheme *s) {
   o.print_memory = false;
   o.log = E->o->log;
   drv_state S;
-  pk_status st = drv_compile_to(ctx, &o, "schedule", &S);
+  /* its own arena, freed below: a search costs thousands of schemes, each a whole compile
+   * up to the schedules (the model's weights included) */
+  pk_ctx *cc = pk_ctx_new();
+  pk_status st = drv_compile_to(cc, &o, "schedule", &S);
   remove(spec);
   if (st != PK_OK) {
-    const char *why = pk_strdup(ctx, pk_ctx_error(ctx));
-    pk_ctx_clear_error(ctx);
-    return pk_ctx_fail(ctx, st, "sparse-search: scheme '%s': %s", s->key, why);
+    pk_ctx_fail(ctx, st, "sparse-search: scheme '%s': %s", s->key, pk_ctx_error(cc));
+    pk_ctx_free(cc);
+    return st;
   }
   pk_train_stats ts;
   pk_train_stats_of(S.g, &ts);
@@ -75,5 +78,6 @@ pk_status srch_cost_of(srch_run_env *E, srch_scheme *s) {
     ms += K->calls * k;
   }
   c->step_ms = ms; /* NAN when a kernel has neither a record nor a timing */
+  pk_ctx_free(cc);
   return PK_OK;
 }

@@ -82,7 +82,12 @@ pk_status srch_finetune(srch_run_env *E, const srch_scheme *s, int epochs, doubl
   o.print_memory = false;
   FILE *devnull = fopen("/dev/null", "w"); /* the compile's "wrote ..." line */
   o.log = devnull ? devnull : E->o->log;
-  pk_status st = pk_compile(ctx, &o, NULL);
+  /* its own arena: a compile holds the model's weights and every IR (hundreds of MB for a
+   * transformer), which the search's arena would keep until the end, run after run */
+  pk_ctx *cc = pk_ctx_new();
+  pk_status st = pk_compile(cc, &o, NULL);
+  if (st != PK_OK) pk_ctx_fail(ctx, st, "%s", pk_ctx_error(cc));
+  pk_ctx_free(cc);
   if (devnull) fclose(devnull);
   if (st == PK_OK) st = train_artifact(E, art, epochs, lr, val_acc, ms);
   remove(spec);
