@@ -296,8 +296,11 @@ static pk_status run_search(search *Q, pk_search_result *out) {
   if (st != PK_OK) return st;
   out->head_bp_bytes = head->cost.bp_bytes;
   double size = space_size(&Q->sp);
-  fprintf(Q->log, "sparse-search: %d layers below the head, %d candidates, %.*g schemes; "
-          "head alone: %lld bytes BP memory, budget %lld\n", Q->sp.nlayers, Q->sp.nitems,
+  int nnorms = 0;
+  for (int i = 0; i < Q->sp.nitems; i++) nnorms += Q->sp.items[i].norm;
+  fprintf(Q->log, "sparse-search: %d layers and %d norms below the head, %d candidates, %.*g "
+          "schemes; head alone: %lld bytes BP memory, budget %lld\n", Q->sp.nlayers - nnorms,
+          nnorms, Q->sp.nitems,
           size < 1e15 ? 15 : 3, size, /* exact while a double holds it exactly; then 1e+36 */
           (long long)head->cost.bp_bytes, (long long)o->budget_bytes);
   if ((st = contributions(Q)) != PK_OK) return st;

@@ -10,20 +10,24 @@
 #define SRCH_NRATIOS 4        /* weight options besides frozen: 1/8, 1/4, 1/2, 1 */
 #define SRCH_EXACT_MAX 4096   /* spaces up to this many schemes are searched exhaustively */
 
-/* One candidate of the contribution analysis: a layer's bias, or its weight's first
- * `channels` input channels. */
+/* One candidate of the contribution analysis: a layer's bias, a normalization's params
+ * (scale and shift together), or a layer's weight's first `channels` input channels. */
 typedef struct srch_item {
   const char *param;
+  const char *param2;         /* a norm's second param (its shift), or NULL */
   int layer;                  /* index in srch_space.layers */
-  bool bias;
+  bool bias;                  /* an on/off item: a bias or a norm's params (no channels) */
+  bool norm;
   int64_t channels;           /* weights: trained input channels (the layer's C: whole) */
   double val_acc;             /* head + this item alone (NAN until run) */
   double gain;                /* val_acc minus head-only's */
 } srch_item;
 
-/* A layer below the head: its weight options (0: frozen, k: item wopt[k]) and its bias. */
+/* A layer below the head: its weight options (0: frozen, k: item wopt[k]) and its bias.
+ * A normalization below the head is an entry of its own: no weight options, and its
+ * params as the on/off item in bias_item. */
 typedef struct srch_layer {
-  const char *name;           /* the layer node */
+  const char *name;           /* the layer (or normalization) node */
   int64_t in_channels;
   int nw;                     /* weight options, frozen included (1 when the weight cannot
                                  be selected) */

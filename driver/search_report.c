@@ -34,9 +34,10 @@ char *srch_report_text(pk_ctx *ctx, const srch_report *r) {
   for (int i = 0; i < r->sp->nitems; i++) {
     const srch_item *it = &r->sp->items[i];
     const srch_layer *L = &r->sp->layers[it->layer];
-    const char *ch = it->bias ? "-" : pk_sprintf(ctx, "%lld/%lld", (long long)it->channels,
-                                                 (long long)L->in_channels);
-    pk_strbuf_printf(&b, "  %-28s %9s %8.4f %+8.4f\n", it->param, ch, it->val_acc, it->gain);
+    const char *ch = it->norm ? "norm" : it->bias ? "-" : pk_sprintf(ctx, "%lld/%lld",
+                                                 (long long)it->channels, (long long)L->in_channels);
+    const char *name = it->param2 ? pk_sprintf(ctx, "%s %s", it->param, it->param2) : it->param;
+    pk_strbuf_printf(&b, "  %-28s %9s %8.4f %+8.4f\n", name, ch, it->val_acc, it->gain);
   }
   int nfit = 0;
   for (int i = 0; i < r->ntried; i++) nfit += r->tried[i]->fits;
@@ -147,7 +148,8 @@ char *srch_report_html(pk_ctx *ctx, const srch_report *r) {
     const srch_item *it = &r->sp->items[i];
     fputs("<tr><td class=\"name\">", out);
     pk_report_html_text(out, it->param);
-    if (it->bias) fputs("</td><td>-", out);
+    if (it->param2) fputc(' ', out), pk_report_html_text(out, it->param2);
+    if (it->bias) fputs(it->norm ? "</td><td>norm" : "</td><td>-", out);
     else fprintf(out, "</td><td>%lld/%lld", (long long)it->channels,
                  (long long)r->sp->layers[it->layer].in_channels);
     fprintf(out, "</td><td>%.4f</td><td>%+.4f</td></tr>\n", it->val_acc, it->gain);

@@ -1,7 +1,8 @@
 /* search_space.c — `pock sparse-search`'s candidates and schemes: the model's layers (the
  * last one is the head, always trained), each lower layer's bias and its weight at 1/8,
- * 1/4, 1/2 and all input channels; a scheme picks one weight option and bias on/off per
- * layer, and is written out as a sparse-update spec. */
+ * 1/4, 1/2 and all input channels, and each normalization's params below the head; a
+ * scheme picks one weight option and bias on/off per layer, norms on/off, and is written
+ * out as a sparse-update spec. */
 #include <math.h>
 #include <string.h>
 
@@ -15,6 +16,37 @@ static int add_item(srch_space *sp, int cap, const char *param, int layer, bool 
   sp->items[sp->nitems] = (srch_item){.param = param, .layer = layer, .bias = bias,
                                       .channels = channels, .val_acc = NAN, .gain = NAN};
   return sp->nitems++;
+}
+
+/* Each normalization node before the head reading params no layer owns (a LayerNorm's or a
+ * batch norm's scale and shift): an entry with one on/off item of those params. Params
+ * shared with an earlier norm are offered once. */
+static void add_norms(const pk_graph *g, srch_space *sp, int cap, bool *seen, int head_node) {
+  for (int k = 0; k < head_node; k++) {
+    const pk_gnode *n = g->nodes[k];
+    if (n->kind != PK_GNODE_OP || !(pk_op_flags(n->op) & PK_OPF_NORM)) continue;
+    const char *p[2] = {NULL, NULL};
+    int np = 0;
+    for (int i = 0; i < n->ninputs; i++) {
+      const pk_gtensor *t = g->tensors[n->inputs[i]];
+      if (t->role != PK_ROLE_PARAM || t->base >= 0 || t->layer >= 0 || seen[t->id]) continue;
+      seen[t->id] = true;
+      if (np < 2) p[np++] = t->name;
+    }
+    if (!np) continue;
+    srch_layer *L = &sp->layers[sp->nlayers];
+    *L = (srch_layer){.name = n->name, .nw = 1, .bias_item = add_item(sp, cap, p[0], sp->nlayers,
+                                                                     true, 0)};
+    sp->items[L->bias_item].param2 = p[1];
+    sp->items[L->bias_item].norm = true;
+    sp->nlayers++;
+  }
+}
+
+/* "P" or "P P2": a candidate's params as the scheme key and the report name them. */
+static void put_item(pk_strbuf *b, const srch_item *it) {
+  pk_strbuf_printf(b, "%s%s", b->len ? " " : "", it->param);
+  if (it->param2) pk_strbuf_printf(b, " %s", it->param2);
 }
 
 pk_status srch_space_build(pk_ctx *ctx, const pk_compile_options *co, srch_space *sp) {
@@ -33,9 +65,12 @@ pk_status srch_space_build(pk_ctx *ctx, const pk_compile_options *co, srch_space
                        o.model);
   memset(sp, 0, sizeof *sp);
   sp->train = S.spec;
-  int cap = (nl - 1) * (SRCH_NRATIOS + 1) + 1;
+  int nnorms = 0;
+  for (int k = 0; k < g->nnodes; k++)
+    nnorms += g->nodes[k]->kind == PK_GNODE_OP && (pk_op_flags(g->nodes[k]->op) & PK_OPF_NORM);
+  int cap = (nl - 1) * (SRCH_NRATIOS + 1) + nnorms + 1;
   sp->items = pk_alloc(ctx, sizeof *sp->items * (size_t)cap);
-  sp->layers = pk_alloc(ctx, sizeof *sp->layers * (size_t)(nl > 1 ? nl - 1 : 1));
+  sp->layers = pk_alloc(ctx, sizeof *sp->layers * (size_t)(nl - 1 + nnorms + 1));
   sp->head = pk_alloc(ctx, sizeof *sp->head * (size_t)g->ntensors);
   for (int t = 0; t < g->ntensors; t++) {
     const pk_gtensor *p = g->tensors[t];
@@ -61,6 +96,7 @@ pk_status srch_space_build(pk_ctx *ctx, const pk_compile_options *co, srch_space
     }
     if (L->nw > 1 || L->bias_item >= 0) sp->nlayers++;
   }
+  add_norms(g, sp, cap, pk_alloc(ctx, (size_t)g->ntensors + 1), g->layer_nodes[nl - 1]);
   if (sp->nhead == 0)
     return pk_ctx_fail(ctx, PK_ERR_CHECK, "%s: the last layer (the head) reads no param", o.model);
   return PK_OK;
@@ -90,7 +126,7 @@ void srch_scheme_finish(pk_ctx *ctx, const srch_space *sp, srch_scheme *s, doubl
     }
     if (s->b[l]) {
       const srch_item *it = &sp->items[L->bias_item];
-      pk_strbuf_printf(&b, "%s%s", b.len ? " " : "", it->param);
+      put_item(&b, it);
       p += isnan(it->gain) ? 0 : it->gain;
     }
   }
@@ -123,7 +159,11 @@ char *srch_scheme_spec(pk_ctx *ctx, const srch_space *sp, const srch_scheme *s,
   for (int i = 0; i < sp->nhead; i++) cJSON_AddItemToArray(whole, cJSON_CreateString(sp->head[i]));
   for (int l = 0; l < sp->nlayers; l++) {
     const srch_layer *L = &sp->layers[l];
-    if (s->b[l]) cJSON_AddItemToArray(whole, cJSON_CreateString(sp->items[L->bias_item].param));
+    if (s->b[l]) {
+      const srch_item *it = &sp->items[L->bias_item];
+      cJSON_AddItemToArray(whole, cJSON_CreateString(it->param));
+      if (it->param2) cJSON_AddItemToArray(whole, cJSON_CreateString(it->param2));
+    }
     if (!s->w[l]) continue;
     const srch_item *it = &sp->items[L->wopt[s->w[l]]];
     if (it->channels == L->in_channels) {

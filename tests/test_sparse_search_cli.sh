@@ -3,7 +3,8 @@
 # a budget no scheme fits names the smallest possible (the head alone's BP memory, as
 # `pock compile --print-memory` prints it); the chosen spec fits the budget by the same
 # measure; a rerun with the cache trains nothing and chooses the same; bad options and
-# files are refused. With HTML=FILE in the environment the report is also written there.
+# files are refused; a model's normalizations are candidates (scale and shift together).
+# With HTML=FILE in the environment the report is also written there.
 # Usage: test_sparse_search_cli.sh POCK SOURCE_DIR
 set -u
 . "$(dirname "$0")/cli_test_lib.sh"
@@ -44,6 +45,20 @@ expect evolutionary 0 'evolutionary search over [0-9]+ schemes' "$pock" sparse-s
   fail evolutionary_same_choice "$(grep '^chosen' "$tmp/out") vs $chosen"
 grep -q 'wrote .*(0 fine-tunes run, [1-9][0-9]* from the cache' "$tmp/out" &&
   pass evolutionary_uses_cache || fail evolutionary_uses_cache "$(grep wrote "$tmp/out")"
+# norms: normnet (a layer norm, an RMS norm, a group norm, then the head) reads the digits'
+# 64 features; each norm is one candidate, and a spec that trains one lists its params
+norms=$2/tests/fixtures/train/graphs/normnet.json
+expect norm_candidates 0 'ln\.weight ln\.bias +norm' "$pock" sparse-search "$norms" "${data[@]}" \
+  --epochs 1 --verify 3 --no-timing --cache "$tmp/n.json" --budget-memory 100000000 -o "$tmp/n.spec"
+grep -Eq '^ +rms\.weight +norm ' "$tmp/out" && grep -Eq '^ +gn\.weight gn\.bias +norm ' "$tmp/out" &&
+  grep -q '3 candidates' "$tmp/out" && pass norm_candidates_all || fail norm_candidates_all "$(grep -E 'norm |candidates' "$tmp/out")"
+python3 - "$tmp/n.spec" "$tmp/out" <<'PY' && pass norm_spec || fail norm_spec "$(cat "$tmp/n.spec")"
+import json, re, sys
+spec = json.load(open(sys.argv[1]))
+chosen = re.search(r"^chosen \(\*\): (.*) —", open(sys.argv[2]).read(), re.M).group(1).split()
+params = [p for r in spec["train"] for p in ([r["params"]] if isinstance(r["params"], str) else r["params"])]
+assert sorted(params) == sorted(["fc.weight", "fc.bias"] + chosen), (params, chosen)
+PY
 expect no_val 2 'required' "$pock" sparse-search "$model" --data "$d/target_train.csv" \
   --budget-memory 1000 -o "$tmp/x.json"
 expect bad_budget 2 'budget-memory needs an integer' "$pock" sparse-search "$model" "${data[@]}" \
