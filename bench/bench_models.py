@@ -9,6 +9,7 @@ scripts/image_data.py / scripts/llama_data.py exist), and the pretrained MiniLM
 size). Schemes (issue 23): head, norms_biases_head, last2, pockengine, full; the digits
 models also keep their demo names bias_head, partial25, partial25_localbias.
 """
+import inspect
 import json
 import os
 import subprocess
@@ -166,7 +167,8 @@ def _run(cmd, what):
 
 def _random_data(d, name, m, rows):
     """Random inputs and labels (timing only): images N(0, 1); token ids and next-token
-    labels; MiniLM never (it has its real task)."""
+    labels (a decoder), or token ids, a padding mask and class labels (an encoder: Bert);
+    MiniLM never (it has its real task)."""
     rng = np.random.default_rng(23)
     if m.input_dtype.is_floating_point:
         np.save(os.path.join(d, "x.npy"),
@@ -176,8 +178,16 @@ def _random_data(d, name, m, rows):
     seq = m.input_shape[0]
     ids = rng.integers(0, m.vocab, (rows, seq + 1)).astype(np.int64)
     np.save(os.path.join(d, "ids.npy"), ids[:, :seq])
-    np.save(os.path.join(d, "y.npy"), ids[:, 1:].copy())
-    return [os.path.join(d, "ids.npy")], os.path.join(d, "y.npy")
+    if "mask" not in inspect.signature(m.forward).parameters:  # a decoder: next tokens
+        np.save(os.path.join(d, "y.npy"), ids[:, 1:].copy())
+        return [os.path.join(d, "ids.npy")], os.path.join(d, "y.npy")
+    # an encoder with an attention mask (Bert): each row padded after a random length,
+    # a class label per row
+    lengths = rng.integers(seq // 2, seq + 1, rows)
+    np.save(os.path.join(d, "mask.npy"),
+            (np.arange(seq)[None, :] < lengths[:, None]).astype(np.float32))
+    np.save(os.path.join(d, "y.npy"), rng.integers(0, m.head.out_features, rows).astype(np.int64))
+    return [os.path.join(d, "ids.npy"), os.path.join(d, "mask.npy")], os.path.join(d, "y.npy")
 
 
 def data_arg(xs, y):
