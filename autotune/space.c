@@ -112,18 +112,28 @@ static int reads_at_own_point(const pk_expr *x, const pk_te_tensor *t, const pk_
   return n;
 }
 
+static int reads_of(const pk_expr *x, const pk_te_tensor *t) {
+  int n = x->kind == PK_EXPR_READ && x->tensor == t;
+  for (int i = 0; i < x->nargs; i++) n += reads_of(x->args[i], t);
+  return n;
+}
+
 const pk_te_tensor *space_epilogue_stage(const pk_te_program *p, const pk_te_tensor *t) {
   const pk_te_tensor *e = NULL;
-  int ncomp = 0;
-  for (int i = 0; i < p->ntensors; i++)
-    if (p->tensors[i]->kind == PK_TE_COMPUTE && ncomp++ == 1) e = p->tensors[i];
-  if (ncomp != 2 || !e || e->id <= t->id || e->dom_ndim || e->body->kind == PK_EXPR_REDUCE ||
-      e->ndim != t->ndim)
-    return NULL;
-  for (int d = 0; d < t->ndim; d++)
-    if (e->shape[d] != t->shape[d]) return NULL;
-  /* pk_te_fuse_epilogue makes one read of t, at e's own point */
-  return reads_at_own_point(e->body, t, e) > 0 ? e : NULL;
+  for (int i = 0; i < p->ntensors; i++) {
+    const pk_te_tensor *u = p->tensors[i];
+    if (u->kind != PK_TE_COMPUTE || u == t) continue;
+    /* every other compute elementwise: a prologue, the epilogue, a stage after it */
+    if (u->dom_ndim || !u->body || u->body->kind == PK_EXPR_REDUCE) return NULL;
+    if (reads_of(u->body, t) == 0) continue;
+    if (e || u->id <= t->id || u->ndim != t->ndim) return NULL;
+    for (int d = 0; d < t->ndim; d++)
+      if (u->shape[d] != t->shape[d]) return NULL;
+    /* pk_te_fuse_epilogue makes one read of t, at e's own point */
+    if (reads_at_own_point(u->body, t, u) <= 0) return NULL;
+    e = u;
+  }
+  return e;
 }
 
 const pk_expr *space_sum_product(const pk_te_tensor *t) {

@@ -75,10 +75,12 @@ const char *space_name(pk_schedule *s, const char *base, const char *suffix);
 /* The compute that classifies the task: the first sum of a product (matmul, conv). */
 const pk_te_tensor *space_product_stage(const pk_te_program *p);
 /* The fused epilogue of product stage t (pk_te_fuse_epilogue; graph/passes/fuse.c): the
- * program's one other compute, after t, elementwise, t's shape, reading t only at its own
- * point; or NULL. A template computes it at t's register tile, with t inlined (cache_write
- * first, so t is a copy of its accumulators): the raw product never reaches memory, and
- * the graph gives it no storage, so every config must do that. */
+ * program's one compute that reads t, after t, t's shape, reading t only at its own point,
+ * when every compute but t is elementwise (a fused prologue before t, a later stage such as
+ * an SGD update's new weight after it, which a template schedules as its other stages);
+ * or NULL. A template computes it at t's register tile, with t inlined (cache_write first,
+ * so t is a copy of its accumulators): the raw product never reaches memory, and the graph
+ * gives it no storage, so every config must do that. */
 const pk_te_tensor *space_epilogue_stage(const pk_te_program *p, const pk_te_tensor *t);
 /* The product of a sum of products, sum(a * b) or sum(select(c, a * b, 0.0)) (a guarded
  * window), or NULL when t is not one. */

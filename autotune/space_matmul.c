@@ -3,7 +3,9 @@
  * (then with optional K blocking), B and A optionally packed into panels; with
  * vector_rows, the vectors run down the tile's rows instead and B's elements are
  * broadcast; or, with rfactor, dot products: k split into vector lanes of partial sums.
- * Its preset is bench/hand_schedules.c's GEMM schedule, step for step. */
+ * A fused prologue (an operand computed by an elementwise stage of the program) is always
+ * packed, the packing evaluating it. Its preset is bench/hand_schedules.c's GEMM schedule,
+ * step for step. */
 #include <string.h>
 
 #include "space_impl.h"
@@ -25,6 +27,9 @@ typedef struct matmul_plan {
   bool b_strided_n;          /* B's n dim is not its innermost ("NT"): columns are strided */
   bool a_strided_k;          /* A's m dim is its innermost ("TN", a weight gradient X^T dY):
                                 each k step of the tile's rows is a new cache line */
+  bool a_pro, b_pro;         /* A / B is a fused prologue (pk_te_fuse_prologue), a compute
+                                of the program: always packed, and inlined into its panel,
+                                so it runs once per element and is never stored */
   int nother;
   const char *other[64];     /* the other computes (an epilogue such as a ReLU) */
   const char *epi;           /* a fused epilogue (space_epilogue_stage): "t3", which then
@@ -82,6 +87,23 @@ static pk_status matmul_init(pk_space *sp) {
   p->b_strided_n = p->b && p->b_dim != b_ndim - 1;
   if (p->a && p->b && !strcmp(p->a, p->b)) p->a = NULL; /* A·Aᵀ: pack it once, as B */
   p->a_strided_k = p->a && p->a_dim == a_ndim - 1;
+  /* a compute before the product is a fused prologue: it must be A or B, which the
+   * packing then evaluates (any other would be stored, and the graph gave it no bytes) */
+  for (int i = 0; i < t->id; i++) {
+    if (prog->tensors[i]->kind != PK_TE_COMPUTE) continue;
+    const char *nm = pk_sprintf(ctx, "t%d", i);
+    bool a = p->a && !strcmp(p->a, nm), b = p->b && !strcmp(p->b, nm);
+    if (!a && !b) return PK_ERR_UNSUPPORTED;
+    p->a_pro |= a;
+    p->b_pro |= b;
+  }
+  if (p->a_pro || p->b_pro) { /* the prologues are no other stages: their panels run them */
+    int n = 0;
+    for (int i = 0; i < p->nother; i++)
+      if (!(p->a_pro && !strcmp(p->other[i], p->a)) && !(p->b_pro && !strcmp(p->other[i], p->b)))
+        p->other[n++] = p->other[i];
+    p->nother = n;
+  }
   sp->plan = p;
 
   int64_t M = t->shape[t->ndim - 2], N = t->shape[t->ndim - 1], K = p->k_extent;
@@ -102,8 +124,10 @@ static pk_status matmul_init(pk_space *sp) {
    * accumulators are one (cache_write) and each output one sum (no rfactor, no K blocks) */
   bool epi = p->epi != NULL;
   space_add_knob(sp, "cache_write", epi ? (int64_t[]){1} : (int64_t[]){0, 1}, epi ? 1 : 2);
-  space_add_knob(sp, "pack_b", (int64_t[]){0, 1, 2}, p->b ? 3 : 1);
-  space_add_knob(sp, "pack_a", (int64_t[]){0, 1}, p->a ? 2 : 1);
+  if (p->b_pro) space_add_knob(sp, "pack_b", (int64_t[]){1, 2}, 2);
+  else space_add_knob(sp, "pack_b", (int64_t[]){0, 1, 2}, p->b ? 3 : 1);
+  if (p->a_pro) space_add_knob(sp, "pack_a", (int64_t[]){1}, 1);
+  else space_add_knob(sp, "pack_a", (int64_t[]){0, 1}, p->a ? 2 : 1);
   space_add_knob(sp, "order", (int64_t[]){0, 1}, 2);
   int n = 0;
   for (int64_t u = 1; u <= 8 && u <= K; u *= 2) v[n++] = u;
@@ -295,6 +319,9 @@ static pk_status matmul_apply_plan(const matmul_plan *p, pk_schedule *s, const i
    * loads are contiguous whatever the operands' layouts (NT, TN). */
   if (v[MM_PACK_B]) SPACE_TRY(pk_sched_cache_read(s, p->b, "ws", 1, readers, p->b_dim, NR * v[MM_PACK_B]));
   if (v[MM_PACK_A]) SPACE_TRY(pk_sched_cache_read(s, p->a, "ws", 1, readers, p->a_dim, MR));
+  /* a prologue's panel computes it: read by the panel alone now, it is inlined there */
+  if (p->b_pro) SPACE_TRY(pk_sched_compute_inline(s, p->b));
+  if (p->a_pro) SPACE_TRY(pk_sched_compute_inline(s, p->a));
   /* order 0: column tiles outermost, so one packed B panel stays in L2 while every row
    * tile streams past it (the hand schedule's choice); order 1: rows outermost. */
   const char *mo = N_(p->m, ".o"), *no = N_(p->n, ".o"), *mi = N_(p->m, ".i"), *ni = N_(p->n, ".i");
@@ -405,7 +432,7 @@ static bool matmul_preset(const pk_space *sp, int64_t *v) {
   v[MM_PACK_B] = 1;
   /* A stored (K, M) (dW = X^T dY): its rows packed into [M/tile_m][K][tile_m] panels make
    * the tile's loads contiguous: 2-3x on the weight gradients of transformers' linears */
-  v[MM_PACK_A] = p->a_strided_k ? 1 : 0;
+  v[MM_PACK_A] = p->a_strided_k || p->a_pro ? 1 : 0;
   v[MM_K_UNROLL] = 1;
   v[MM_UNROLL] = 1;
   /* order 0 streams all of A past each packed column panel, order 1 all of packed B past
