@@ -3,12 +3,13 @@
  * kernel as a two-stage epilogue (pk_te_fuse_epilogue): a ReLU gradient's mask on the rows
  * operand (a data gradient dY·W, and a weight gradient dYᵀX, whose operand is stored
  * transposed), a frozen norm's affine on the columns operand, a prologue into a matmul that
- * already has its epilogue, and dW = dYᵀX with SGD (momentum and weight decay, or neither)
- * after it, fused, compute in the reference interpreter exactly what producer then consumer
- * compute; the matmul template offers only configs that pack the prologue's operand (the
- * panel evaluates the prologue: it is inlined there, never stored) or keep the update's
- * product in registers, and its preset and sampled configs (parallel ones on 3 threads)
- * build as C and equal the interpreter; the forms either cannot take are refused. */
+ * already has its epilogue, and weight gradients (a linear layer's dYᵀX, conv2d's, a
+ * depthwise conv2d's) with SGD (momentum and weight decay, or neither) after them, fused,
+ * compute in the reference interpreter exactly what producer then consumer compute; the
+ * class's template offers only configs that pack the prologue's operand (the panel
+ * evaluates the prologue: it is inlined there, never stored) or keep the update's product
+ * in registers, and its preset and sampled configs (parallel ones on 3 threads) build as C
+ * and equal the interpreter; the forms either cannot take are refused. */
 #include <string.h>
 
 #include "pk_codegen.h"
@@ -73,10 +74,12 @@ static const char *LINEAR_EPI = "X = placeholder((12, 20), f32)\n"
                                 "T = compute((12, 10), (i, j) => sum(X[i, k] * W[j, k], k))\n"
                                 "Y = compute((12, 10), (i, j) => max(T[i, j] + B[j], 0.0))\n";
 
-static pk_te_program *update(pk_ctx *ctx, pk_op_kind op, double momentum, double wd) {
-  int64_t w[2] = {10, 20};
+/* the optimizer update of a weight of shape w (2-D, or 4-D when w[2] > 0) */
+static pk_te_program *update(pk_ctx *ctx, pk_op_kind op, double momentum, double wd,
+                             const int64_t *w) {
   pk_op_params prm = {.ninputs = op == PK_OP_SGD_UPDATE ? 4 : 5};
-  for (int i = 0; i < prm.ninputs - 1; i++) prm.in[i] = (pk_op_input){2, {w[0], w[1]}, PKRT_DTYPE_F32};
+  for (int i = 0; i < prm.ninputs - 1; i++)
+    prm.in[i] = (pk_op_input){w[2] ? 4 : 2, {w[0], w[1], w[2], w[3]}, PKRT_DTYPE_F32};
   prm.in[prm.ninputs - 1] = (pk_op_input){1, {4}, PKRT_DTYPE_F32};
   prm.attrs.momentum = momentum;
   prm.attrs.weight_decay = wd;
@@ -86,6 +89,20 @@ static pk_te_program *update(pk_ctx *ctx, pk_op_kind op, double momentum, double
     failures++;
   }
   return p;
+}
+
+/* conv2d's weight gradient (3x3 window, padding 1) on (2, c, h, w) into o channels in
+ * groups: a sum of a product over the batch and the image */
+static pk_te_program *conv_dw(pk_ctx *ctx, int64_t c, int64_t h, int64_t w, int64_t o, int64_t groups) {
+  pk_op_params prm = {2, {{4, {2, c, h, w}, PKRT_DTYPE_F32}, {4, {o, c / groups, 3, 3}, PKRT_DTYPE_F32}},
+                      {.pad = {1, 1, 1, 1}, .groups = groups}};
+  pk_op_grad g;
+  if (pk_op_grad_build(ctx, PK_OP_CONV2D, &prm, 1, &g) != PK_OK) {
+    printf("FAIL conv2d dW: %s\n", pk_ctx_error(ctx));
+    failures++;
+    return NULL;
+  }
+  return g.prog;
 }
 
 static void copy_ref(pk_te_ref *to, int t, const pk_te_ref *from, int f) {
@@ -185,7 +202,7 @@ static bool pinned(const pk_space *sp, fuse_kind kind) {
  * `inter`); a prologue's is packed (a stage "t<inter>.ws" evaluates it); each builds and
  * equals the interpreter. */
 static void test_schedules(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const char *what, fuse_kind kind,
-                           pk_te_program *f, int inter) {
+                           const char *template_name, pk_te_program *f, int inter) {
   enum { SAMPLES = 5 };
   pk_task task;
   pk_space *sp = NULL;
@@ -244,10 +261,10 @@ static void test_schedules(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const char *wha
   }
   printf("     %s: template %s, %d schedules (%d sampled configs refused), %d store t%d, "
          "%d unpacked, %d wrong\n", what, sp->cls->name, n, illegal, stored, inter, unpacked, bad);
-  bool ok = !strcmp(sp->cls->name, "matmul") && restricted && why == NULL && built && !stored &&
-            !unpacked && !bad;
-  check(ok, what, "template %s (want matmul); knobs %s; preset %s; %d of %d schedules, build %s; "
-        "%d store the intermediate; %d unpacked; %d wrong", sp->cls->name,
+  bool ok = !strcmp(sp->cls->name, template_name) && restricted && why == NULL && built &&
+            !stored && !unpacked && !bad;
+  check(ok, what, "template %s (want %s); knobs %s; preset %s; %d of %d schedules, build %s; "
+        "%d store the intermediate; %d unpacked; %d wrong", sp->cls->name, template_name,
         restricted ? "pinned" : "NOT pinned", why ? why : "ok", n, SAMPLES + 1,
         built ? "ok" : pk_ctx_error(ctx), stored, unpacked, bad);
   if (m) pkrt_module_free(m);
@@ -275,20 +292,33 @@ int main(void) {
     return 1;
   }
   static const int none[] = {-1, -1, -1, -1, -1, -1};
+  static const int64_t fc[4] = {10, 20, 0, 0}, conv[4] = {8, 8, 3, 3}, wide[4] = {8, 4, 3, 3},
+                       depthwise[4] = {8, 1, 3, 3};
   const struct {
-    const char *what;
+    const char *what, *template_name;
     fuse_kind kind;
     pk_te_program *producer, *consumer;
     int slot;
     const char *expected;
   } cases[] = {
-      {"data_grad_relu_mask", PROLOGUE, parse(ctx, RELU_MASK), parse(ctx, DATA_GRAD), 0, EXPECTED},
-      {"cols_norm_affine", PROLOGUE, parse(ctx, AFFINE), parse(ctx, COLS), 1, NULL},
-      {"weight_grad_relu_mask", PROLOGUE, parse(ctx, TOKENS_MASK), parse(ctx, WEIGHT_GRAD), 0, NULL},
-      {"scale_into_linear_epilogue", PROLOGUE, parse(ctx, SCALE), parse(ctx, LINEAR_EPI), 0, NULL},
-      {"weight_grad_sgd_momentum", EPILOGUE, parse(ctx, WEIGHT_GRAD), update(ctx, PK_OP_SGD_UPDATE, 0.9, 0.01),
-       1, NULL},
-      {"weight_grad_sgd", EPILOGUE, parse(ctx, WEIGHT_GRAD), update(ctx, PK_OP_SGD_UPDATE, 0, 0), 1, NULL},
+      {"data_grad_relu_mask", "matmul", PROLOGUE, parse(ctx, RELU_MASK), parse(ctx, DATA_GRAD), 0,
+       EXPECTED},
+      {"cols_norm_affine", "matmul", PROLOGUE, parse(ctx, AFFINE), parse(ctx, COLS), 1, NULL},
+      {"weight_grad_relu_mask", "matmul", PROLOGUE, parse(ctx, TOKENS_MASK), parse(ctx, WEIGHT_GRAD),
+       0, NULL},
+      {"scale_into_linear_epilogue", "matmul", PROLOGUE, parse(ctx, SCALE), parse(ctx, LINEAR_EPI),
+       0, NULL},
+      {"weight_grad_sgd_momentum", "matmul", EPILOGUE, parse(ctx, WEIGHT_GRAD),
+       update(ctx, PK_OP_SGD_UPDATE, 0.9, 0.01, fc), 1, NULL},
+      {"weight_grad_sgd", "matmul", EPILOGUE, parse(ctx, WEIGHT_GRAD),
+       update(ctx, PK_OP_SGD_UPDATE, 0, 0, fc), 1, NULL},
+      /* conv weight gradients (conv as GEMM: 4x4 images, rows of 40), a depthwise one (conv) */
+      {"conv_dw_4x4_sgd", "conv_gemm", EPILOGUE, conv_dw(ctx, 8, 4, 4, 8, 1),
+       update(ctx, PK_OP_SGD_UPDATE, 0.9, 0.01, conv), 1, NULL},
+      {"conv_dw_6x40_sgd", "conv_gemm", EPILOGUE, conv_dw(ctx, 4, 6, 40, 8, 1),
+       update(ctx, PK_OP_SGD_UPDATE, 0.9, 0, wide), 1, NULL},
+      {"depthwise_dw_sgd", "conv", EPILOGUE, conv_dw(ctx, 8, 8, 8, 8, 8),
+       update(ctx, PK_OP_SGD_UPDATE, 0.9, 0, depthwise), 1, NULL},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     pk_te_program *f;
@@ -298,8 +328,8 @@ int main(void) {
     if (f) { /* the intermediate: the first compute, after the placeholders */
       int inter = 0;
       while (f->tensors[inter]->kind != PK_TE_COMPUTE) inter++;
-      test_schedules(ctx, cc, rt, pk_sprintf(ctx, "%s_kernels", cases[i].what), cases[i].kind, f,
-                     inter);
+      test_schedules(ctx, cc, rt, pk_sprintf(ctx, "%s_kernels", cases[i].what), cases[i].kind,
+                     cases[i].template_name, f, inter);
     }
     pk_ctx_clear_error(ctx);
   }
@@ -317,7 +347,7 @@ int main(void) {
                      "T = compute((10, 4), (i, j) => sum(S[i, k] * W[k, j], k))\n"),
           0, "elementwise");
   refused(ctx, "update_refuses_adamw", EPILOGUE, parse(ctx, WEIGHT_GRAD),
-          update(ctx, PK_OP_ADAMW_UPDATE, 0, 0), 1, "two of the consumer's computes");
+          update(ctx, PK_OP_ADAMW_UPDATE, 0, 0, fc), 1, "two of the consumer's computes");
   pkrt_ctx_free(rt);
   pk_ctx_free(ctx);
   return pk_test_summary("test_fuse_prologue");
