@@ -136,6 +136,19 @@ const pk_te_tensor *space_epilogue_stage(const pk_te_program *p, const pk_te_ten
   return e;
 }
 
+const pk_te_tensor *space_epilogue_tail(const pk_te_program *p, const pk_te_tensor *e) {
+  const pk_te_tensor *last = NULL;
+  for (int i = e->id + 1; i < p->ntensors; i++)
+    if (p->tensors[i]->kind == PK_TE_COMPUTE) {
+      if (last) return NULL;
+      last = p->tensors[i];
+    }
+  if (!last || last->ndim != e->ndim) return NULL;
+  for (int d = 0; d < e->ndim; d++)
+    if (last->shape[d] != e->shape[d]) return NULL;
+  return reads_at_own_point(last->body, e, last) > 0 ? last : NULL;
+}
+
 const pk_expr *space_sum_product(const pk_te_tensor *t) {
   if (t->kind != PK_TE_COMPUTE || t->body->kind != PK_EXPR_REDUCE || t->body->op != PK_EOP_SUM)
     return NULL;
@@ -162,6 +175,12 @@ int64_t space_stage_extent(const pk_space *sp, const char *stage, int d) {
   const pk_te_tensor *t = sp->task->prog->tensors[id];
   PK_ASSERT(d >= 0 && d < t->ndim);
   return t->shape[d];
+}
+
+int64_t space_stage_extent_of(const pk_schedule *s, const char *stage, int d) {
+  const pk_stage *st = pk_sched_find_stage(s, stage);
+  PK_ASSERT(st && d >= 0 && d < st->tensor->ndim);
+  return st->tensor->shape[d];
 }
 
 /* ---- reductions split across threads ---- */

@@ -74,6 +74,21 @@ static bool product_program(const pk_te_program *p) {
          r->args[0]->kind == PK_EXPR_BINARY && r->args[0]->op == PK_EOP_MUL;
 }
 
+/* Whether product program p (product_program) computes no more elements than its reduction
+ * is long (its reduce extents multiplied): a weight gradient of few outputs over many rows,
+ * which the templates split across threads (or vector lanes) by partial sums (autotune/
+ * space.c, space_thread_values; space_conv.c's rfactor_lanes) — something a fused epilogue
+ * rules out, as it needs each output's one sum at the register tile. */
+static bool split_by_threads(const pk_te_program *p) {
+  const pk_te_tensor *c = NULL;
+  for (int i = 0; i < p->ntensors && !c; i++)
+    if (p->tensors[i]->kind == PK_TE_COMPUTE) c = p->tensors[i];
+  double length = 1;
+  for (int a = 0; a < c->body->naxes; a++)
+    length *= (double)(c->body->axes[a]->hi - c->body->axes[a]->lo);
+  return (double)pk_te_tensor_numel(c) <= length;
+}
+
 static bool bare_at(const pk_expr *r, const pk_te_axis *ax) {
   for (int d = 0; d < r->nargs; d++)
     if (r->args[d]->kind == PK_EXPR_AXIS && r->args[d]->axis == ax) return true;
@@ -134,9 +149,11 @@ static bool kind_allows(const pk_graph *g, int c, int slot, fuse_kind kind,
   case FUSE_UPDATE:
     /* the update reads the gradient a product makes (not accumulated, not clipped by the
      * global norm: those are nodes between), input 1 of sgd_update, whose new momentum
-     * alone reads it (AdamW's two moments both read it: pk_te_fuse_epilogue refuses) */
+     * alone reads it (AdamW's two moments both read it: pk_te_fuse_epilogue refuses); not
+     * a gradient the templates would split across threads (the kernel would lose that) */
     return pn->phase == PK_PHASE_BACKWARD && cn->kind == PK_GNODE_OP &&
-           cn->op == PK_OP_SGD_UPDATE && !cn->fused && slot == 1 && product_program(pn->prog);
+           cn->op == PK_OP_SGD_UPDATE && !cn->fused && slot == 1 && product_program(pn->prog) &&
+           !split_by_threads(pn->prog);
   }
   return false;
 }
