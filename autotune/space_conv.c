@@ -237,7 +237,8 @@ static bool tail_at_tile(const conv_plan *p, pk_schedule *s, const int64_t *v) {
   /* and only where tiles and vectors divide the extents: a tile's region is clamped into
    * the tensor, so a partial last tile would compute part of the previous one's again,
    * and the update is in place (M' = m M + g twice is wrong) */
-  int64_t oc = space_stage_extent_of(s, p->n.stage, p->oc), w = space_stage_extent_of(s, p->n.stage, p->w);
+  int64_t oc = space_stage_extent_of(s, p->n.stage, p->oc);
+  int64_t w = space_stage_extent_of(s, p->n.stage, p->w);
   int64_t h = p->h >= 0 ? space_stage_extent_of(s, p->n.stage, p->h) : 1;
   return oc % v[CV_TILE_OC] == 0 && w % v[CV_TILE_W] == 0 &&
          (p->h < 0 || v[CV_TILE_H] < 2 || h % v[CV_TILE_H] == 0) &&

@@ -389,7 +389,8 @@ static pk_status matmul_apply_plan(const matmul_plan *p, pk_schedule *s, const i
    * parallel (a result computed inside a parallel loop must be local). Otherwise the
    * tail is a loop nest of its own after the tiles. */
   const char *A = O; /* the stage the accumulators are computed at */
-  int64_t M = space_stage_extent_of(s, p->stage, p->ndim - 2), N = space_stage_extent_of(s, p->stage, p->ndim - 1);
+  int64_t M = space_stage_extent_of(s, p->stage, p->ndim - 2);
+  int64_t N = space_stage_extent_of(s, p->stage, p->ndim - 1);
   bool at_tile = p->tail && !v[MM_PARALLEL] && M % MR == 0 && N % NR == 0 &&
                  (v[MM_VECTOR] < 2 || (v[MM_VECTOR_ROWS] ? MR : NR) % v[MM_VECTOR] == 0);
   if (at_tile) O = p->tail;

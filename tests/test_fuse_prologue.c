@@ -3,7 +3,7 @@
  * kernel as a two-stage epilogue (pk_te_fuse_epilogue): a ReLU gradient's mask on the rows
  * operand (a data gradient dY·W, and a weight gradient dYᵀX, whose operand is stored
  * transposed), a frozen norm's affine on the columns operand, a prologue into a matmul that
- * already has its epilogue, and weight gradients (a linear layer's dYᵀX, conv2d's, a
+ * already has its epilogue or its update, and weight gradients (a linear layer's dYᵀX, conv2d's, a
  * depthwise conv2d's) with SGD (momentum and weight decay, or neither) after them, fused,
  * compute in the reference interpreter exactly what producer then consumer compute; the
  * class's template offers only configs that pack the prologue's operand (the panel
@@ -90,6 +90,18 @@ static pk_te_program *update(pk_ctx *ctx, pk_op_kind op, double momentum, double
     failures++;
   }
   return p;
+}
+
+/* dW = dYᵀX with its SGD update fused (as the pass's update sweep leaves it, before the
+ * prologue sweep) */
+static pk_te_program *weight_grad_sgd(pk_ctx *ctx, const int64_t *w) {
+  pk_te_program *dw = parse(ctx, WEIGHT_GRAD), *f = NULL;
+  pk_te_program *u = update(ctx, PK_OP_SGD_UPDATE, 0.9, 0, w);
+  if (dw && u && pk_te_fuse_epilogue(ctx, dw, u, 1, NULL, &f) != PK_OK) {
+    printf("FAIL weight gradient + sgd: %s\n", pk_ctx_error(ctx));
+    failures++;
+  }
+  return f;
 }
 
 /* conv2d's weight gradient (3x3 window, padding 1) on (2, c, h, w) into o channels in
@@ -319,6 +331,9 @@ int main(void) {
        update(ctx, PK_OP_SGD_UPDATE, 0.9, 0.01, fc), 1, NULL},
       {"weight_grad_sgd", "matmul", EPILOGUE, parse(ctx, WEIGHT_GRAD),
        update(ctx, PK_OP_SGD_UPDATE, 0, 0, fc), 1, NULL},
+      /* a ReLU mask on dY into a weight gradient that has its update */
+      {"weight_grad_sgd_relu_mask", "matmul", PROLOGUE, parse(ctx, TOKENS_MASK),
+       weight_grad_sgd(ctx, fc), 0, NULL},
       /* conv weight gradients (conv as GEMM: 4x4 images, rows of 40), a depthwise one (conv) */
       {"conv_dw_4x4_sgd", "conv_gemm", EPILOGUE, conv_dw(ctx, 8, 4, 4, 8, 1),
        update(ctx, PK_OP_SGD_UPDATE, 0.9, 0.01, conv), 1, NULL},

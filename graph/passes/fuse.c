@@ -208,9 +208,11 @@ static bool fuse_input(pk_graph *g, int c, int slot, fuse_kind kind, const pk_fu
     nin += i != slot && share[i] < 0;
   }
   pk_te_program *prog;
-  pk_status s = kind == FUSE_INLINE     ? pk_te_fuse(ctx, pn->prog, cn->prog, slot, share, &prog)
-                : kind == FUSE_PROLOGUE ? pk_te_fuse_prologue(ctx, pn->prog, cn->prog, slot, share, &prog)
-                                        : pk_te_fuse_epilogue(ctx, pn->prog, cn->prog, slot, share, &prog);
+  pk_status s;
+  if (kind == FUSE_INLINE) s = pk_te_fuse(ctx, pn->prog, cn->prog, slot, share, &prog);
+  else if (kind == FUSE_PROLOGUE)
+    s = pk_te_fuse_prologue(ctx, pn->prog, cn->prog, slot, share, &prog);
+  else s = pk_te_fuse_epilogue(ctx, pn->prog, cn->prog, slot, share, &prog);
   if (s != PK_OK) {
     pk_ctx_clear_error(ctx); /* not of the fusable form: both kernels stay */
     return false;
