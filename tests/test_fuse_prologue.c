@@ -214,9 +214,10 @@ static bool pinned(const pk_space *sp, fuse_kind kind) {
  * schedule) and sampled configs with parallel loops. None stores the intermediate (tensor
  * `inter`); a prologue's is packed (a stage "t<inter>.ws" evaluates it); an update's new
  * momentum is computed at the new weight's tile in the preset (serial, its tiles dividing
- * the weight); each builds and equals the interpreter. */
+ * the weight), and not where the last tile is partial; each builds and equals the
+ * interpreter. */
 static void test_schedules(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const char *what, fuse_kind kind,
-                           const char *template_name, pk_te_program *f, int inter) {
+                           const char *template_name, pk_te_program *f, int inter, bool partial) {
   enum { SAMPLES = 5 };
   pk_task task;
   pk_space *sp = NULL;
@@ -258,6 +259,7 @@ static void test_schedules(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const char *wha
   bool at_tile = !tail || (n && strstr(pk_sched_to_json(scheds[0]),
                                        pk_sprintf(ctx, "\"step\":\"compute_at\",\"stage\":\"t%d\","
                                                   "\"target\":\"t%d\"", inter + 1, inter + 2)));
+  if (tail && partial) at_tile = !at_tile; /* a partial last tile: M' a loop nest of its own */
   for (int i = 0; i < n; i++) {
     stored += pk_sched_is_materialized(scheds[i], inter);
     unpacked += kind == PROLOGUE && !pk_sched_find_stage(scheds[i], panel);
@@ -284,7 +286,8 @@ static void test_schedules(pk_ctx *ctx, pk_cc *cc, pkrt_ctx *rt, const char *wha
   check(ok, what, "template %s (want %s); knobs %s; preset %s%s; %d of %d schedules, build %s; "
         "%d store the intermediate; %d unpacked; %d wrong", sp->cls->name, template_name,
         restricted ? "pinned" : "NOT pinned", why ? why : "ok",
-        at_tile ? "" : " (the new momentum not at the new weight's tile)", n, SAMPLES + 1,
+        at_tile ? "" : partial ? " (the new momentum at a partial tile)"
+                           : " (the new momentum not at the new weight's tile)", n, SAMPLES + 1,
         built ? "ok" : pk_ctx_error(ctx), stored, unpacked, bad);
   if (m) pkrt_module_free(m);
   pk_space_free(sp);
@@ -319,28 +322,37 @@ int main(void) {
     pk_te_program *producer, *consumer;
     int slot;
     const char *expected;
+    bool partial; /* an update whose weight the preset's row tiles do not divide */
   } cases[] = {
       {"data_grad_relu_mask", "matmul", PROLOGUE, parse(ctx, RELU_MASK), parse(ctx, DATA_GRAD), 0,
-       EXPECTED},
-      {"cols_norm_affine", "matmul", PROLOGUE, parse(ctx, AFFINE), parse(ctx, COLS), 1, NULL},
-      {"weight_grad_relu_mask", "matmul", PROLOGUE, parse(ctx, TOKENS_MASK), parse(ctx, WEIGHT_GRAD),
-       0, NULL},
+       EXPECTED, false},
+      {"cols_norm_affine", "matmul", PROLOGUE, parse(ctx, AFFINE), parse(ctx, COLS), 1, NULL,
+       false},
+      {"weight_grad_relu_mask", "matmul", PROLOGUE, parse(ctx, TOKENS_MASK),
+       parse(ctx, WEIGHT_GRAD), 0, NULL, false},
       {"scale_into_linear_epilogue", "matmul", PROLOGUE, parse(ctx, SCALE), parse(ctx, LINEAR_EPI),
-       0, NULL},
+       0, NULL, false},
       {"weight_grad_sgd_momentum", "matmul", EPILOGUE, parse(ctx, WEIGHT_GRAD),
-       update(ctx, PK_OP_SGD_UPDATE, 0.9, 0.01, fc), 1, NULL},
+       update(ctx, PK_OP_SGD_UPDATE, 0.9, 0.01, fc), 1, NULL, false},
       {"weight_grad_sgd", "matmul", EPILOGUE, parse(ctx, WEIGHT_GRAD),
-       update(ctx, PK_OP_SGD_UPDATE, 0, 0, fc), 1, NULL},
+       update(ctx, PK_OP_SGD_UPDATE, 0, 0, fc), 1, NULL, false},
+      /* (10, 20): 6 or 8 rows a tile, so the last is partial and its region, clamped into
+       * the weight, would overlap the previous one's: M' is not computed at W''s tile */
+      {"weight_grad_sgd_partial_tile", "matmul", EPILOGUE,
+       parse(ctx, "S = placeholder((12, 10), f32)\nX = placeholder((12, 20), f32)\n"
+                  "t = reduce_axis(12)\n"
+                  "T = compute((10, 20), (o, i) => sum(S[t, o] * X[t, i], t))\n"),
+       update(ctx, PK_OP_SGD_UPDATE, 0.9, 0, (int64_t[]){10, 20, 0, 0}), 1, NULL, true},
       /* a ReLU mask on dY into a weight gradient that has its update */
       {"weight_grad_sgd_relu_mask", "matmul", PROLOGUE, parse(ctx, TOKENS_MASK),
-       weight_grad_sgd(ctx, fc), 0, NULL},
+       weight_grad_sgd(ctx, fc), 0, NULL, false},
       /* conv weight gradients (conv as GEMM: 4x4 images, rows of 40), a depthwise one (conv) */
       {"conv_dw_4x4_sgd", "conv_gemm", EPILOGUE, conv_dw(ctx, 8, 4, 4, 8, 1),
-       update(ctx, PK_OP_SGD_UPDATE, 0.9, 0.01, conv), 1, NULL},
+       update(ctx, PK_OP_SGD_UPDATE, 0.9, 0.01, conv), 1, NULL, false},
       {"conv_dw_6x40_sgd", "conv_gemm", EPILOGUE, conv_dw(ctx, 4, 6, 40, 8, 1),
-       update(ctx, PK_OP_SGD_UPDATE, 0.9, 0, wide), 1, NULL},
+       update(ctx, PK_OP_SGD_UPDATE, 0.9, 0, wide), 1, NULL, false},
       {"depthwise_dw_sgd", "conv", EPILOGUE, conv_dw(ctx, 8, 8, 8, 8, 8),
-       update(ctx, PK_OP_SGD_UPDATE, 0.9, 0, depthwise), 1, NULL},
+       update(ctx, PK_OP_SGD_UPDATE, 0.9, 0, depthwise), 1, NULL, false},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     pk_te_program *f;
@@ -351,7 +363,7 @@ int main(void) {
       int inter = 0;
       while (f->tensors[inter]->kind != PK_TE_COMPUTE) inter++;
       test_schedules(ctx, cc, rt, pk_sprintf(ctx, "%s_kernels", cases[i].what), cases[i].kind,
-                     cases[i].template_name, f, inter);
+                     cases[i].template_name, f, inter, cases[i].partial);
     }
     pk_ctx_clear_error(ctx);
   }
