@@ -71,6 +71,8 @@ for spec in full partial25_head_localbias; do
   case_ "mlp_$spec" "$D/models/mlp.json" "$digits" --sparse "$D/specs/mlp_$spec.json"
 done
 case_ mlp_adam "$D/models/mlp.json" "$digits" --optimizer adam
+# SGD with momentum and weight decay: each weight's update fused into its gradient's kernel
+case_ cnn_momentum_wd "$D/models/cnn.json" "$digits" --momentum 0.9 --weight-decay 0.01
 
 # the passes did something: copy_elim removed the CNN's add gradients (add_grad0 copies)
 k_all=$(sed -n 's/.*: \([0-9]*\) kernels.*/\1/p' cnn_full.all.log)
