@@ -112,18 +112,41 @@ static int reads_at_own_point(const pk_expr *x, const pk_te_tensor *t, const pk_
   return n;
 }
 
+static int reads_of(const pk_expr *x, const pk_te_tensor *t) {
+  int n = x->kind == PK_EXPR_READ && x->tensor == t;
+  for (int i = 0; i < x->nargs; i++) n += reads_of(x->args[i], t);
+  return n;
+}
+
 const pk_te_tensor *space_epilogue_stage(const pk_te_program *p, const pk_te_tensor *t) {
   const pk_te_tensor *e = NULL;
-  int ncomp = 0;
-  for (int i = 0; i < p->ntensors; i++)
-    if (p->tensors[i]->kind == PK_TE_COMPUTE && ncomp++ == 1) e = p->tensors[i];
-  if (ncomp != 2 || !e || e->id <= t->id || e->dom_ndim || e->body->kind == PK_EXPR_REDUCE ||
-      e->ndim != t->ndim)
-    return NULL;
-  for (int d = 0; d < t->ndim; d++)
-    if (e->shape[d] != t->shape[d]) return NULL;
-  /* pk_te_fuse_epilogue makes one read of t, at e's own point */
-  return reads_at_own_point(e->body, t, e) > 0 ? e : NULL;
+  for (int i = 0; i < p->ntensors; i++) {
+    const pk_te_tensor *u = p->tensors[i];
+    if (u->kind != PK_TE_COMPUTE || u == t) continue;
+    /* every other compute elementwise: a prologue, the epilogue, a stage after it */
+    if (u->dom_ndim || !u->body || u->body->kind == PK_EXPR_REDUCE) return NULL;
+    if (reads_of(u->body, t) == 0) continue;
+    if (e || u->id <= t->id || u->ndim != t->ndim) return NULL;
+    for (int d = 0; d < t->ndim; d++)
+      if (u->shape[d] != t->shape[d]) return NULL;
+    /* pk_te_fuse_epilogue makes one read of t, at e's own point */
+    if (reads_at_own_point(u->body, t, u) <= 0) return NULL;
+    e = u;
+  }
+  return e;
+}
+
+const pk_te_tensor *space_epilogue_tail(const pk_te_program *p, const pk_te_tensor *e) {
+  const pk_te_tensor *last = NULL;
+  for (int i = e->id + 1; i < p->ntensors; i++)
+    if (p->tensors[i]->kind == PK_TE_COMPUTE) {
+      if (last) return NULL;
+      last = p->tensors[i];
+    }
+  if (!last || last->ndim != e->ndim) return NULL;
+  for (int d = 0; d < e->ndim; d++)
+    if (last->shape[d] != e->shape[d]) return NULL;
+  return reads_at_own_point(last->body, e, last) > 0 ? last : NULL;
 }
 
 const pk_expr *space_sum_product(const pk_te_tensor *t) {
@@ -152,6 +175,12 @@ int64_t space_stage_extent(const pk_space *sp, const char *stage, int d) {
   const pk_te_tensor *t = sp->task->prog->tensors[id];
   PK_ASSERT(d >= 0 && d < t->ndim);
   return t->shape[d];
+}
+
+int64_t space_stage_extent_of(const pk_schedule *s, const char *stage, int d) {
+  const pk_stage *st = pk_sched_find_stage(s, stage);
+  PK_ASSERT(st && d >= 0 && d < st->tensor->ndim);
+  return st->tensor->shape[d];
 }
 
 /* ---- reductions split across threads ---- */

@@ -28,6 +28,8 @@ typedef struct conv_plan {
   bool lanes_first;   /* n.root[0] is the lane of a thread-split reduction (parallel) */
   const char *row_k;  /* the reduce root both operands read along their rows; NULL: none */
   bool window;        /* more than one reduction longer than 1 (not a 1x1 conv) */
+  const char *tail;   /* the stage after epi that writes the tile out instead, epi computed
+                         at its tile (space_epilogue_tail: an SGD update's W'); NULL: none */
   const char *epi;    /* a fused epilogue (space_epilogue_stage): "t3", which then writes
                          the tile out, the product inlined into it; NULL: none */
 } conv_plan;
@@ -101,6 +103,8 @@ static pk_status conv_init(pk_space *sp) {
   for (int i = 0; i < p->nsib; i++) space_names_of(sp, sibs[i], &p->sib[i]);
   const pk_te_tensor *e = space_epilogue_stage(prog, t);
   if (e) p->epi = pk_sprintf(ctx, "t%d", e->id);
+  const pk_te_tensor *tail = e ? space_epilogue_tail(prog, e) : NULL;
+  if (tail) p->tail = pk_sprintf(ctx, "t%d", tail->id);
   sp->plan = p;
 
   int64_t OC = t->shape[p->oc], W = t->shape[p->w], H = p->h >= 0 ? t->shape[p->h] : 1;
@@ -225,6 +229,22 @@ static pk_status conv_unroll_and_vectorize(const conv_plan *p, pk_schedule *s, c
   return PK_OK;
 }
 
+/* Whether the tail writes the tile out (the epilogue computed at its tile): not in parallel,
+ * where a result computed inside the parallel loop would have to be local; the tail is
+ * then a loop nest of its own. */
+static bool tail_at_tile(const conv_plan *p, pk_schedule *s, const int64_t *v) {
+  if (!p->tail || v[CV_PARALLEL] || p->lanes_first) return false;
+  /* and only where tiles and vectors divide the extents: a tile's region is clamped into
+   * the tensor, so a partial last tile would compute part of the previous one's again,
+   * and the update is in place (M' = m M + g twice is wrong) */
+  int64_t oc = space_stage_extent_of(s, p->n.stage, p->oc);
+  int64_t w = space_stage_extent_of(s, p->n.stage, p->w);
+  int64_t h = p->h >= 0 ? space_stage_extent_of(s, p->n.stage, p->h) : 1;
+  return oc % v[CV_TILE_OC] == 0 && w % v[CV_TILE_W] == 0 &&
+         (p->h < 0 || v[CV_TILE_H] < 2 || h % v[CV_TILE_H] == 0) &&
+         (v[CV_VECTOR] < 2 || v[CV_TILE_W] % v[CV_VECTOR] == 0);
+}
+
 /* Shapes the product stage p->n.stage (the main one or a sibling). */
 static pk_status conv_apply_stage(const conv_plan *p, pk_schedule *s, const int64_t *v) {
   const char *T = p->n.stage;
@@ -244,9 +264,19 @@ static pk_status conv_apply_stage(const conv_plan *p, pk_schedule *s, const int6
       SPACE_TRY(pk_sched_compute_inline(s, T));
       O = p->epi;
     }
+    /* with a tail (an SGD update's W' after M'), the tail writes the tile out and the
+     * epilogue is computed at its tile, shaped the same (its tile loops then run once) */
+    const char *A = O; /* the stage the accumulators are computed at */
+    bool at_tile = tail_at_tile(p, s, v);
+    if (at_tile) O = p->tail;
     SPACE_TRY(conv_shape(p, s, O, v, &l, false));
     if (l.vec) SPACE_TRY(pk_sched_vectorize(s, O, l.vec));
-    SPACE_TRY(pk_sched_compute_at(s, p->n.local, O, l.outer[l.nouter - 1]));
+    if (at_tile) {
+      SPACE_TRY(pk_sched_compute_at(s, A, O, l.outer[l.nouter - 1]));
+      SPACE_TRY(conv_shape(p, s, A, v, &l, false));
+      if (l.vec) SPACE_TRY(pk_sched_vectorize(s, A, l.vec));
+    }
+    SPACE_TRY(pk_sched_compute_at(s, p->n.local, A, l.outer[l.nouter - 1]));
     SPACE_TRY(conv_shape(p, s, p->n.local, v, &l, true));
     SPACE_TRY(conv_unroll_and_vectorize(p, s, p->n.local, v, &l, true));
   } else {
@@ -347,12 +377,14 @@ static pk_status conv_apply(const pk_space *sp, pk_schedule *s, const int64_t *v
     q.n = p->sib[i];
     q.weight = NULL;
     q.epi = NULL;
+    q.tail = NULL;
     conv_fit(&q, s, v, w);
     SPACE_TRY(conv_apply_stage(&q, s, w));
   }
   for (int i = 0; i < p->n.nother; i++) {
     const pk_stage *st = pk_sched_find_stage(s, p->n.other[i]);
     if (p->epi && !strcmp(p->n.other[i], p->epi)) continue; /* shaped as the tile, above */
+    if (tail_at_tile(p, s, v) && !strcmp(p->n.other[i], p->tail)) continue; /* as the tile too */
     bool sibling = false; /* shaped above (after cache_write, a copy that looks injective) */
     for (int j = 0; j < p->nsib; j++) sibling |= !strcmp(p->n.other[i], p->sib[j].stage);
     bool done = false; /* the phases' interleave */

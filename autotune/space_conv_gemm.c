@@ -31,6 +31,8 @@ typedef struct gemm_plan {
   bool lanes_first;   /* n.root[0] is the lane of a thread-split reduction (parallel) */
   const char *epi;    /* a fused epilogue (space_epilogue_stage): "t3", which then writes
                          the tile out, the product inlined into it; NULL: none */
+  const char *tail;   /* the stage after it that writes the tile out instead, epi computed
+                         at its tile (space_epilogue_tail: an SGD update's W'); NULL: none */
 } gemm_plan;
 
 #define CG_MAX_SIBLINGS 16
@@ -137,6 +139,8 @@ static pk_status gemm_init(pk_space *sp) {
   for (int i = 0; i < p->nsib; i++) space_names_of(sp, sibs[i], &p->sib[i]);
   const pk_te_tensor *e = space_epilogue_stage(prog, t);
   if (e) p->epi = pk_sprintf(sp->ctx, "t%d", e->id);
+  const pk_te_tensor *tail = e ? space_epilogue_tail(prog, e) : NULL;
+  if (tail) p->tail = pk_sprintf(sp->ctx, "t%d", tail->id);
   sp->plan = p;
 
   int64_t EV = p->ev = t->shape[p->v], ER = p->er = p->r >= 0 ? t->shape[p->r] : 1;
@@ -225,6 +229,33 @@ static pk_status shape_acc(const gemm_plan *p, pk_schedule *s, const char *stage
   return PK_OK;
 }
 
+/* Whether the tail writes the tile out (the epilogue computed at its tile): not in parallel,
+ * where a result computed inside the parallel loop would have to be local; the tail is
+ * then a loop nest of its own. */
+static bool tail_at_tile(const gemm_plan *p, const int64_t *v) {
+  /* and only where tiles and vectors divide the extents: a tile's region is clamped into
+   * the tensor, so a partial last tile would compute part of the previous one's again,
+   * and the update is in place (M' = m M + g twice is wrong) */
+  return p->tail && !v[CG_PARALLEL] && !p->lanes_first && p->er % v[CG_TILE_ROWS] == 0 &&
+         p->ev % v[CG_TILE_V] == 0 && (v[CG_VECTOR] < 2 || v[CG_TILE_V] % v[CG_VECTOR] == 0);
+}
+
+/* Tiles O, a stage that writes the tile out: outer loops, then rows, vector parts and
+ * lanes (vectorized); the outer loops' names to outer[], *nouter of them. */
+static pk_status tile_out(const gemm_plan *p, pk_schedule *s, const char *O, const int64_t *v,
+                          const char **outer, int *nouter) {
+  const char *inner[4], *lanes, *order[2 * PK_TE_MAX_DIMS + 8];
+  int ninner;
+  SPACE_TRY(split_tile(p, s, O, v, inner, &ninner, &lanes));
+  *nouter = outer_loops(p, s, v, outer);
+  int n = 0;
+  for (int i = 0; i < *nouter; i++) order[n++] = outer[i];
+  for (int i = 0; i < ninner; i++) order[n++] = inner[i];
+  SPACE_TRY(pk_sched_reorder(s, O, n, order));
+  if (lanes) SPACE_TRY(pk_sched_vectorize(s, O, lanes));
+  return PK_OK;
+}
+
 /* Shapes the accumulating stage p->n.stage (the main one or a sibling). */
 static pk_status gemm_apply_stage(const gemm_plan *p, pk_schedule *s, const int64_t *v) {
   const char *T = p->n.stage;
@@ -242,21 +273,22 @@ static pk_status gemm_apply_stage(const gemm_plan *p, pk_schedule *s, const int6
   const char *O = T; /* the stage whose loops write the tile out */
   if (v[CG_CACHE_WRITE]) {
     /* T copies the tile out (lanes vectorized); T.local accumulates it in registers */
-    const char *inner[4], *lanes, *order[2 * PK_TE_MAX_DIMS + 8];
-    int ninner;
     SPACE_TRY(pk_sched_cache_write(s, T, "local"));
     if (p->epi) { /* the epilogue copies it out instead, T (a copy now) inlined into it */
       SPACE_TRY(pk_sched_compute_inline(s, T));
       O = p->epi;
     }
-    SPACE_TRY(split_tile(p, s, O, v, inner, &ninner, &lanes));
-    nouter = outer_loops(p, s, v, outer);
-    int n = 0;
-    for (int i = 0; i < nouter; i++) order[n++] = outer[i];
-    for (int i = 0; i < ninner; i++) order[n++] = inner[i];
-    SPACE_TRY(pk_sched_reorder(s, O, n, order));
-    if (lanes) SPACE_TRY(pk_sched_vectorize(s, O, lanes));
-    SPACE_TRY(pk_sched_compute_at(s, p->n.local, O, outer[nouter - 1]));
+    /* with a tail (an SGD update's W' after M'), the tail writes the tile out and the
+     * epilogue is computed at its tile, shaped the same (its tile loops then run once) */
+    const char *A = O; /* the stage the accumulators are computed at */
+    bool at_tile = tail_at_tile(p, v);
+    if (at_tile) O = p->tail;
+    SPACE_TRY(tile_out(p, s, O, v, outer, &nouter));
+    if (at_tile) {
+      SPACE_TRY(pk_sched_compute_at(s, A, O, outer[nouter - 1]));
+      SPACE_TRY(tile_out(p, s, A, v, outer, &nouter));
+    }
+    SPACE_TRY(pk_sched_compute_at(s, p->n.local, A, outer[nouter - 1]));
     SPACE_TRY(shape_acc(p, s, p->n.local, v));
   } else {
     SPACE_TRY(shape_acc(p, s, T, v));
@@ -310,12 +342,14 @@ static pk_status gemm_apply(const pk_space *sp, pk_schedule *s, const int64_t *v
     q.n = p->sib[i];
     q.packed = NULL;
     q.epi = NULL;
+    q.tail = NULL;
     gemm_fit(&q, s, v, w);
     SPACE_TRY(gemm_apply_stage(&q, s, w));
   }
   for (int i = 0; i < p->n.nother; i++) {
     const pk_stage *st = pk_sched_find_stage(s, p->n.other[i]);
     if (p->epi && !strcmp(p->n.other[i], p->epi)) continue; /* shaped as the tile, above */
+    if (tail_at_tile(p, v) && !strcmp(p->n.other[i], p->tail)) continue; /* as the tile too */
     bool sibling = false; /* shaped above (after cache_write, a copy that looks injective) */
     for (int j = 0; j < p->nsib; j++) sibling |= !strcmp(p->n.other[i], p->sib[j].stage);
     bool done = false; /* the phases' interleave */

@@ -75,11 +75,19 @@ const char *space_name(pk_schedule *s, const char *base, const char *suffix);
 /* The compute that classifies the task: the first sum of a product (matmul, conv). */
 const pk_te_tensor *space_product_stage(const pk_te_program *p);
 /* The fused epilogue of product stage t (pk_te_fuse_epilogue; graph/passes/fuse.c): the
- * program's one other compute, after t, elementwise, t's shape, reading t only at its own
- * point; or NULL. A template computes it at t's register tile, with t inlined (cache_write
- * first, so t is a copy of its accumulators): the raw product never reaches memory, and
- * the graph gives it no storage, so every config must do that. */
+ * program's one compute that reads t, after t, t's shape, reading t only at its own point,
+ * when every compute but t is elementwise (a fused prologue before t, a later stage such as
+ * an SGD update's new weight after it, which a template schedules as its other stages);
+ * or NULL. A template computes it at t's register tile, with t inlined (cache_write first,
+ * so t is a copy of its accumulators): the raw product never reaches memory, and the graph
+ * gives it no storage, so every config must do that. */
 const pk_te_tensor *space_epilogue_stage(const pk_te_program *p, const pk_te_tensor *t);
+/* The stage after epilogue e that writes the tile out instead, or NULL: the program's one
+ * compute after e, of e's shape, reading e at its own point (an SGD update's new weight W'
+ * reading the new momentum M', pk_te_fuse_epilogue). A template tiles it as it would tile
+ * e, computes e at its tile (the same tile loops, each then run once) and the product's
+ * accumulators at e's: both results are written from the registers of one tile. */
+const pk_te_tensor *space_epilogue_tail(const pk_te_program *p, const pk_te_tensor *e);
 /* The product of a sum of products, sum(a * b) or sum(select(c, a * b, 0.0)) (a guarded
  * window), or NULL when t is not one. */
 const pk_expr *space_sum_product(const pk_te_tensor *t);
@@ -90,6 +98,8 @@ int space_sibling_stages(const pk_te_program *p, const pk_te_tensor *t,
                          const pk_te_tensor **out, int max);
 /* Extent of dim d of the compute that stage "tN" evaluates. */
 int64_t space_stage_extent(const pk_space *sp, const char *stage, int d);
+/* The same for a stage of a schedule being built (a derived one too: "t2.rf"). */
+int64_t space_stage_extent_of(const pk_schedule *s, const char *stage, int d);
 
 /* The index of the dim of READ r that is exactly the bare axis ax, or -1. */
 int space_bare_dim(const pk_expr *r, const pk_te_axis *ax);

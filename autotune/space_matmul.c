@@ -3,7 +3,9 @@
  * (then with optional K blocking), B and A optionally packed into panels; with
  * vector_rows, the vectors run down the tile's rows instead and B's elements are
  * broadcast; or, with rfactor, dot products: k split into vector lanes of partial sums.
- * Its preset is bench/hand_schedules.c's GEMM schedule, step for step. */
+ * A fused prologue (an operand computed by an elementwise stage of the program) is always
+ * packed, the packing evaluating it. Its preset is bench/hand_schedules.c's GEMM schedule,
+ * step for step. */
 #include <string.h>
 
 #include "space_impl.h"
@@ -25,10 +27,16 @@ typedef struct matmul_plan {
   bool b_strided_n;          /* B's n dim is not its innermost ("NT"): columns are strided */
   bool a_strided_k;          /* A's m dim is its innermost ("TN", a weight gradient X^T dY):
                                 each k step of the tile's rows is a new cache line */
+  bool a_pro, b_pro;         /* A / B is a fused prologue (pk_te_fuse_prologue), a compute
+                                of the program: always packed, and inlined into its panel,
+                                so it runs once per element and is never stored */
   int nother;
   const char *other[64];     /* the other computes (an epilogue such as a ReLU) */
   const char *epi;           /* a fused epilogue (space_epilogue_stage): "t3", which then
                                 writes the tile out, t inlined into it; NULL: none */
+  const char *tail;          /* the stage after it that writes the tile out instead
+                                (space_epilogue_tail: an SGD update's W'), epi computed at
+                                its tile; NULL: none */
   int ndim;                  /* of the product stage */
   const char *lanes;         /* rfactor_threads: T.rf's lane root, the parallel loop */
 } matmul_plan;
@@ -70,9 +78,14 @@ static pk_status matmul_init(pk_space *sp) {
   p->ndim = t->ndim;
   const pk_te_tensor *e = space_epilogue_stage(prog, t);
   if (e) p->epi = pk_sprintf(ctx, "t%d", e->id);
-  for (int i = 0; i < s0->nstages && p->nother < 64; i++)
-    if (strcmp(s0->stages[i]->name, p->stage) != 0 && !(p->epi && !strcmp(s0->stages[i]->name, p->epi)))
-      p->other[p->nother++] = pk_strdup(ctx, s0->stages[i]->name);
+  const pk_te_tensor *tail = e ? space_epilogue_tail(prog, e) : NULL;
+  if (tail) p->tail = pk_sprintf(ctx, "t%d", tail->id);
+  for (int i = 0; i < s0->nstages && p->nother < 64; i++) {
+    const char *nm = s0->stages[i]->name;
+    if (strcmp(nm, p->stage) != 0 && !(p->epi && !strcmp(nm, p->epi)) &&
+        !(p->tail && !strcmp(nm, p->tail)))
+      p->other[p->nother++] = pk_strdup(ctx, nm);
+  }
   pk_ctx_free(tmp);
   const pk_expr *mul = t->body->args[0];
   const pk_te_axis *k0 = t->body->axes[0];
@@ -82,6 +95,23 @@ static pk_status matmul_init(pk_space *sp) {
   p->b_strided_n = p->b && p->b_dim != b_ndim - 1;
   if (p->a && p->b && !strcmp(p->a, p->b)) p->a = NULL; /* A·Aᵀ: pack it once, as B */
   p->a_strided_k = p->a && p->a_dim == a_ndim - 1;
+  /* a compute before the product is a fused prologue: it must be A or B, which the
+   * packing then evaluates (any other would be stored, and the graph gave it no bytes) */
+  for (int i = 0; i < t->id; i++) {
+    if (prog->tensors[i]->kind != PK_TE_COMPUTE) continue;
+    const char *nm = pk_sprintf(ctx, "t%d", i);
+    bool a = p->a && !strcmp(p->a, nm), b = p->b && !strcmp(p->b, nm);
+    if (!a && !b) return PK_ERR_UNSUPPORTED;
+    p->a_pro |= a;
+    p->b_pro |= b;
+  }
+  if (p->a_pro || p->b_pro) { /* the prologues are no other stages: their panels run them */
+    int n = 0;
+    for (int i = 0; i < p->nother; i++)
+      if (!(p->a_pro && !strcmp(p->other[i], p->a)) && !(p->b_pro && !strcmp(p->other[i], p->b)))
+        p->other[n++] = p->other[i];
+    p->nother = n;
+  }
   sp->plan = p;
 
   int64_t M = t->shape[t->ndim - 2], N = t->shape[t->ndim - 1], K = p->k_extent;
@@ -102,8 +132,10 @@ static pk_status matmul_init(pk_space *sp) {
    * accumulators are one (cache_write) and each output one sum (no rfactor, no K blocks) */
   bool epi = p->epi != NULL;
   space_add_knob(sp, "cache_write", epi ? (int64_t[]){1} : (int64_t[]){0, 1}, epi ? 1 : 2);
-  space_add_knob(sp, "pack_b", (int64_t[]){0, 1, 2}, p->b ? 3 : 1);
-  space_add_knob(sp, "pack_a", (int64_t[]){0, 1}, p->a ? 2 : 1);
+  if (p->b_pro) space_add_knob(sp, "pack_b", (int64_t[]){1, 2}, 2);
+  else space_add_knob(sp, "pack_b", (int64_t[]){0, 1, 2}, p->b ? 3 : 1);
+  if (p->a_pro) space_add_knob(sp, "pack_a", (int64_t[]){1}, 1);
+  else space_add_knob(sp, "pack_a", (int64_t[]){0, 1}, p->a ? 2 : 1);
   space_add_knob(sp, "order", (int64_t[]){0, 1}, 2);
   int n = 0;
   for (int64_t u = 1; u <= 8 && u <= K; u *= 2) v[n++] = u;
@@ -280,10 +312,31 @@ static pk_status matmul_rows_check(pk_schedule *s, const int64_t *v) {
   return PK_OK;
 }
 
+/* Tiles O, a stage that writes the register tile out: rows × columns by tile_m × tile_n,
+ * walked with its vectors innermost like the accumulation (and vectorized, when the
+ * accumulators are a stage of their own). */
+static pk_status matmul_tile_out(const matmul_plan *p, pk_schedule *s, const char *O,
+                                 const int64_t *v, const char *const *outer, bool local) {
+  int64_t V = v[MM_VECTOR];
+  bool rows = v[MM_VECTOR_ROWS] != 0;
+  const char *mi = N_(p->m, ".i"), *ni = N_(p->n, ".i");
+  SPACE_TRY(pk_sched_tile(s, O, p->m, p->n, v[MM_TILE_M], v[MM_TILE_N]));
+  if (v[MM_ORDER] == 0 || rows) {
+    const char *o[] = {outer[0], outer[1], rows ? ni : mi, rows ? mi : ni};
+    SPACE_TRY(pk_sched_reorder(s, O, 4, o));
+  }
+  if (local && V > 1) {
+    const char *vi = N_(matmul_roles(p, v).vec, ".i");
+    SPACE_TRY(pk_sched_split(s, O, vi, V));
+    SPACE_TRY(pk_sched_vectorize(s, O, N_(vi, ".i")));
+  }
+  return PK_OK;
+}
+
 static pk_status matmul_apply_plan(const matmul_plan *p, pk_schedule *s, const int64_t *v) {
   const char *T = p->stage;
   const char *readers[] = {T};
-  int64_t MR = v[MM_TILE_M], NR = v[MM_TILE_N], V = v[MM_VECTOR];
+  int64_t MR = v[MM_TILE_M], NR = v[MM_TILE_N];
   bool local = v[MM_CACHE_WRITE] != 0, rows = v[MM_VECTOR_ROWS] != 0;
   /* K blocking needs the reduction loop in C's own nest; refusing it here (rather than
    * ignoring it) keeps every record's knobs equal to what was applied. */
@@ -295,9 +348,12 @@ static pk_status matmul_apply_plan(const matmul_plan *p, pk_schedule *s, const i
    * loads are contiguous whatever the operands' layouts (NT, TN). */
   if (v[MM_PACK_B]) SPACE_TRY(pk_sched_cache_read(s, p->b, "ws", 1, readers, p->b_dim, NR * v[MM_PACK_B]));
   if (v[MM_PACK_A]) SPACE_TRY(pk_sched_cache_read(s, p->a, "ws", 1, readers, p->a_dim, MR));
+  /* a prologue's panel computes it: read by the panel alone now, it is inlined there */
+  if (p->b_pro) SPACE_TRY(pk_sched_compute_inline(s, p->b));
+  if (p->a_pro) SPACE_TRY(pk_sched_compute_inline(s, p->a));
   /* order 0: column tiles outermost, so one packed B panel stays in L2 while every row
    * tile streams past it (the hand schedule's choice); order 1: rows outermost. */
-  const char *mo = N_(p->m, ".o"), *no = N_(p->n, ".o"), *mi = N_(p->m, ".i"), *ni = N_(p->n, ".i");
+  const char *mo = N_(p->m, ".o"), *no = N_(p->n, ".o");
   const char *outer[2] = {no, mo};
   if (v[MM_ORDER] == 1) {
     outer[0] = mo;
@@ -324,25 +380,36 @@ static pk_status matmul_apply_plan(const matmul_plan *p, pk_schedule *s, const i
     for (int d = 0; d < p->ndim; d++) order[d + 1] = pk_sprintf(s->ctx, "i%d", d);
     SPACE_TRY(pk_sched_reorder(s, T, p->ndim + 1, order));
   }
-  SPACE_TRY(pk_sched_tile(s, O, p->m, p->n, MR, NR));
-  /* C's copy-out walks the tile with its vectors innermost, like the accumulation */
-  if (v[MM_ORDER] == 0 || rows) {
-    const char *o[] = {outer[0], outer[1], rows ? ni : mi, rows ? mi : ni};
-    SPACE_TRY(pk_sched_reorder(s, O, 4, o));
+  /* With a tail (an SGD update's W' after its M'), the tail writes the tile out and the
+   * epilogue is computed at its tile, shaped the same (its tile loops then run once): both
+   * results leave from the registers of one tile; the accumulators are computed at the
+   * epilogue's. Only where the tiles and vectors divide the extents: a tile's region is
+   * clamped into the tensor, so a partial last tile would compute part of the previous
+   * one's again, and the update is in place (M' = m M + g twice is wrong). Not in
+   * parallel (a result computed inside a parallel loop must be local). Otherwise the
+   * tail is a loop nest of its own after the tiles. */
+  const char *A = O; /* the stage the accumulators are computed at */
+  int64_t M = space_stage_extent_of(s, p->stage, p->ndim - 2);
+  int64_t N = space_stage_extent_of(s, p->stage, p->ndim - 1);
+  bool at_tile = p->tail && !v[MM_PARALLEL] && M % MR == 0 && N % NR == 0 &&
+                 (v[MM_VECTOR] < 2 || (v[MM_VECTOR_ROWS] ? MR : NR) % v[MM_VECTOR] == 0);
+  if (at_tile) O = p->tail;
+  SPACE_TRY(matmul_tile_out(p, s, O, v, outer, local));
+  if (at_tile) {
+    SPACE_TRY(pk_sched_compute_at(s, A, O, outer[1]));
+    SPACE_TRY(matmul_tile_out(p, s, A, v, outer, local));
   }
   if (local) {
-    if (V > 1) {
-      const char *vi = N_(matmul_roles(p, v).vec, ".i");
-      SPACE_TRY(pk_sched_split(s, O, vi, V));
-      SPACE_TRY(pk_sched_vectorize(s, O, N_(vi, ".i")));
-    }
-    SPACE_TRY(pk_sched_compute_at(s, p->local, O, outer[1]));
+    SPACE_TRY(pk_sched_compute_at(s, p->local, A, outer[1]));
     SPACE_TRY(matmul_local_tile(p, s, v));
   } else {
     SPACE_TRY(matmul_direct(p, s, v, outer));
   }
   if (p->lanes) SPACE_TRY(pk_sched_parallel(s, T, p->lanes)); /* one partial sum per thread */
   else if (v[MM_PARALLEL]) SPACE_TRY(pk_sched_parallel(s, O, outer[0]));
+  if (p->tail && !at_tile)
+    SPACE_TRY(space_schedule_injective(s, pk_sched_find_stage(s, p->tail), v[MM_VECTOR], 1, true,
+                                       false, false));
   return matmul_epilogue(p, s, v);
 }
 
@@ -405,7 +472,7 @@ static bool matmul_preset(const pk_space *sp, int64_t *v) {
   v[MM_PACK_B] = 1;
   /* A stored (K, M) (dW = X^T dY): its rows packed into [M/tile_m][K][tile_m] panels make
    * the tile's loads contiguous: 2-3x on the weight gradients of transformers' linears */
-  v[MM_PACK_A] = p->a_strided_k ? 1 : 0;
+  v[MM_PACK_A] = p->a_strided_k || p->a_pro ? 1 : 0;
   v[MM_K_UNROLL] = 1;
   v[MM_UNROLL] = 1;
   /* order 0 streams all of A past each packed column panel, order 1 all of packed B past

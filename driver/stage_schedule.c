@@ -188,7 +188,8 @@ static pk_status from_db(drv_state *S, int i, pk_tunedb *db, const pk_target_fp 
 
 /* The plain loop nest, except that a fused epilogue's product (an output the graph fused
  * away, with no storage) is accumulated in a stage of its own (cache_write: on the stack,
- * or in the workspace when large) and inlined into the epilogue. NULL, the plain nest
+ * or in the workspace when large) and inlined into the epilogue, and a fused prologue (an
+ * elementwise output fused away) is inlined into the product. NULL, the plain nest
  * itself, when the kernel has no such output, or when that does not schedule. */
 static pk_schedule *plain_schedule(drv_state *S, int i) {
   drv_kernel *K = &S->kernels[i];
@@ -200,7 +201,8 @@ static pk_schedule *plain_schedule(drv_state *S, int i) {
     if (!S->g->tensors[n->outputs[k++]]->fused_away) continue;
     if (!s) s = pk_sched_new(S->ctx, K->prog);
     const char *stage = pk_sprintf(S->ctx, "t%d", t);
-    if (pk_sched_cache_write(s, stage, "local") != PK_OK ||
+    bool product = K->prog->tensors[t]->body->kind == PK_EXPR_REDUCE;
+    if ((product && pk_sched_cache_write(s, stage, "local") != PK_OK) ||
         pk_sched_compute_inline(s, stage) != PK_OK) {
       pk_ctx_clear_error(S->ctx);
       return NULL;

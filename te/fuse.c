@@ -1,8 +1,10 @@
 /* fuse.c — the TE half of the graph's fusion pass: inlining one elementwise program into
  * another (pk_te_fuse: the consumer's read of the fused placeholder becomes the producer's
- * body with the producer's axes replaced by the read's indices), and appending an
- * elementwise epilogue to a matmul or conv (pk_te_fuse_epilogue: one program of two stages,
- * whose schedule computes the epilogue at the product's register tile). */
+ * body with the producer's axes replaced by the read's indices), appending an elementwise
+ * epilogue to a matmul or conv (pk_te_fuse_epilogue: the product, then the epilogue's
+ * stages, computed at the product's register tile), and prepending an elementwise prologue
+ * to one operand of a matmul (pk_te_fuse_prologue: a stage the template's packing
+ * evaluates). */
 #include <string.h>
 
 #include "pk_te.h"
@@ -60,8 +62,9 @@ static pk_expr *inline_producer(fuse_map *F, pk_expr *const *idx) {
   return body;
 }
 
-/* A reduction of the producer: its reduce axes become new axes of the fused program. */
-static pk_expr *copy_reduce(fuse_map *F, const pk_expr *e, pk_te_program *p) {
+/* A reduction (the producer's, or a prologue's consumer's): its reduce axes become new axes
+ * of the fused program. */
+static pk_expr *copy_reduce(fuse_map *F, const pk_expr *e, pk_te_program *p, bool in_producer) {
   int saved = F->naxes;
   pk_te_axis **axes = pk_alloc(F->ctx, sizeof *axes * (size_t)e->naxes);
   for (int i = 0; i < e->naxes; i++) {
@@ -70,7 +73,7 @@ static pk_expr *copy_reduce(fuse_map *F, const pk_expr *e, pk_te_program *p) {
     F->axis_from[F->naxes] = e->axes[i];
     F->axis_to[F->naxes++] = pk_expr_axis(F->ctx, axes[i]);
   }
-  pk_expr *body = copy_expr(F, e->args[0], true);
+  pk_expr *body = copy_expr(F, e->args[0], in_producer);
   F->naxes = saved;
   return pk_expr_reduce(F->ctx, e->op, body, e->naxes, axes);
 }
@@ -109,8 +112,9 @@ static pk_expr *copy_expr(fuse_map *F, const pk_expr *e, bool in_producer) {
   return NULL;
 }
 
-/* The checks both fusions share: slot is a placeholder of the consumer with the shape and
- * dtype of the producer's result pc, read once an element by the consumer's compute cc. */
+/* The checks the fusions share: slot is a placeholder of the consumer with the shape and
+ * dtype of the producer's result pc, read once an element by the consumer's compute cc
+ * (NULL: a prologue, which checks its own reads). */
 static pk_status check_slot(pk_ctx *ctx, const pk_te_tensor *pc, const pk_te_program *consumer,
                             const pk_te_tensor *cc, int slot) {
   if (slot < 0 || slot >= consumer->ntensors || consumer->tensors[slot]->kind != PK_TE_PLACEHOLDER)
@@ -122,7 +126,7 @@ static pk_status check_slot(pk_ctx *ctx, const pk_te_tensor *pc, const pk_te_pro
   if (!same)
     return pk_ctx_fail(ctx, PK_ERR_CHECK, "fuse: the consumer's placeholder '%s' is not the "
                        "shape and type of the producer's result", ph->name);
-  if (count_reads(cc->body, ph) != 1 || pk_te_tensor_numel(cc) != pk_te_tensor_numel(pc))
+  if (cc && (count_reads(cc->body, ph) != 1 || pk_te_tensor_numel(cc) != pk_te_tensor_numel(pc)))
     return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "fuse: the consumer reads '%s' more than once "
                        "an element (inlining would recompute it)", ph->name);
   return PK_OK;
@@ -156,20 +160,27 @@ static pk_status copy_placeholders(fuse_map *F, pk_te_program *p, const int *sha
   return PK_OK;
 }
 
-/* Appends the consumer's compute (axes named as cc's, or "i<d>" when names is false) and
- * checks the program. */
-static pk_status finish(fuse_map *F, pk_te_program *p, const pk_te_tensor *cc, bool names,
-                        pk_te_program **out) {
+/* Appends the consumer's computes in order (axes named as theirs, or "i<d>" when names is
+ * false; a read of an earlier one reads its copy) and checks the program. */
+static pk_status finish(fuse_map *F, pk_te_program *p, bool names, pk_te_program **out) {
   pk_ctx *ctx = F->ctx;
-  const char *nm[PK_TE_MAX_DIMS];
-  for (int d = 0; d < cc->ndim; d++) nm[d] = cc->axes[d]->name;
-  /* names "t<id>": the two programs' names may clash, and canonical text has none */
-  pk_te_tensor *c = pk_te_compute(ctx, p, NULL, cc->ndim, cc->shape, names ? nm : NULL);
-  for (int d = 0; d < cc->ndim; d++) {
-    F->axis_from[F->naxes] = cc->axes[d];
-    F->axis_to[F->naxes++] = pk_expr_axis(ctx, c->axes[d]);
+  int base = F->naxes;
+  for (int i = 0; i < F->consumer->ntensors; i++) {
+    const pk_te_tensor *cc = F->consumer->tensors[i];
+    if (cc->kind != PK_TE_COMPUTE) continue;
+    const char *nm[PK_TE_MAX_DIMS];
+    for (int d = 0; d < cc->ndim; d++) nm[d] = cc->axes[d]->name;
+    /* names "t<id>": the two programs' names may clash, and canonical text has none */
+    pk_te_tensor *c = pk_te_compute(ctx, p, NULL, cc->ndim, cc->shape, names ? nm : NULL);
+    F->naxes = base;
+    for (int d = 0; d < cc->ndim; d++) {
+      F->axis_from[F->naxes] = cc->axes[d];
+      F->axis_to[F->naxes++] = pk_expr_axis(ctx, c->axes[d]);
+    }
+    c->body = cc->body->kind == PK_EXPR_REDUCE ? copy_reduce(F, cc->body, p, false)
+                                              : copy_expr(F, cc->body, false);
+    F->cons_tensor[i] = c;
   }
-  c->body = copy_expr(F, cc->body, false);
   pk_status s = pk_te_check(ctx, p);
   if (s != PK_OK) return s;
   *out = p;
@@ -188,7 +199,7 @@ pk_status pk_te_fuse(pk_ctx *ctx, const pk_te_program *producer, const pk_te_pro
   fuse_map F = {.ctx = ctx, .producer = producer, .consumer = consumer, .slot = slot};
   pk_te_program *p = pk_te_program_new(ctx);
   if ((s = copy_placeholders(&F, p, share)) != PK_OK) return s;
-  return finish(&F, p, cc, true, out);
+  return finish(&F, p, true, out);
 }
 
 /* The one compute of a program (any body, no scatter), or NULL. */
@@ -213,23 +224,59 @@ static const pk_expr *find_read(const pk_expr *e, const pk_te_tensor *t) {
   return NULL;
 }
 
+/* The one compute of the consumer that reads `slot`, when every compute is elementwise; NULL,
+ * with the context's message, when the consumer is not such an epilogue. */
+static const pk_te_tensor *epilogue_reader(pk_ctx *ctx, const pk_te_program *consumer, int slot) {
+  const pk_te_tensor *cc = NULL, *ph = consumer->tensors[slot];
+  for (int i = 0; i < consumer->ntensors; i++) {
+    const pk_te_tensor *t = consumer->tensors[i];
+    if (t->kind != PK_TE_COMPUTE) continue;
+    if (t->dom_ndim || !t->body || has_reduce(t->body)) {
+      pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "fuse: an epilogue needs a producer of one compute "
+                  "(no scatter) and a consumer of elementwise computes");
+      return NULL;
+    }
+    if (count_reads(t->body, ph) == 0) continue;
+    if (cc) {
+      pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "fuse: two of the consumer's computes read '%s' "
+                  "(an epilogue reads the product in one)", ph->name);
+      return NULL;
+    }
+    cc = t;
+  }
+  if (!cc)
+    pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "fuse: no compute of the consumer reads '%s'", ph->name);
+  return cc;
+}
+
 pk_status pk_te_fuse_epilogue(pk_ctx *ctx, const pk_te_program *producer,
                               const pk_te_program *consumer, int slot, const int *share,
                               pk_te_program **out) {
   *out = NULL;
-  const pk_te_tensor *pc = single_compute(producer), *cc = single_elementwise(consumer);
-  if (!pc || !cc)
+  const pk_te_tensor *pc = single_compute(producer);
+  if (!pc)
     return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "fuse: an epilogue needs a producer of one "
-                       "compute (no scatter) and a consumer of one elementwise compute");
+                       "compute (no scatter) and a consumer of elementwise computes");
+  if (slot < 0 || slot >= consumer->ntensors || consumer->tensors[slot]->kind != PK_TE_PLACEHOLDER)
+    return check_slot(ctx, pc, consumer, NULL, slot);
+  const pk_te_tensor *cc = epilogue_reader(ctx, consumer, slot);
+  if (!cc) return pk_ctx_status(ctx);
   pk_status s = check_slot(ctx, pc, consumer, cc, slot);
   if (s != PK_OK) return s;
   /* the epilogue's point is the product's point: the register tile that computes one
-   * holds what the other needs, so the raw result never leaves it */
+   * holds what the other needs, so the raw result never leaves it; a later stage (an
+   * optimizer update's new weight, reading the new momentum) keeps that shape too */
   const pk_expr *r = find_read(cc->body, consumer->tensors[slot]);
   bool own = cc->ndim == pc->ndim && r->nargs == cc->ndim;
   for (int d = 0; own && d < cc->ndim; d++)
     own = cc->shape[d] == pc->shape[d] && r->args[d]->kind == PK_EXPR_AXIS &&
           r->args[d]->axis == cc->axes[d];
+  for (int i = 0; own && i < consumer->ntensors; i++) {
+    const pk_te_tensor *t = consumer->tensors[i];
+    if (t->kind != PK_TE_COMPUTE) continue;
+    own = t->ndim == pc->ndim;
+    for (int d = 0; own && d < t->ndim; d++) own = t->shape[d] == pc->shape[d];
+  }
   if (!own)
     return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "fuse: the epilogue reads '%s' at another "
                        "point than its own (an epilogue keeps the product's shape and indices)",
@@ -243,9 +290,64 @@ pk_status pk_te_fuse_epilogue(pk_ctx *ctx, const pk_te_program *producer,
     F.axis_from[F.naxes] = pc->axes[d];
     F.axis_to[F.naxes++] = pk_expr_axis(ctx, t->axes[d]);
   }
-  t->body = pc->body->kind == PK_EXPR_REDUCE ? copy_reduce(&F, pc->body, p)
+  t->body = pc->body->kind == PK_EXPR_REDUCE ? copy_reduce(&F, pc->body, p, true)
                                             : copy_expr(&F, pc->body, true);
   F.naxes = 0;
   F.slot_to = t;
-  return finish(&F, p, cc, false, out);
+  return finish(&F, p, false, out);
+}
+
+/* The first sum of a product among p's computes, or NULL; *scatter is whether any compute
+ * scatters. */
+static const pk_te_tensor *product_stage(const pk_te_program *p, bool *scatter) {
+  const pk_te_tensor *t = NULL;
+  *scatter = false;
+  for (int i = 0; i < p->ntensors; i++) {
+    const pk_te_tensor *c = p->tensors[i];
+    if (c->kind != PK_TE_COMPUTE) continue;
+    *scatter |= c->dom_ndim > 0 || !c->body;
+    if (!t && c->body && c->body->kind == PK_EXPR_REDUCE && c->body->op == PK_EOP_SUM &&
+        c->body->args[0]->kind == PK_EXPR_BINARY && c->body->args[0]->op == PK_EOP_MUL)
+      t = c;
+  }
+  return t;
+}
+
+pk_status pk_te_fuse_prologue(pk_ctx *ctx, const pk_te_program *producer,
+                              const pk_te_program *consumer, int slot, const int *share,
+                              pk_te_program **out) {
+  *out = NULL;
+  bool scatter;
+  const pk_te_tensor *pc = single_elementwise(producer), *t = product_stage(consumer, &scatter);
+  if (!pc || !t || scatter)
+    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "fuse: a prologue needs a producer of one "
+                       "elementwise compute and a consumer with a sum of a product (no scatter)");
+  pk_status s = check_slot(ctx, pc, consumer, NULL, slot);
+  if (s != PK_OK) return s;
+  /* the one read of the slot is an operand of the product: what a template packs */
+  const pk_te_tensor *ph = consumer->tensors[slot];
+  const pk_expr *mul = t->body->args[0];
+  int reads = 0;
+  for (int i = 0; i < consumer->ntensors; i++)
+    if (consumer->tensors[i]->kind == PK_TE_COMPUTE)
+      reads += count_reads(consumer->tensors[i]->body, ph);
+  bool operand = false;
+  for (int i = 0; i < 2; i++)
+    operand |= mul->args[i]->kind == PK_EXPR_READ && mul->args[i]->tensor == ph;
+  if (reads != 1 || !operand)
+    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "fuse: a prologue's result '%s' must be read "
+                       "once, as an operand of the product", ph->name);
+  fuse_map F = {.ctx = ctx, .producer = producer, .consumer = consumer, .slot = slot};
+  pk_te_program *p = pk_te_program_new(ctx);
+  if ((s = copy_placeholders(&F, p, share)) != PK_OK) return s;
+  /* the prologue's stage first, read by the product where it read the slot */
+  pk_te_tensor *pro = pk_te_compute(ctx, p, NULL, pc->ndim, pc->shape, NULL);
+  for (int d = 0; d < pc->ndim; d++) {
+    F.axis_from[F.naxes] = pc->axes[d];
+    F.axis_to[F.naxes++] = pk_expr_axis(ctx, pro->axes[d]);
+  }
+  pro->body = copy_expr(&F, pc->body, true);
+  F.naxes = 0;
+  F.slot_to = pro;
+  return finish(&F, p, false, out);
 }

@@ -167,11 +167,25 @@ pk_status pk_te_fuse(pk_ctx *ctx, const pk_te_program *producer, const pk_te_pro
                      int slot, const int *share, pk_te_program **out);
 /* An elementwise epilogue appended to a producer of one compute (a matmul or conv: a sum of
  * products; no scatter): the result has the placeholders pk_te_fuse gives, then the
- * producer's compute, then the consumer's, which reads that compute where it read `slot`.
- * The consumer must read `slot` once, at its own point (same shape, index d = its axis d),
- * so a schedule can compute the epilogue at the product's register tile and never store
- * the product (autotune/space_matmul.c). Checked; PK_ERR_UNSUPPORTED when not of that form. */
+ * producer's compute, then the consumer's computes in order, which read that compute where
+ * they read `slot`. The consumer's computes are elementwise and of the product's shape; one
+ * of them reads `slot`, once, at its own point (index d = its axis d), so a schedule can
+ * compute the epilogue at the product's register tile and never store the product
+ * (autotune/space_matmul.c). A later compute may read an earlier one (an SGD update's new
+ * weight reads the new momentum). Checked; PK_ERR_UNSUPPORTED when not of that form. */
 pk_status pk_te_fuse_epilogue(pk_ctx *ctx, const pk_te_program *producer,
+                              const pk_te_program *consumer, int slot, const int *share,
+                              pk_te_program **out);
+/* An elementwise prologue prepended to one operand of a sum of products (a matmul): the
+ * producer computes one elementwise tensor, which the consumer (a product, possibly with
+ * its epilogue's stages; no scatter) reads once, as one factor of its product (`sum(S[..] *
+ * B[..])`, S the placeholder `slot`). The result has the placeholders pk_te_fuse gives, then
+ * the producer's compute, then the consumer's computes in order, the product reading that
+ * compute where it read `slot`. A template then packs that operand, evaluating the prologue
+ * while packing (autotune/space_matmul.c), so the prologue's result is never stored and
+ * runs once per element, not once per multiply-add. Checked; PK_ERR_UNSUPPORTED when not
+ * of that form. */
+pk_status pk_te_fuse_prologue(pk_ctx *ctx, const pk_te_program *producer,
                               const pk_te_program *consumer, int slot, const int *share,
                               pk_te_program **out);
 

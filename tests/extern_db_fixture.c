@@ -2,22 +2,24 @@
  * every task of a model's training graph that sgemm computes (issue 21, backend
  * switching), without timing anything: one OK extern record per such task on this
  * device's "c" fingerprint, faster than a generated-schedule record beside it.
- * Usage: extern_db_fixture DB MODEL BATCH LIBRARY [SPEC]   (prints the number of extern
- * tasks; LIBRARY is the record's library: libopenblas.so.0, or a stand-in's path) */
+ * Usage: extern_db_fixture DB MODEL BATCH LIBRARY [SPEC [OPTIMIZER]]   (prints the number
+ * of extern tasks; LIBRARY is the record's library: libopenblas.so.0, or a stand-in's path;
+ * SPEC "-" for none; OPTIMIZER as pock compile --optimizer) */
 #include "pk_driver.h"
 #include "pk_search.h"
 #include "tunedb_test_util.h"
 
 int main(int argc, char **argv) {
-  if (argc != 5 && argc != 6) {
-    fprintf(stderr, "usage: extern_db_fixture DB MODEL BATCH LIBRARY [SPEC]\n");
+  if (argc < 5 || argc > 7) {
+    fprintf(stderr, "usage: extern_db_fixture DB MODEL BATCH LIBRARY [SPEC [OPTIMIZER]]\n");
     return 2;
   }
   pk_ctx *ctx = pk_ctx_new();
   pk_compile_options o = pk_compile_defaults();
   o.model = argv[2];
   o.batch = atoll(argv[3]);
-  o.sparse = argc == 6 ? argv[5] : NULL;
+  o.sparse = argc >= 6 && strcmp(argv[5], "-") != 0 ? argv[5] : NULL;
+  o.optimizer = argc == 7 ? argv[6] : NULL;
   pk_model_tasks mt;
   pk_target *target = NULL;
   pk_target_fp fp;

@@ -36,3 +36,10 @@ pk_add_test(test_fold LIBS pk_graph LABELS graph passes sanitize TIMEOUT 60)
 # preset and sampled configs compute it at the register tile, never storing the product,
 # and equal the interpreter as generated C.
 pk_add_test(test_fuse_epilogue LIBS pk_autotune LABELS autotune passes)
+
+# Prologues fused into a matmul's packed operand (pk_te_fuse_prologue, the fuse pass's last
+# sweep) and the SGD update fused into its weight gradient's kernel: the fused program
+# equals producer then consumer in the interpreter, and the matmul template's preset and
+# sampled configs pack the prologue's operand (the panel evaluates it) or keep the update's
+# product in registers, never storing the intermediate, and equal the interpreter as C.
+pk_add_test(test_fuse_prologue LIBS pk_autotune LABELS autotune passes)

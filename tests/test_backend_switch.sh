@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # test_backend_switch.sh — issue 21's backend switching: with a tuning database where the
-# OpenBLAS sgemm extern won the digits MLP's matmul tasks (extern_db_fixture: records
+# OpenBLAS sgemm extern won the digits MLP's matmul tasks (trained with Adam: an SGD update
+# is fused into its weight gradient's matmul, which sgemm cannot compute, leaving the MLP
+# no plain matmul; Adam's update is not) (extern_db_fixture: records
 # committed directly, nothing timed), `pock compile --db` makes an artifact whose matmul
 # steps call cblas_sgemm through libpockrt's libffi path: the schedule dump says so,
 # `pock-rt info` lists the extern and its library, libpockrt has no DT_NEEDED on a BLAS,
@@ -46,11 +48,11 @@ for k in a:
   then pass "$1"; else fail "$1" "$(tail -c 300 diff.txt)"; fi
 }
 
-expect fixture 0 "^[1-9][0-9]* extern tasks" "$fixture" blas.db "$model" 4 libopenblas.so.0
-expect compile_plain 0 "wrote plain.pock" "$pock" compile "$model" --batch 4 -o plain.pock
-expect compile_extern 0 "wrote blas.pock" "$pock" compile "$model" --batch 4 --db blas.db -o blas.pock
+expect fixture 0 "^[1-9][0-9]* extern tasks" "$fixture" blas.db "$model" 4 libopenblas.so.0 - adam
+expect compile_plain 0 "wrote plain.pock" "$pock" compile "$model" --optimizer adam --batch 4 -o plain.pock
+expect compile_extern 0 "wrote blas.pock" "$pock" compile "$model" --optimizer adam --batch 4 --db blas.db -o blas.pock
 expect schedule_dump 0 "extern record [0-9a-f]+ .*calls cblas_sgemm in libopenblas\.so\.0" \
-  "$pock" compile "$model" --batch 4 --db blas.db --dump-after schedule
+  "$pock" compile "$model" --optimizer adam --batch 4 --db blas.db --dump-after schedule
 expect info_lists_extern 0 "externs +cblas_sgemm in libopenblas\.so\.0 \(kernels k[0-9]" \
   "$rt" info blas.pock
 expect info_plain 0 "externs +none" "$rt" info plain.pock
@@ -82,16 +84,16 @@ void cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, co
 __attribute__((destructor)) static void report(void) { fprintf(stderr, "fake sgemm calls %ld\n", calls); }
 C
 if ${CC:-cc} -shared -fPIC -O2 -o "$tmp/libfake_sgemm.so" fake.c 2>cc.txt; then
-  expect fake_fixture 0 "extern tasks" "$fixture" fake.db "$model" 4 "$tmp/libfake_sgemm.so"
-  expect fake_compile 0 "wrote fake.pock" "$pock" compile "$model" --batch 4 --db fake.db -o fake.pock
+  expect fake_fixture 0 "extern tasks" "$fixture" fake.db "$model" 4 "$tmp/libfake_sgemm.so" - adam
+  expect fake_compile 0 "wrote fake.pock" "$pock" compile "$model" --optimizer adam --batch 4 --db fake.db -o fake.pock
   expect fake_called 0 "fake sgemm calls [1-9][0-9]*" "$rt" train fake.pock $data --save fake.pkw
   close fake_weights_match plain.pkw fake.pkw
 else fail fake_library "$(head -c 300 cc.txt)"; fi
 
 # A library this device lacks: compiling needs no library; loading refuses, naming it.
-expect missing_fixture 0 "extern tasks" "$fixture" missing.db "$model" 4 libpock_missing_blas.so.0
+expect missing_fixture 0 "extern tasks" "$fixture" missing.db "$model" 4 libpock_missing_blas.so.0 - adam
 expect missing_compile 0 "wrote missing.pock" \
-  "$pock" compile "$model" --batch 4 --db missing.db -o missing.pock
+  "$pock" compile "$model" --optimizer adam --batch 4 --db missing.db -o missing.pock
 expect missing_refused 1 "calls cblas_sgemm in libpock_missing_blas\.so\.0 .*cannot load" \
   "$rt" train missing.pock $data
 finish

@@ -5,7 +5,12 @@
  * norm's affine) becomes one kernel, its own tuning task. Then such a chain (or one
  * elementwise node) whose input is a matmul's or conv's result that nothing else reads
  * becomes its epilogue (pk_te_fuse_epilogue): one kernel computes a tile of the product and
- * applies the chain before it stores, so the raw product has no storage either. */
+ * applies the chain before it stores, so the raw product has no storage either. An
+ * optimizer update (SGD) reading a weight gradient that a matmul or conv makes becomes that
+ * kernel's epilogue too, writing the weight and its momentum at the tile: the gradient takes
+ * no memory. Last, an elementwise node whose one reader is a matmul, reading it as an
+ * operand the template packs (a ReLU gradient's mask on dY, a frozen norm's affine), becomes
+ * its prologue (pk_te_fuse_prologue): the packing evaluates it, once per element. */
 #include <string.h>
 
 #include "graph_impl.h"
@@ -69,35 +74,129 @@ static bool product_program(const pk_te_program *p) {
          r->args[0]->kind == PK_EXPR_BINARY && r->args[0]->op == PK_EOP_MUL;
 }
 
-/* Fuses the producer of node c's input `slot` into c when that is legal: inlined into it
- * (epi NULL: an elementwise producer), or with c as its epilogue (a matmul or conv, as epi
- * allows); true if done. The legality rules are the same for both: the intermediate is
+/* Whether product program p (product_program) computes no more elements than its reduction
+ * is long (its reduce extents multiplied): a weight gradient of few outputs over many rows,
+ * which the templates split across threads (or vector lanes) by partial sums (autotune/
+ * space.c, space_thread_values; space_conv.c's rfactor_lanes) — something a fused epilogue
+ * rules out, as it needs each output's one sum at the register tile. */
+static bool split_by_threads(const pk_te_program *p) {
+  const pk_te_tensor *c = NULL;
+  for (int i = 0; i < p->ntensors && !c; i++)
+    if (p->tensors[i]->kind == PK_TE_COMPUTE) c = p->tensors[i];
+  double length = 1;
+  for (int a = 0; a < c->body->naxes; a++)
+    length *= (double)(c->body->axes[a]->hi - c->body->axes[a]->lo);
+  return (double)pk_te_tensor_numel(c) <= length;
+}
+
+static bool bare_at(const pk_expr *r, const pk_te_axis *ax) {
+  for (int d = 0; d < r->nargs; d++)
+    if (r->args[d]->kind == PK_EXPR_AXIS && r->args[d]->axis == ax) return true;
+  return false;
+}
+
+static bool uses_axis(const pk_expr *e, const pk_te_axis *ax) {
+  if (e->kind == PK_EXPR_AXIS) return e->axis == ax;
+  for (int i = 0; i < e->nargs; i++)
+    if (uses_axis(e->args[i], ax)) return true;
+  return false;
+}
+
+/* Whether placeholder `slot` of p is an operand the matmul template packs
+ * (autotune/space_matmul.c, find_operand): p's product (its first sum of a product, of the
+ * matmul class: rank >= 2, at most two reduce axes) reads it as a factor, at the bare row
+ * or column axis (A or B), along its first reduce axis. A prologue is legal only there:
+ * the packing evaluates it once per element; read unpacked, it would run at every
+ * multiply-add. */
+static bool packed_operand(const pk_te_program *p, int slot) {
+  const pk_te_tensor *t = NULL;
+  for (int i = 0; i < p->ntensors && !t; i++) {
+    const pk_te_tensor *c = p->tensors[i];
+    if (c->kind == PK_TE_COMPUTE && c->body && c->body->kind == PK_EXPR_REDUCE) t = c;
+  }
+  if (!t || t->dom_ndim || t->ndim < 2 || t->body->op != PK_EOP_SUM || t->body->naxes > 2)
+    return false;
+  const pk_expr *mul = t->body->args[0];
+  if (mul->kind != PK_EXPR_BINARY || mul->op != PK_EOP_MUL) return false;
+  const pk_te_axis *k0 = t->body->axes[0];
+  for (int side = 0; side < 2; side++) { /* A at the rows, then B at the columns */
+    const pk_te_axis *ax = t->axes[t->ndim - 2 + side];
+    for (int i = 0; i < 2; i++) { /* the first factor read there, as find_operand picks */
+      const pk_expr *r = mul->args[i];
+      if (r->kind != PK_EXPR_READ || !bare_at(r, ax) || !uses_axis(r, k0)) continue;
+      if (r->tensor->id == slot) return true;
+      break;
+    }
+  }
+  return false;
+}
+
+/* What fuse_input fuses: an elementwise producer inlined into its elementwise reader; an
+ * elementwise reader as the epilogue of a matmul or conv; an elementwise producer as the
+ * prologue of a matmul's packed operand; an optimizer update as the epilogue of the kernel
+ * that makes the weight's gradient. */
+typedef enum fuse_kind { FUSE_INLINE, FUSE_EPILOGUE, FUSE_PROLOGUE, FUSE_UPDATE } fuse_kind;
+
+/* Whether node c's input `slot` may be fused as kind says, besides fuse_input's rules. */
+static bool kind_allows(const pk_graph *g, int c, int slot, fuse_kind kind,
+                        const pk_fuse_options *o) {
+  const pk_gnode *cn = g->nodes[c], *pn = g->nodes[g->tensors[cn->inputs[slot]]->producer];
+  bool forward = cn->phase == PK_PHASE_FORWARD && !o->forward_epilogues;
+  switch (kind) {
+  case FUSE_INLINE: return true;
+  case FUSE_EPILOGUE: return !forward && product_program(pn->prog);
+  case FUSE_PROLOGUE: return !forward && packed_operand(cn->prog, slot);
+  case FUSE_UPDATE:
+    /* the update reads the gradient a product makes (not accumulated, not clipped by the
+     * global norm: those are nodes between), input 1 of sgd_update, whose new momentum
+     * alone reads it (AdamW's two moments both read it: pk_te_fuse_epilogue refuses); not
+     * a gradient the templates would split across threads (the kernel would lose that) */
+    return pn->phase == PK_PHASE_BACKWARD && cn->kind == PK_GNODE_OP &&
+           cn->op == PK_OP_SGD_UPDATE && !cn->fused && slot == 1 && product_program(pn->prog) &&
+           !split_by_threads(pn->prog);
+  }
+  return false;
+}
+
+/* Fuses the producer of node c's input `slot` into c when that is legal (kind: what it
+ * becomes); true if done. The legality rules are the same for each: the intermediate is
  * read by c alone (a gradient that needs it, such as a pre-activation read by relu's
- * gradient, keeps it), in c's phase, in the arena, and nothing between the two nodes
- * overwrites what the producer reads. */
-static bool fuse_input(pk_graph *g, int c, int slot, const pk_fuse_options *epi) {
-  bool epilogue = epi != NULL;
+ * gradient, keeps it), in c's phase (an update reads the backward pass's gradient), in the
+ * arena, and nothing between the two nodes overwrites what the producer reads. */
+static bool fuse_input(pk_graph *g, int c, int slot, fuse_kind kind, const pk_fuse_options *o) {
   pk_gnode *cn = g->nodes[c];
   int t = cn->inputs[slot];
   const pk_gtensor *x = g->tensors[t];
   int p = x->producer;
   if (p < 0 || p >= c) return false;
   pk_gnode *pn = g->nodes[p];
-  if (pn->phase != cn->phase || pn->noutputs != 1 || cn->noutputs != 1) return false;
+  if ((pn->phase != cn->phase && kind != FUSE_UPDATE) || pn->noutputs != 1) return false;
   if (!arena_role(x->role) || x->base >= 0 || t == g->output || t == g->loss) return false;
-  if (g->tensors[cn->outputs[0]]->base >= 0 || reads_of(g, t) != 1) return false;
-  if (epilogue && (!product_program(pn->prog) ||
-                   (cn->phase == PK_PHASE_FORWARD && !epi->forward_epilogues)))
+  /* c's results: one, not in place; an update's two in place (the weight and its
+   * momentum); a prologue's reader may have fused an epilogue or an update before, whose
+   * in-place results must not be what the prologue reads */
+  if (kind == FUSE_UPDATE ? cn->noutputs > 2 : cn->noutputs != 1 && kind != FUSE_PROLOGUE)
     return false;
+  bool in_place = false;
+  for (int o2 = 0; o2 < cn->noutputs; o2++) {
+    int r = g->tensors[cn->outputs[o2]]->base >= 0 ? pk_pass_root(g, cn->outputs[o2]) : -1;
+    in_place |= r >= 0;
+    for (int i = 0; r >= 0 && i < pn->ninputs; i++)
+      if (pk_pass_root(g, pn->inputs[i]) == r) return false;
+  }
+  if (in_place && kind != FUSE_UPDATE && kind != FUSE_PROLOGUE) return false;
+  if (reads_of(g, t) != 1 || !kind_allows(g, c, slot, kind, o)) return false;
   for (int u = 0; u < g->ntensors; u++)
     if (g->tensors[u]->base == t) return false;
   /* The producer's inputs are read at c now: nothing between may overwrite them (an
-   * optimizer update between a data gradient and its reader, say). Else an epilogue may run
-   * at p instead, when its other inputs exist there and keep their values until c. */
+   * optimizer update between a data gradient and its reader, say). Else an epilogue or a
+   * prologue may run at p instead, when its other inputs exist there and keep their
+   * values until c (never an update: the nodes between may read the old weight). */
   bool at_c = true;
   for (int i = 0; i < pn->ninputs && at_c; i++)
     at_c = !written_between(g, p, c, pk_pass_root(g, pn->inputs[i]));
-  if (!at_c && !(epilogue && can_hoist(g, p, c, t))) return false;
+  bool hoist = (kind == FUSE_EPILOGUE || kind == FUSE_PROLOGUE) && !in_place;
+  if (!at_c && !(hoist && can_hoist(g, p, c, t))) return false;
 
   pk_ctx *ctx = g->ctx;
   int *share = pk_alloc(ctx, sizeof(int) * (size_t)(cn->ninputs + 1));
@@ -109,8 +208,11 @@ static bool fuse_input(pk_graph *g, int c, int slot, const pk_fuse_options *epi)
     nin += i != slot && share[i] < 0;
   }
   pk_te_program *prog;
-  pk_status s = epilogue ? pk_te_fuse_epilogue(ctx, pn->prog, cn->prog, slot, share, &prog)
-                         : pk_te_fuse(ctx, pn->prog, cn->prog, slot, share, &prog);
+  pk_status s;
+  if (kind == FUSE_INLINE) s = pk_te_fuse(ctx, pn->prog, cn->prog, slot, share, &prog);
+  else if (kind == FUSE_PROLOGUE)
+    s = pk_te_fuse_prologue(ctx, pn->prog, cn->prog, slot, share, &prog);
+  else s = pk_te_fuse_epilogue(ctx, pn->prog, cn->prog, slot, share, &prog);
   if (s != PK_OK) {
     pk_ctx_clear_error(ctx); /* not of the fusable form: both kernels stay */
     return false;
@@ -123,12 +225,12 @@ static bool fuse_input(pk_graph *g, int c, int slot, const pk_fuse_options *epi)
   cn->prog = prog;
   cn->inputs = inputs;
   cn->ninputs = n;
-  if (epilogue) { /* the product is the fused program's first compute: c's first output */
-    int *outputs = pk_alloc(ctx, sizeof(int) * 2);
+  if (kind != FUSE_INLINE) { /* the intermediate is the fused program's first compute */
+    int *outputs = pk_alloc(ctx, sizeof(int) * (size_t)(cn->noutputs + 1));
     outputs[0] = t;
-    outputs[1] = cn->outputs[0];
+    memcpy(outputs + 1, cn->outputs, sizeof(int) * (size_t)cn->noutputs);
     cn->outputs = outputs;
-    cn->noutputs = 2;
+    cn->noutputs++;
   }
   /* the fused node runs at c, or at p when c is hoisted there */
   int at = at_c ? c : p;
@@ -136,10 +238,11 @@ static bool fuse_input(pk_graph *g, int c, int slot, const pk_fuse_options *epi)
     g->nodes[p] = cn;
     g->nodes[c] = pn;
   }
-  for (int o = 0; o < cn->noutputs; o++) g->tensors[cn->outputs[o]]->producer = at;
-  /* no node makes or reads an inlined intermediate; an epilogue's product is made but never
-   * stored (the schedule inlines it): either way the plan gives it no bytes */
-  if (!epilogue) g->tensors[t]->producer = -1;
+  for (int o2 = 0; o2 < cn->noutputs; o2++) g->tensors[cn->outputs[o2]]->producer = at;
+  /* no node makes or reads an inlined intermediate; an epilogue's product or a prologue's
+   * result is made but never stored (the schedule inlines it): either way the plan gives it
+   * no bytes */
+  if (kind == FUSE_INLINE) g->tensors[t]->producer = -1;
   g->tensors[t]->fused_away = true;
   for (int l = 0; l < g->nlayers; l++)
     if (g->layer_nodes[l] == p || g->layer_nodes[l] == c)
@@ -150,15 +253,16 @@ static bool fuse_input(pk_graph *g, int c, int slot, const pk_fuse_options *epi)
   return true;
 }
 
-/* One sweep over the nodes (epi: as fuse_input); returns how many producers were fused. */
-static int sweep(pk_graph *g, const pk_fuse_options *epi) {
+/* One sweep over the nodes (kind, o: as fuse_input); returns how many producers were
+ * fused. */
+static int sweep(pk_graph *g, fuse_kind kind, const pk_fuse_options *o) {
   int fused = 0;
   for (int c = 0; c < g->nnodes; c++) {
     bool again = true;
     while (again) { /* c's new inputs may be fusable in turn */
       again = false;
       for (int i = 0; i < g->nodes[c]->ninputs && !again; i++)
-        if (fuse_input(g, c, i, epi)) {
+        if (fuse_input(g, c, i, kind, o)) {
           fused++;
           c--; /* the producer before it was removed */
           again = true;
@@ -169,13 +273,21 @@ static int sweep(pk_graph *g, const pk_fuse_options *epi) {
 }
 
 pk_status pk_pass_fuse_with(pk_graph *g, const pk_fuse_options *o, const char **note) {
-  /* chains first, so that a whole chain (bias add + relu) becomes one epilogue */
-  int chains = sweep(g, NULL);
-  int epis = o->epilogues ? sweep(g, o) : 0;
+  /* chains first, so that a whole chain (bias add + relu) becomes one epilogue; updates
+   * before prologues, so that a weight gradient whose operand has a prologue still takes
+   * its update (a product that has a prologue is no longer one compute) */
+  int chains = sweep(g, FUSE_INLINE, o);
+  int epis = o->epilogues ? sweep(g, FUSE_EPILOGUE, o) : 0;
+  int updates = o->epilogues ? sweep(g, FUSE_UPDATE, o) : 0;
+  int pros = o->epilogues ? sweep(g, FUSE_PROLOGUE, o) : 0;
   *note = pk_sprintf(g->ctx, "%d elementwise node%s inlined into %s reader, %d epilogue%s "
-                     "fused into %s matmul or conv (%d kernel calls fewer)",
+                     "fused into %s matmul or conv, %d prologue%s fused into %s matmul, %d "
+                     "optimizer update%s fused into %s weight gradient (%d kernel calls fewer)",
                      chains, chains == 1 ? "" : "s", chains == 1 ? "its" : "their", epis,
-                     epis == 1 ? "" : "s", epis == 1 ? "its" : "their", chains + epis);
+                     epis == 1 ? "" : "s", epis == 1 ? "its" : "their", pros,
+                     pros == 1 ? "" : "s", pros == 1 ? "its" : "their", updates,
+                     updates == 1 ? "" : "s", updates == 1 ? "its" : "their",
+                     chains + epis + pros + updates);
   return PK_OK;
 }
 
