@@ -192,6 +192,7 @@ pk_status pk_model_tasks_of(pk_ctx *ctx, const pk_compile_options *o, pk_model_t
    * changes none) */
   if (s == PK_OK) s = drv_pass_fold(&S);
   if (s == PK_OK) s = drv_pass_copy_elim(&S);
+  if (s == PK_OK) s = drv_pass_layout(&S);
   if (s == PK_OK) s = drv_pass_fuse(&S);
   if (s == PK_OK) s = drv_tasks(&S);
   if (s != PK_OK) return s;

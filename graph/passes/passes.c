@@ -14,6 +14,10 @@ static const pk_pass_info table[PK_PASS_COUNT_] = {
                            "gradients that are copies, reshapes or contiguous slices of "
                            "another tensor alias it (no kernel, no buffer)",
                            pk_pass_copy_elim},
+    [PK_PASS_LAYOUT] = {"layout",
+                        "conv chains stored channels last (NHWC) when their measured kernel "
+                        "times are lower so (--layout), transposes at the chains' ends",
+                        pk_pass_layout},
     [PK_PASS_FUSE] = {"fuse",
                       "chains of elementwise nodes (bias, activation, residual add, their "
                       "gradients) become one kernel, and the matmul or conv before one its "
