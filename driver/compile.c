@@ -1,6 +1,6 @@
 /* compile.c — `pock compile` as a flat list of named stages, each handing one structure to
- * the next (drv_state): load → sparse → train → the graph passes (fold, copy_elim, fuse,
- * reorder) → frozen (with
+ * the next (drv_state): load → sparse → train → the graph passes (fold, copy_elim, layout,
+ * fuse, reorder) → frozen (with
  * --cache-frozen) →
  * memplan → tasks → schedule → codegen → artifact. --dump-after STAGE prints that stage's structure to stdout and stops there. */
 #include <math.h>

@@ -100,7 +100,7 @@ pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *o, pk_compile_result
 /* The distinct kernel tasks of a model's training (or inference) graph, for `pock tune
  * MODEL`: each TE program once (kernels that differ only in buffer strides are one task:
  * a schedule serves both), with its calls per step as weight. Runs load, sparse, train and
- * the passes that change the kernels (fold, copy_elim, fuse); a kernel only the load plan
+ * the passes that change the kernels (fold, copy_elim, layout, fuse); a kernel only the load plan
  * calls (once, not per step) is not a task. */
 typedef struct pk_model_tasks {
   int n;

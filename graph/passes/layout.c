@@ -13,8 +13,10 @@
 
 static const int TO_NHWC[4] = {0, 2, 3, 1}, TO_NCHW[4] = {0, 3, 1, 2};
 
-/* The nodes a chain may run through: what computes per pixel and channel, in the step. */
+/* The nodes a chain may run through: what computes per pixel and channel, in the step (and
+ * a batch norm's running-stats update, which reads its input again). */
 static bool chain_node(const pk_gnode *n) {
+  if (n->op == PK_OP_BATCH_NORM_STATS) return n->phase == PK_PHASE_UPDATE;
   if (n->phase != PK_PHASE_FORWARD && n->phase != PK_PHASE_BACKWARD) return false;
   switch (pk_op_class_of(n->op)) {
   case PK_OP_CLASS_CONV:
@@ -272,8 +274,8 @@ static const char *choose(lay *L, const pk_layout_options *o) {
     } else {
       chain_cost(L, t, &(pk_layout_options){0}, &c0, &c1, &nodes, &conv);
     }
-    pk_strbuf_printf(&b, "%schain %d (%d kernels, %d conversions): ", nchains > 1 ? "; " : "",
-                     nchains, nodes, conv);
+    pk_strbuf_printf(&b, "%schain %d (%d kernel%s, %d conversion%s): ", nchains > 1 ? "; " : "",
+                     nchains, nodes, nodes == 1 ? "" : "s", conv, conv == 1 ? "" : "s");
     if (o->mode != PK_LAYOUT_AUTO)
       pk_strbuf_printf(&b, "%s (--layout)", keep ? "NCHW" : "NHWC");
     else if (isnan(c0) || isnan(c1))
