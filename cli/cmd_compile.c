@@ -176,9 +176,10 @@ int pk_cmd_compile(int argc, char **argv) {
   pk_ctx *ctx = pk_ctx_new();
   pk_status s = PK_OK;
   pk_measurer *m = NULL;
-  if (o.layout && !strcmp(o.layout, "auto") && !o.target && !o.cc) {
-    /* --layout auto asked for timings: first, before anything could start a thread
-     * (pk_measurer.h); one timing per kernel, 10 ms of repeats (as sparse-search's) */
+  if (o.layout && !strcmp(o.layout, "auto") && (!o.target || !strcmp(o.target, "c")) && !o.cc) {
+    /* --layout auto asked for timings (of this machine's kernels: not for a cross or GPU
+     * target): first, before anything could start a thread (pk_measurer.h); one timing
+     * per kernel, 10 ms of repeats (as sparse-search's) */
     pk_measure_settings set;
     pk_measure_settings_default(&set);
     set.min_ns = 10000000;

@@ -107,8 +107,8 @@ pk_status drv_pass_reorder(drv_state *S);
 /* With o->cache_frozen: the frozen prefix first (pk_graph_frozen_prefix) into S->frozen. */
 pk_status drv_frozen(drv_state *S);
 
-/* The layout pass's timer (stage_passes.c): a kernel's time from its best tuning record
- * in o->db, else drv_time_schedule of its default schedule with o->measurer. */
+/* The layout pass (stage_passes.c); its timer: a kernel's time from its best tuning record
+ * in o->db, else drv_time_schedule of its preset with o->measurer. */
 pk_status drv_pass_layout(drv_state *S);
 /* One timing of a task's schedule (sched NULL: the default) by the measurer, in ms; NAN
  * when measurer is NULL or the measurement failed. The one kernel timer of the step-time

@@ -9,7 +9,8 @@
 #include "pk_tunedb.h"
 
 /* The layout pass's timer: what the tuning database says a kernel takes on this target
- * (its best record), else one timing of its default schedule; each workload once. */
+ * (its best record), else one timing of the schedule the artifact would run without one
+ * (the task space's preset, else the plain loop nest); each workload once. */
 typedef struct layout_timer {
   drv_state *S;
   pk_tunedb *db;
@@ -37,7 +38,10 @@ static double layout_kernel_ms(void *user, const pk_te_program *prog) {
     pk_ctx_clear_error(ctx);
   else if (T->db && match != PK_DB_MATCH_NONE)
     ms = best.meas.timing.median_ns * 1e-6;
-  if (isnan(ms)) ms = drv_time_schedule(ctx, T->S->o->measurer, &task, NULL);
+  if (isnan(ms) && T->S->o->measurer) { /* what the artifact runs without a record: the preset */
+    const char *why;
+    ms = drv_time_schedule(ctx, T->S->o->measurer, &task, pk_space_default_schedule(ctx, &task, &why));
+  }
   if (T->n == T->cap) {
     T->cap = T->cap ? 2 * T->cap : 32;
     const char **w = pk_alloc(ctx, sizeof *w * (size_t)T->cap);
