@@ -58,9 +58,10 @@ static double layout_kernel_ms(void *user, const pk_te_program *prog) {
   return ms;
 }
 
-/* Runs the layout pass with the mode of --layout and, for auto, the timer. */
-static pk_status run_layout(drv_state *S, const char **note) {
-  pk_layout_options lo = {0};
+/* Runs the layout pass with the mode of --layout and, for auto, the timer; fuse: the fuse
+ * pass's options when it runs (the step's kernels are costed as fused), else NULL. */
+static pk_status run_layout(drv_state *S, const pk_fuse_options *fuse, const char **note) {
+  pk_layout_options lo = {.fuse = fuse};
   pk_status s = pk_layout_mode_parse(S->ctx, S->o->layout, &lo.mode);
   if (s != PK_OK) return s;
   layout_timer T = {.S = S};
@@ -95,7 +96,7 @@ static pk_status drv_pass(drv_state *S, pk_pass_kind kind) {
      * there; with --cache-frozen the forward ones too (pk_fuse_options) */
     pk_fuse_options fo = {.epilogues = !drv_on_gpu(S), .forward_epilogues = !S->o->cache_frozen};
     s = kind == PK_PASS_FUSE     ? pk_pass_fuse_with(S->g, &fo, &note)
-        : kind == PK_PASS_LAYOUT ? run_layout(S, &note)
+        : kind == PK_PASS_LAYOUT ? run_layout(S, on[PK_PASS_FUSE] ? &fo : NULL, &note)
                                  : p->run(S->g, &note);
     if (s != PK_OK) return s;
     if ((s = pk_graph_validate(S->g)) != PK_OK) { /* a broken pass: say which */

@@ -11,8 +11,9 @@
 # errors.
 # The tiny models need a Python with onnx, torch and numpy ($POCK_ONNX_PYTHON, else
 # python3): without one only the digits cases run.
-#   test_passes_equiv.sh POCK POCK_RT SOURCE_DIR
+#   test_passes_equiv.sh POCK POCK_RT SOURCE_DIR [LAYOUT_DB_FIXTURE]
 pock=$(realpath "$1") rt=$(realpath "$2") src=$(realpath "$3")
+fixture=${4:+$(realpath "$4")}
 . "$(dirname "$0")/cli_test_lib.sh"
 cd "$tmp" || exit 1
 py=
@@ -84,6 +85,14 @@ expect dump_after_layout 0 "= fused\(conv2d_grad1@nhwc\)\(%[0-9]+, %[0-9]+\)  # 
 expect layout_unknown 2 "--layout: unknown layout 'nwhc' \(auto, nchw or nhwc\)" \
   "$pock" compile "$D/models/cnn.json" --layout nwhc -o x.pock
 expect list_passes_layout 0 "^layout .*NHWC" "$pock" compile --list-passes
+# the default (auto) by tuning records: a database where the NHWC kernels are faster
+if [ -z "$fixture" ]; then
+  echo "(no layout_db_fixture: the layout pass's choice by tuning records is not run)"
+elif "$fixture" layout.db "$D/models/cnn.json" 4 >fixture.log 2>&1; then
+  expect layout_auto_records 0 "pass layout .*: 1 of 1 chain NHWC: chain 1 .*: step kernels NCHW [0-9.]+ ms, NHWC [0-9.]+ ms: NHWC" \
+    "$pock" compile "$D/models/cnn.json" --batch 4 --db layout.db --verbose --dump-after reorder
+  case_ cnn_layout_auto_records "$D/models/cnn.json" "$digits" --db layout.db
+else fail layout_db_fixture "$(tail -c 300 fixture.log)"; fi
 
 # the passes did something: copy_elim removed the CNN's add gradients (add_grad0 copies)
 k_all=$(sed -n 's/.*: \([0-9]*\) kernels.*/\1/p' cnn_full.all.log)

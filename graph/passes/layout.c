@@ -204,92 +204,6 @@ static pk_status push_transpose(lay *L, int u, const int *perm, const char *name
   return PK_OK;
 }
 
-/* What one chain costs in each layout (ms per step); NAN when a kernel has no time. */
-static void chain_cost(lay *L, int root, const pk_layout_options *o, double *nchw, double *nhwc,
-                       int *nodes, int *conv) {
-  pk_graph *g = L->g;
-  *nchw = *nhwc = 0;
-  *nodes = *conv = 0;
-  for (int k = 0; k < g->nnodes; k++) {
-    const pk_gnode *n = g->nodes[k];
-    if (!touches(L, n)) continue;
-    int t = -1;
-    for (int i = 0; i < n->ninputs && t < 0; i++)
-      if (L->in_s[n->inputs[i]] || L->tin[n->inputs[i]]) t = n->inputs[i];
-    for (int i = 0; i < n->noutputs && t < 0; i++)
-      if (L->in_s[n->outputs[i]]) t = n->outputs[i];
-    if (find(L, t) != root) continue;
-    ++*nodes;
-    if (!o->kernel_ms) continue;
-    pk_te_program *q;
-    *nchw += o->kernel_ms(o->user, n->prog);
-    if (relayout_node(L, n, &q) == PK_OK) {
-      *nhwc += o->kernel_ms(o->user, q);
-    } else {
-      pk_ctx_clear_error(L->ctx);
-      *nhwc = NAN;
-    }
-  }
-  /* the conversions: into NHWC from the tensor's shape, out of it from its NHWC shape */
-  for (int u = 0; u < g->ntensors; u++) {
-    if (!(L->tin[u] || L->tout[u]) || find(L, u) != root) continue;
-    ++*conv;
-    if (!o->kernel_ms) continue;
-    const pk_gtensor *x = g->tensors[u];
-    int64_t sh[4];
-    for (int d = 0; d < 4; d++) sh[d] = L->tin[u] ? x->shape[d] : x->shape[TO_NHWC[d]];
-    pk_op_params prm;
-    pk_te_program *q;
-    if (transpose_prog(L, x, sh, L->tin[u] ? TO_NHWC : TO_NCHW, &prm, &q) == PK_OK) {
-      *nhwc += o->kernel_ms(o->user, q);
-    } else {
-      pk_ctx_clear_error(L->ctx);
-      *nhwc = NAN;
-    }
-  }
-  if (!o->kernel_ms) *nchw = *nhwc = NAN;
-}
-
-/* Drops chain `root` (it stays NCHW). */
-static void drop_chain(lay *L, int root) {
-  for (int t = 0; t < L->g->ntensors; t++)
-    if ((L->in_s[t] || L->tin[t]) && find(L, t) == root) L->in_s[t] = L->tin[t] = L->tout[t] = false;
-}
-
-/* Chooses each chain's layout; the note says what was measured and chosen. */
-static const char *choose(lay *L, const pk_layout_options *o) {
-  pk_graph *g = L->g;
-  pk_strbuf b;
-  pk_strbuf_init(&b);
-  int nchains = 0, nhwc = 0;
-  for (int t = 0; t < g->ntensors; t++) {
-    if (!(L->in_s[t] || L->tin[t]) || find(L, t) != t) continue;
-    nchains++;
-    double c0 = NAN, c1 = NAN;
-    int nodes = 0, conv = 0;
-    bool keep = o->mode == PK_LAYOUT_NCHW;
-    if (o->mode == PK_LAYOUT_AUTO) {
-      chain_cost(L, t, o, &c0, &c1, &nodes, &conv);
-      keep = !(c1 < c0); /* NAN (not timed) keeps NCHW */
-    } else {
-      chain_cost(L, t, &(pk_layout_options){0}, &c0, &c1, &nodes, &conv);
-    }
-    pk_strbuf_printf(&b, "%schain %d (%d kernel%s, %d conversion%s): ", nchains > 1 ? "; " : "",
-                     nchains, nodes, nodes == 1 ? "" : "s", conv, conv == 1 ? "" : "s");
-    if (o->mode != PK_LAYOUT_AUTO)
-      pk_strbuf_printf(&b, "%s (--layout)", keep ? "NCHW" : "NHWC");
-    else if (isnan(c0) || isnan(c1))
-      pk_strbuf_append(&b, "NCHW (not timed: no tuning record or measurement for every kernel)");
-    else
-      pk_strbuf_printf(&b, "NCHW %.4g ms, NHWC %.4g ms: %s", c0, c1, keep ? "NCHW" : "NHWC");
-    if (keep) drop_chain(L, t);
-    nhwc += !keep;
-  }
-  if (!nchains) return "no conv chain";
-  return pk_sprintf(L->ctx, "%d of %d chain%s NHWC: %s", nhwc, nchains, nchains == 1 ? "" : "s",
-                    pk_strbuf_finish(L->ctx, &b));
-}
-
 /* Rewrites the chosen chains: programs, shapes, conversions. */
 static pk_status rewrite(lay *L) {
   pk_graph *g = L->g;
@@ -356,6 +270,99 @@ static pk_status rewrite(lay *L) {
   PK_ASSERT(m == g->nnodes);
   pk_graph_reorder(g, order);
   return PK_OK;
+}
+
+/* A chain's size for the note: the nodes that compute in it, the conversions it needs. */
+static void chain_size(lay *L, int root, int *nodes, int *conv) {
+  pk_graph *g = L->g;
+  *nodes = *conv = 0;
+  for (int k = 0; k < g->nnodes; k++) {
+    const pk_gnode *n = g->nodes[k];
+    if (!touches(L, n)) continue;
+    int t = -1;
+    for (int i = 0; i < n->ninputs && t < 0; i++)
+      if (L->in_s[n->inputs[i]] || L->tin[n->inputs[i]]) t = n->inputs[i];
+    for (int i = 0; i < n->noutputs && t < 0; i++)
+      if (L->in_s[n->outputs[i]]) t = n->outputs[i];
+    *nodes += find(L, t) == root;
+  }
+  for (int u = 0; u < g->ntensors; u++)
+    *conv += (L->tin[u] || L->tout[u]) && find(L, u) == root;
+}
+
+/* The step's kernel time of g (ms): each node's kernel once per call, fused first as the
+ * driver will (o->fuse); NAN when a kernel has no time. g is changed (a trial copy). */
+static double step_ms(pk_graph *g, const pk_layout_options *o) {
+  const char *note;
+  if (o->fuse && pk_pass_fuse_with(g, o->fuse, &note) != PK_OK) {
+    pk_ctx_clear_error(g->ctx);
+    return NAN;
+  }
+  double ms = 0;
+  for (int k = 0; k < g->nnodes && !isnan(ms); k++)
+    if (g->nodes[k]->phase != PK_PHASE_LOAD) ms += o->kernel_ms(o->user, g->nodes[k]->prog);
+  return ms;
+}
+
+/* The step's kernel time with chain `root` alone NHWC, on a copy of the graph. */
+static double chain_ms(lay *L, int root, const pk_layout_options *o) {
+  size_t n = (size_t)L->g->ntensors + 1;
+  lay T = *L;
+  T.g = pk_graph_clone(L->g);
+  T.in_s = pk_alloc(L->ctx, n), T.tin = pk_alloc(L->ctx, n), T.tout = pk_alloc(L->ctx, n);
+  for (int t = 0; t < L->g->ntensors; t++) {
+    bool mine = (L->in_s[t] || L->tin[t]) && find(L, t) == root;
+    T.in_s[t] = mine && L->in_s[t];
+    T.tin[t] = mine && L->tin[t];
+    T.tout[t] = mine && L->tout[t];
+  }
+  if (rewrite(&T) != PK_OK) {
+    pk_ctx_clear_error(L->ctx);
+    return NAN;
+  }
+  return step_ms(T.g, o);
+}
+
+/* Drops chain `root` (it stays NCHW). */
+static void drop_chain(lay *L, int root) {
+  for (int t = 0; t < L->g->ntensors; t++)
+    if ((L->in_s[t] || L->tin[t]) && find(L, t) == root) L->in_s[t] = L->tin[t] = L->tout[t] = false;
+}
+
+/* Chooses each chain's layout; the note says what was measured and chosen. AUTO costs the
+ * whole step's kernels with the chain in each layout (the other chains NCHW in both). */
+static const char *choose(lay *L, const pk_layout_options *o) {
+  pk_graph *g = L->g;
+  pk_strbuf b;
+  pk_strbuf_init(&b);
+  int nchains = 0, nhwc = 0;
+  bool timed = o->mode == PK_LAYOUT_AUTO && o->kernel_ms;
+  double base = timed ? step_ms(pk_graph_clone(g), o) : NAN;
+  /* roots first: dropping a chain clears the marks the loop tests */
+  int *roots = pk_alloc(L->ctx, sizeof(int) * (size_t)(g->ntensors + 1)), nroots = 0;
+  for (int t = 0; t < g->ntensors; t++)
+    if ((L->in_s[t] || L->tin[t]) && find(L, t) == t) roots[nroots++] = t;
+  for (int r = 0; r < nroots; r++) {
+    int t = roots[r], nodes, conv;
+    nchains++;
+    chain_size(L, t, &nodes, &conv);
+    double c1 = timed && !isnan(base) ? chain_ms(L, t, o) : NAN;
+    bool keep = o->mode == PK_LAYOUT_NCHW || (o->mode == PK_LAYOUT_AUTO && !(c1 < base));
+    pk_strbuf_printf(&b, "%schain %d (%d kernel%s, %d conversion%s): ", nchains > 1 ? "; " : "",
+                     nchains, nodes, nodes == 1 ? "" : "s", conv, conv == 1 ? "" : "s");
+    if (o->mode != PK_LAYOUT_AUTO)
+      pk_strbuf_printf(&b, "%s (--layout)", keep ? "NCHW" : "NHWC");
+    else if (isnan(base) || isnan(c1))
+      pk_strbuf_append(&b, "NCHW (not timed: no tuning record or measurement for every kernel)");
+    else
+      pk_strbuf_printf(&b, "step kernels NCHW %.4g ms, NHWC %.4g ms: %s", base, c1,
+                       keep ? "NCHW" : "NHWC");
+    if (keep) drop_chain(L, t);
+    nhwc += !keep;
+  }
+  if (!nchains) return "no conv chain";
+  return pk_sprintf(L->ctx, "%d of %d chain%s NHWC: %s", nhwc, nchains, nchains == 1 ? "" : "s",
+                    pk_strbuf_finish(L->ctx, &b));
 }
 
 pk_status pk_layout_mode_parse(pk_ctx *ctx, const char *s, pk_layout_mode *mode) {
