@@ -272,9 +272,12 @@ static pk_status rewrite(lay *L) {
   return PK_OK;
 }
 
-/* A chain's size for the note: the nodes that compute in it, the conversions it needs. */
-static void chain_size(lay *L, int root, int *nodes, int *conv) {
+/* A chain's size for the note: the nodes that compute in it, the conversions it needs;
+ * returns how many of its nodes are convs or pools (none: elementwise ops on some other
+ * rank-4 tensor, attention scores say, which gain nothing from NHWC). */
+static int chain_size(lay *L, int root, int *nodes, int *conv) {
   pk_graph *g = L->g;
+  int windows = 0;
   *nodes = *conv = 0;
   for (int k = 0; k < g->nnodes; k++) {
     const pk_gnode *n = g->nodes[k];
@@ -284,10 +287,14 @@ static void chain_size(lay *L, int root, int *nodes, int *conv) {
       if (L->in_s[n->inputs[i]] || L->tin[n->inputs[i]]) t = n->inputs[i];
     for (int i = 0; i < n->noutputs && t < 0; i++)
       if (L->in_s[n->outputs[i]]) t = n->outputs[i];
-    *nodes += find(L, t) == root;
+    if (find(L, t) != root) continue;
+    ++*nodes;
+    pk_op_class c = pk_op_class_of(n->op);
+    windows += c == PK_OP_CLASS_CONV || c == PK_OP_CLASS_POOL;
   }
   for (int u = 0; u < g->ntensors; u++)
     *conv += (L->tin[u] || L->tout[u]) && find(L, u) == root;
+  return windows;
 }
 
 /* The step's kernel time of g (ms): each node's kernel once per call, fused first as the
@@ -344,8 +351,11 @@ static const char *choose(lay *L, const pk_layout_options *o) {
     if ((L->in_s[t] || L->tin[t]) && find(L, t) == t) roots[nroots++] = t;
   for (int r = 0; r < nroots; r++) {
     int t = roots[r], nodes, conv;
+    if (!chain_size(L, t, &nodes, &conv)) {
+      drop_chain(L, t);
+      continue;
+    }
     nchains++;
-    chain_size(L, t, &nodes, &conv);
     double c1 = timed && !isnan(base) ? chain_ms(L, t, o) : NAN;
     bool keep = o->mode == PK_LAYOUT_NCHW || (o->mode == PK_LAYOUT_AUTO && !(c1 < base));
     pk_strbuf_printf(&b, "%schain %d (%d kernel%s, %d conversion%s): ", nchains > 1 ? "; " : "",
