@@ -3,8 +3,9 @@
  * pools, batch norms, reductions and elementwise ops; every node of a chain computes in
  * NHWC (pk_te_relayout), and a transpose converts at the chain's ends only: where the model
  * input or a tensor from outside enters it, and where a node outside (a flatten, a slice,
- * the loss) reads it. A chain turns NHWC when asked (--layout nhwc) or, by default, when its
- * kernels' measured times (conversions included) are lower in NHWC. */
+ * the loss) reads it. A chain turns NHWC when asked (--layout nhwc) or, by default, when the
+ * step's kernels, as the fuse pass will make them, take less time so by their tuning
+ * records or timings (conversions included). */
 #include <math.h>
 #include <string.h>
 
@@ -23,8 +24,8 @@ static bool chain_node(const pk_gnode *n) {
   case PK_OP_CLASS_POOL: return true;
   case PK_OP_CLASS_MATMUL: return false;
   case PK_OP_CLASS_REDUCTION:
-    return n->op == PK_OP_BATCH_NORM || n->op == PK_OP_SUM || n->op == PK_OP_MEAN ||
-           n->op == PK_OP_MAX;
+    return n->op == PK_OP_BATCH_NORM || n->op == PK_OP_GROUP_NORM || n->op == PK_OP_SUM ||
+           n->op == PK_OP_MEAN || n->op == PK_OP_MAX;
   default: break;
   }
   /* injective: elementwise ops, not shape moves (whose reads are NCHW index arithmetic) */
