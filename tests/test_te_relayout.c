@@ -3,12 +3,15 @@
  * original inputs permuted, computes the original results permuted, in the interpreter —
  * conv2d, its dX and dW, batch norm and its dX, max and avg pools and their dX, and
  * elementwise ops (a broadcast bias add, relu's gradient); the permuted stage iterates in
- * the new order (its canonical text says so); a bad permutation is refused. */
+ * the new order (its canonical text says so); the conv-as-GEMM template takes an NHWC conv
+ * on a small image; a bad permutation is refused. */
 #include <string.h>
 
 #include "pk_ops.h"
+#include "pk_search.h"
 #include "pk_te.h"
 #include "pk_verify.h"
+#include "space_impl.h" /* the template a space chose */
 #include "pk_test.h"
 
 #define N 2 /* the batch: tensors of rank 4 with this dim 0 are the activations */
@@ -141,6 +144,25 @@ int main(void) {
           "%s", text);
   } else {
     check(false, "relayout_text", "%s", pk_ctx_error(ctx));
+  }
+  /* a 3x3 conv, 16 -> 32 channels, on 8x8 images: NCHW or NHWC, the conv-as-GEMM template
+   * (its vector lanes along the output channels, which the NHWC result stores contiguous) */
+  pk_op_params small = {.ninputs = 2,
+                        .in = {{4, {N, 16, 8, 8}, F}, {4, {32, 16, 3, 3}, F}},
+                        .attrs = {.pad = {1, 1, 1, 1}}};
+  for (int l = 0; l < 2; l++) {
+    const char *what = l ? "relayout_conv_gemm_nhwc" : "relayout_conv_gemm_nchw";
+    pk_te_program *c = op(ctx, PK_OP_CONV2D, &small), *r = c;
+    const int *pm[3] = {NHWC, NULL, NHWC};
+    pk_task task;
+    pk_space *sp = NULL;
+    if (!c || (l && pk_te_relayout(ctx, c, pm, &r) != PK_OK) ||
+        pk_task_from_program(ctx, r, "c", &task) != PK_OK || pk_space_new(ctx, &task, &sp) != PK_OK) {
+      check(false, what, "%s", pk_ctx_error(ctx));
+      pk_ctx_clear_error(ctx);
+      continue;
+    }
+    check(!strcmp(sp->cls->name, "conv_gemm"), what, "template %s", sp->cls->name);
   }
   const int bad[4] = {0, 2, 2, 1};
   const int *perm_bad[3] = {bad, NULL, NULL};
