@@ -13,6 +13,9 @@
 #include "pk_passes.h"
 
 static const int TO_NHWC[4] = {0, 2, 3, 1}, TO_NCHW[4] = {0, 3, 1, 2};
+/* auto keeps NHWC only this much faster: a timing is noisy, and a tie should not flip the
+ * layout from one compile to the next */
+#define NHWC_MARGIN 0.02
 
 /* The nodes a chain may run through: what computes per pixel and channel, in the step (and
  * a batch norm's running-stats update, which reads its input again). */
@@ -358,7 +361,8 @@ static const char *choose(lay *L, const pk_layout_options *o) {
     }
     nchains++;
     double c1 = timed && !isnan(base) ? chain_ms(L, t, o) : NAN;
-    bool keep = o->mode == PK_LAYOUT_NCHW || (o->mode == PK_LAYOUT_AUTO && !(c1 < base));
+    bool keep = o->mode == PK_LAYOUT_NCHW ||
+                (o->mode == PK_LAYOUT_AUTO && !(c1 < base * (1 - NHWC_MARGIN)));
     pk_strbuf_printf(&b, "%schain %d (%d kernel%s, %d conversion%s): ", nchains > 1 ? "; " : "",
                      nchains, nodes, nodes == 1 ? "" : "s", conv, conv == 1 ? "" : "s");
     if (o->mode != PK_LAYOUT_AUTO)

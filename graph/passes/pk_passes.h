@@ -57,9 +57,9 @@ typedef struct pk_fuse_options {
 pk_status pk_pass_fuse_with(pk_graph *g, const pk_fuse_options *o, const char **note);
 /* The layout pass (layout.c): conv chains stored NHWC, transposes at their ends. */
 typedef enum pk_layout_mode {
-  PK_LAYOUT_AUTO, /* each chain NHWC when the step's kernels take less time so (its
-                     conversions included, fused as they will be); NCHW when a kernel has no
-                     time */
+  PK_LAYOUT_AUTO, /* each chain NHWC when the step's kernels take over 2% less time so
+                     (its conversions included, fused as they will be); NCHW when a kernel
+                     has no time */
   PK_LAYOUT_NCHW, /* every chain as the model has it */
   PK_LAYOUT_NHWC  /* every chain NHWC (tests; measuring) */
 } pk_layout_mode;
