@@ -35,6 +35,10 @@ set_tests_properties(test_cache_frozen PROPERTIES LABELS "cli;passes" TIMEOUT 18
 # after 3 steps as without it, folded results with bytes of their own, the frozen prefix.
 pk_add_test(test_fold LIBS pk_graph LABELS graph passes sanitize TIMEOUT 60)
 
+# pk_te_relayout (the layout pass's rewrite): NHWC programs equal the originals, permuted;
+# the conv-as-GEMM template takes an NHWC conv
+pk_add_test(test_te_relayout LIBS pk_autotune LABELS te passes sanitize)
+
 # Epilogues fused into a matmul (pk_te_fuse_epilogue, the fuse pass's second sweep): the
 # fused program equals producer then consumer in the interpreter, and the matmul template's
 # preset and sampled configs compute it at the register tile, never storing the product,

@@ -2,6 +2,3 @@
 pk_add_test(test_te_parse LABELS te sanitize)
 pk_add_test(test_te_fuzz LABELS te sanitize TIMEOUT 120)
 pk_add_test(test_te_fuse LABELS te sanitize)
-# pk_te_relayout (the layout pass's rewrite): NHWC programs equal the originals, permuted;
-# the conv-as-GEMM template takes an NHWC conv
-pk_add_test(test_te_relayout LIBS pk_autotune LABELS te passes sanitize)
