@@ -99,6 +99,19 @@ static bool choose_axes(const pk_space *sp, const pk_te_tensor *t, const pk_expr
   return best > 0;
 }
 
+/* The image row's dim of t: the last, or the one before it when the last is the channels
+ * that a weight (an operand without the batch dim 0) reads bare: an NHWC conv (the graph's
+ * layout pass). */
+static int row_dim(const pk_te_tensor *t, const pk_expr *mul) {
+  int last = t->ndim - 1;
+  for (int i = 0; i < 2; i++) {
+    const pk_expr *rd = operand_read(mul->args[i]);
+    if (rd && space_bare_dim(rd, t->axes[last]) >= 0 && !space_uses_axis(mul->args[i], t->axes[0]))
+      return last - 1;
+  }
+  return last;
+}
+
 static pk_status gemm_init(pk_space *sp) {
   const pk_te_program *prog = sp->task->prog;
   const pk_te_tensor *t = NULL;
@@ -128,7 +141,7 @@ static pk_status gemm_init(pk_space *sp) {
     if (w > wide) wide = w;
     if (ku > k) k = ku;
   }
-  int64_t row = t->shape[t->ndim - 1];
+  int64_t row = t->shape[row_dim(t, mul)];
   if (row >= 2 * (int64_t)sp->lanes || ((wide <= 1 || k <= 64) && 2 * row >= sp->lanes)) return PK_ERR_UNSUPPORTED;
   gemm_plan *p = pk_alloc(sp->ctx, sizeof *p);
   if (!choose_axes(sp, t, mul, guard, p)) return PK_ERR_UNSUPPORTED;

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "pk_backend.h"
 #include "pk_driver.h"
+#include "pk_measurer.h"
 #include "pk_passes.h"
 
 static const char compile_help[] =
@@ -45,6 +46,11 @@ static const char compile_help[] =
     "  --passes LIST         graph passes: all (default), none, or a comma list of\n"
     "                        " PK_PASS_NAMES " (docs/passes.md)\n"
     "  --disable-pass NAME   turn one pass off (repeatable; after --passes)\n"
+    "  --layout auto|nchw|nhwc\n"
+    "                        conv chains channels last (the layout pass): auto (default)\n"
+    "                        where --db's records say the step is faster so; --layout\n"
+    "                        auto given also times kernels without a record (host C\n"
+    "                        target; seconds); nchw or nhwc: forced (docs/passes.md)\n"
     "  --verbose             a line per pass: nodes and planned arena before and after\n"
     "  --list-passes         print the passes, in the order they run, and exit\n"
     "  --cache-frozen        run the frozen prefix (layers before the first trained one)\n"
@@ -96,6 +102,7 @@ static int parse_options(int argc, char **argv, pk_compile_options *o,
     else if (!strcmp(a, "--cc")) o->cc = v;
     else if (!strcmp(a, "--dump-after")) o->dump_after = v;
     else if (!strcmp(a, "--passes")) o->passes = v;
+    else if (!strcmp(a, "--layout")) o->layout = v;
     else if (!strcmp(a, "--disable-pass")) {
       size_t used = strlen(disabled);
       if (used + strlen(v) + 2 > cap) return pk_cli_usage("compile: too many --disable-pass options");
@@ -168,8 +175,21 @@ int pk_cmd_compile(int argc, char **argv) {
   /* Progress and tables go to stdout, except while a dump owns it. */
   o.log = o.dump_after ? stderr : stdout;
   pk_ctx *ctx = pk_ctx_new();
+  pk_status s = PK_OK;
+  pk_measurer *m = NULL;
+  if (o.layout && !strcmp(o.layout, "auto") && (!o.target || !strcmp(o.target, "c")) && !o.cc) {
+    /* --layout auto asked for timings (of this machine's kernels: not for a cross or GPU
+     * target): first, before anything could start a thread (pk_measurer.h); one timing
+     * per kernel, 10 ms of repeats (as sparse-search's) */
+    pk_measure_settings set;
+    pk_measure_settings_default(&set);
+    set.min_ns = 10000000;
+    s = pk_measurer_new(ctx, &set, &m);
+    o.measurer = m;
+  }
   pk_compile_result res;
-  pk_status s = pk_compile(ctx, &o, &res);
+  if (s == PK_OK) s = pk_compile(ctx, &o, &res);
+  pk_measurer_free(m);
   rc = s == PK_OK ? PK_EXIT_OK : pk_cli_fail(ctx, s);
   pk_ctx_free(ctx);
   return rc;

@@ -24,6 +24,7 @@ static void on_sigint(int sig) { (void)sig; interrupted = 1; }
 
 typedef struct tune_options {
   const char *input, *db, *target, *cc, *tuner, *sparse;
+  const char *layout; /* model input: the layout pass's --layout (NULL: auto, untimed) */
   /* remote tuning: servers, the fleet key, and ARCH=VALUE targets and compilers */
   const char *remotes[MAX_REMOTES], *key, *arch_targets[MAX_REMOTES], *arch_ccs[MAX_REMOTES];
   int nremotes, narch_targets, narch_ccs;
@@ -58,6 +59,8 @@ static const char tune_help[] =
     "                        (default 32, as `pock compile`)\n"
     "  --sparse SPEC.json    model input: the sparse-update spec (as `pock compile`)\n"
     "  --inference           model input: tune the forward kernels only\n"
+    "  --layout nchw|nhwc    model input: the conv chains' layout (as `pock compile`; tune\n"
+    "                        both for `compile --db` to choose by the records)\n"
     "  --patience N          stop a task after N batches without a better result\n"
     "  --no-transfer         start from scratch: no learning from, and no first configs of,\n"
     "                        the nearest shapes of the same class tuned on this target\n"
@@ -122,6 +125,7 @@ static int parse_options(int argc, char **argv, tune_options *o) {
     else if (!strcmp(a, "--cc")) o->cc = v;
     else if (!strcmp(a, "--tuner")) o->tuner = v;
     else if (!strcmp(a, "--sparse")) o->sparse = v;
+    else if (!strcmp(a, "--layout")) o->layout = v;
     else if (!strcmp(a, "--time-budget") || !strcmp(a, "--timeout") || !strcmp(a, "--build-timeout")) {
       double d;
       if (!pkrt_cli_parse_double(v, &d) || !(d > 0) || d > 1e7) return pk_cli_usage("tune: %s needs a positive number of seconds", a);
@@ -154,8 +158,8 @@ static int parse_options(int argc, char **argv, tune_options *o) {
     if (o->model_batch < 1) return pk_cli_usage("tune: --batch (the model's batch size) must be >= 1");
     o->batch = tune_batch >= 0 ? tune_batch : 16;
   } else {
-    if (o->sparse || o->inference || o->total_trials)
-      return pk_cli_usage("tune: --sparse, --inference and --total-trials go with a model INPUT");
+    if (o->sparse || o->inference || o->total_trials || o->layout)
+      return pk_cli_usage("tune: --sparse, --inference, --layout and --total-trials go with a model INPUT");
     o->batch = tune_batch >= 0 ? tune_batch : batch >= 0 ? batch : 16;
   }
   if (o->batch < 1 || o->batch > 256) return pk_cli_usage("tune: --tune-batch must be in 1..256");
@@ -176,6 +180,7 @@ static pk_status load_input(pk_ctx *ctx, const tune_options *o, pk_tune_input *i
     co.target = o->target;
     co.cc = o->cc;
     co.inference = o->inference;
+    co.layout = o->layout;
     pk_model_tasks mt;
     pk_status s = pk_model_tasks_of(ctx, &co, &mt);
     if (s != PK_OK) return s;

@@ -1,6 +1,6 @@
 /* compile.c — `pock compile` as a flat list of named stages, each handing one structure to
- * the next (drv_state): load → sparse → train → the graph passes (fold, copy_elim, fuse,
- * reorder) → frozen (with
+ * the next (drv_state): load → sparse → train → the graph passes (fold, copy_elim, layout,
+ * fuse, reorder) → frozen (with
  * --cache-frozen) →
  * memplan → tasks → schedule → codegen → artifact. --dump-after STAGE prints that stage's structure to stdout and stops there. */
 #include <math.h>
@@ -35,7 +35,8 @@ typedef struct stage {
 static const stage stages[] = {
     {"load", drv_load, dump_fwd},          {"sparse", drv_sparse, dump_fwd},
     {"train", drv_train, dump_graph}, {"fold", drv_pass_fold, dump_graph},
-    {"copy_elim", drv_pass_copy_elim, dump_graph}, {"fuse", drv_pass_fuse, dump_graph},
+    {"copy_elim", drv_pass_copy_elim, dump_graph},
+    {"layout", drv_pass_layout, dump_graph}, {"fuse", drv_pass_fuse, dump_graph},
     {"reorder", drv_pass_reorder, dump_graph}, {"frozen", drv_frozen, dump_graph},
     {"memplan", drv_memplan, dump_memplan},
     {"tasks", drv_tasks, drv_tasks_print}, {"schedule", drv_schedule, drv_schedule_print},
@@ -67,6 +68,8 @@ static pk_status check_options(pk_ctx *ctx, const pk_compile_options *o, int *la
                        INT32_MAX);
   bool on[PK_PASS_COUNT_];
   pk_status s = pk_passes_select(ctx, o->passes, o->disable_passes, on);
+  pk_layout_mode layout;
+  if (s == PK_OK) s = pk_layout_mode_parse(ctx, o->layout, &layout);
   if (s != PK_OK) return s;
   if (o->reinit && !o->weights)
     return pk_ctx_fail(ctx, PK_ERR_USAGE, "compile: --reinit needs --weights");

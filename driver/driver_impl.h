@@ -107,6 +107,15 @@ pk_status drv_pass_reorder(drv_state *S);
 /* With o->cache_frozen: the frozen prefix first (pk_graph_frozen_prefix) into S->frozen. */
 pk_status drv_frozen(drv_state *S);
 
+/* The layout pass (stage_passes.c); its timer: a kernel's time from its best tuning record
+ * in o->db, else drv_time_schedule of its preset with o->measurer. */
+pk_status drv_pass_layout(drv_state *S);
+/* One timing of a task's schedule (sched NULL: the default) by the measurer, in ms; NAN
+ * when measurer is NULL or the measurement failed. The one kernel timer of the step-time
+ * estimates (sparse-search's costs, the layout pass's choice): search_cost.c. */
+double drv_time_schedule(pk_ctx *ctx, pk_measurer *measurer, const pk_task *task,
+                         const pk_schedule *sched);
+
 /* A GPU target (cuda, opencl): kernels run on the device, buffers live in device memory. */
 bool drv_on_gpu(const drv_state *S);
 /* The memory plan's alignment for GPU targets: OpenCL sub-buffers start at the device's

@@ -18,8 +18,10 @@
 
 /* Stages, in order (names for --dump-after). */
 #define PK_DRIVER_STAGES \
-  "load, sparse, train, fold, copy_elim, fuse, reorder, frozen, memplan, tasks, schedule, " \
+  "load, sparse, train, fold, copy_elim, layout, fuse, reorder, frozen, memplan, tasks, schedule, " \
   "codegen, artifact"
+
+typedef struct pk_measurer pk_measurer;
 
 typedef struct pk_compile_options {
   const char *model;        /* graph JSON or ONNX (.onnx); with `graph`: a label, may be NULL */
@@ -46,6 +48,11 @@ typedef struct pk_compile_options {
    * pass names; each pass is a stage, so it can be measured alone */
   const char *passes;
   const char *disable_passes; /* NULL or a comma list: these off, whatever `passes` says */
+  /* the layout pass (pk_layout_mode_parse): NULL or "auto" (each conv chain NHWC when the
+   * tuning records of --db say its kernels are faster so), "nchw", "nhwc" */
+  const char *layout;
+  pk_measurer *measurer;    /* with layout auto: times once each kernel the layout pass
+                               costs and --db has no record of; NULL: records only */
   bool verbose;             /* a line per pass stage to `log` */
   /* the frozen prefix (pk_graph_frozen_prefix) runs first and the artifact says which
    * tensors the runtime may cache per sample (`--cache-frozen`); refused with the reason
@@ -93,7 +100,7 @@ pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *o, pk_compile_result
 /* The distinct kernel tasks of a model's training (or inference) graph, for `pock tune
  * MODEL`: each TE program once (kernels that differ only in buffer strides are one task:
  * a schedule serves both), with its calls per step as weight. Runs load, sparse, train and
- * the passes that change the kernels (fold, copy_elim, fuse); a kernel only the load plan
+ * the passes that change the kernels (fold, copy_elim, layout, fuse); a kernel only the load plan
  * calls (once, not per step) is not a task. */
 typedef struct pk_model_tasks {
   int n;
@@ -124,7 +131,6 @@ pk_status pk_model_tasks_of(pk_ctx *ctx, const pk_compile_options *o, pk_model_t
  *   pk_search_result r;
  *   if (pk_sparse_search(ctx, &so, &r) == PK_OK) ... write r.spec, r.report, r.html
  */
-typedef struct pk_measurer pk_measurer;
 
 typedef struct pk_search_options {
   pk_compile_options compile; /* model, weights, reinit, batch, db, target, optimizer; sparse,

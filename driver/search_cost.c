@@ -12,26 +12,30 @@
 
 #define DEFAULT_TRACE "{\"version\":1,\"steps\":[]}"
 
+double drv_time_schedule(pk_ctx *ctx, pk_measurer *measurer, const pk_task *task,
+                         const pk_schedule *sched) {
+  if (!measurer) return NAN;
+  pk_candidate cand = {.kind = PK_CAND_SCHEDULE, .knobs = "{}",
+                       .trace = sched ? pk_sched_to_json(sched) : DEFAULT_TRACE};
+  char hex[2 * PKRT_SHA256_BYTES + 1];
+  pkrt_sha256_hex(cand.trace, strlen(cand.trace), hex);
+  cand.trace_hash = pk_strdup(ctx, hex);
+  pk_measurement m;
+  if (pk_measurer_run(measurer, task, &cand, 1, &m) != PK_OK) {
+    pk_ctx_clear_error(ctx);
+    return NAN;
+  }
+  return m.status == PK_MEAS_OK ? m.timing.median_ns * 1e-6 : NAN;
+}
+
 /* Times kernel K's schedule once (cached by target and kernel key); NAN when there is no
  * measurer or the measurement failed (then the step time is unknown). */
 static double kernel_ms(srch_run_env *E, const drv_state *S, const drv_kernel *K) {
   const char *key = pk_sprintf(E->ctx, "%s %s", S->o->target ? S->o->target : "c", K->key);
   double ms;
   if (srch_cache_kernel(E->cache, key, &ms)) return ms;
-  if (!E->o->measurer) return NAN;
-  pk_candidate cand = {.kind = PK_CAND_SCHEDULE, .knobs = "{}",
-                       .trace = K->sched ? pk_sched_to_json(K->sched) : DEFAULT_TRACE};
-  char hex[2 * PKRT_SHA256_BYTES + 1];
-  pkrt_sha256_hex(cand.trace, strlen(cand.trace), hex);
-  cand.trace_hash = pk_strdup(E->ctx, hex);
-  pk_measurement m;
-  if (pk_measurer_run(E->o->measurer, &K->task, &cand, 1, &m) != PK_OK) {
-    pk_ctx_clear_error(E->ctx);
-    return NAN;
-  }
-  if (m.status != PK_MEAS_OK) return NAN;
-  ms = m.timing.median_ns * 1e-6;
-  srch_cache_put_kernel(E->cache, key, ms);
+  ms = drv_time_schedule(E->ctx, E->o->measurer, &K->task, K->sched);
+  if (!isnan(ms)) srch_cache_put_kernel(E->cache, key, ms);
   return ms;
 }
 

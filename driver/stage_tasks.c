@@ -188,10 +188,11 @@ pk_status pk_model_tasks_of(pk_ctx *ctx, const pk_compile_options *o, pk_model_t
   if (s == PK_OK && !o->inference) s = drv_sparse(&S);
   if (s == PK_OK) s = drv_train(&S);
   /* the kernels the artifact will have: folding rewrites frozen norms, copy elimination
-   * removes some, fusion makes chains one kernel (the order the reorder pass picks
+   * removes some, the layout pass makes conv chains NHWC, fusion makes chains one kernel (the order the reorder pass picks
    * changes none) */
   if (s == PK_OK) s = drv_pass_fold(&S);
   if (s == PK_OK) s = drv_pass_copy_elim(&S);
+  if (s == PK_OK) s = drv_pass_layout(&S);
   if (s == PK_OK) s = drv_pass_fuse(&S);
   if (s == PK_OK) s = drv_tasks(&S);
   if (s != PK_OK) return s;

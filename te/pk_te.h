@@ -189,6 +189,18 @@ pk_status pk_te_fuse_prologue(pk_ctx *ctx, const pk_te_program *producer,
                               const pk_te_program *consumer, int slot, const int *share,
                               pk_te_program **out);
 
+/* ---- relayout (te/relayout.c; the graph's layout pass) ----
+ * A copy of p in which tensor i's dims are permuted when perm[i] (p->ntensors entries) is
+ * not NULL: new dim d is old dim perm[i][d] (NCHW -> NHWC: {0, 2, 3, 1}, as transpose's
+ * perm). Its shape, every read of it (index d of a read is the old read's index
+ * perm[i][d]) and, for a compute, its axes (new axis d iterates old axis perm[i][d], so
+ * the stage iterates and stores in the new order; a scatter_add keeps its domain and
+ * permutes its destination) follow; the rest is copied. Evaluated on inputs permuted the
+ * same way it computes the original results, permuted. Checked; PK_ERR_USAGE when a
+ * perm[i] is not a permutation of tensor i's dims. */
+pk_status pk_te_relayout(pk_ctx *ctx, const pk_te_program *p, const int *const *perm,
+                         pk_te_program **out);
+
 /* ---- queries ---- */
 int64_t pk_te_tensor_numel(const pk_te_tensor *t);
 bool pk_dtype_is_float(pkrt_dtype t);

@@ -2,8 +2,12 @@
 # 10 steps with all passes equal those with none: the digits models and, with a Python that
 # has onnx and torch, POCK_ONNX_PYTHON, the tiny example models; the --passes options), and
 # backend switching.
+# (layout_db_fixture: a database where the digits CNN's NHWC kernels are faster, so that the
+# layout pass's default choice, by tuning records, is NHWC)
+add_executable(layout_db_fixture layout_db_fixture.c)
+target_link_libraries(layout_db_fixture PRIVATE pk_driver)
 add_test(NAME test_passes_equiv COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_passes_equiv.sh
-  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> ${PROJECT_SOURCE_DIR})
+  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> ${PROJECT_SOURCE_DIR} $<TARGET_FILE:layout_db_fixture>)
 set_tests_properties(test_passes_equiv PROPERTIES LABELS "cli;passes" TIMEOUT 300
   ENVIRONMENT "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCK_ONNX_PYTHON=${POCK_ONNX_PYTHON}")
 
@@ -30,6 +34,10 @@ set_tests_properties(test_cache_frozen PROPERTIES LABELS "cli;passes" TIMEOUT 18
 # their conv (or an affine map), a frozen weight's transpose made at load, the same weights
 # after 3 steps as without it, folded results with bytes of their own, the frozen prefix.
 pk_add_test(test_fold LIBS pk_graph LABELS graph passes sanitize TIMEOUT 60)
+
+# pk_te_relayout (the layout pass's rewrite): NHWC programs equal the originals, permuted;
+# the conv-as-GEMM template takes an NHWC conv
+pk_add_test(test_te_relayout LIBS pk_autotune LABELS te passes sanitize)
 
 # Epilogues fused into a matmul (pk_te_fuse_epilogue, the fuse pass's second sweep): the
 # fused program equals producer then consumer in the interpreter, and the matmul template's

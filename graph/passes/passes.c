@@ -14,10 +14,16 @@ static const pk_pass_info table[PK_PASS_COUNT_] = {
                            "gradients that are copies, reshapes or contiguous slices of "
                            "another tensor alias it (no kernel, no buffer)",
                            pk_pass_copy_elim},
+    [PK_PASS_LAYOUT] = {"layout",
+                        "conv chains stored channels last (NHWC) when their measured kernel "
+                        "times are lower so (--layout), transposes at the chains' ends",
+                        pk_pass_layout},
     [PK_PASS_FUSE] = {"fuse",
                       "chains of elementwise nodes (bias, activation, residual add, their "
-                      "gradients) become one kernel, and the matmul or conv before one its "
-                      "epilogue; the intermediates take no memory",
+                      "gradients) become one kernel; the matmul or conv before one takes it "
+                      "as its epilogue, an SGD update its weight gradient's kernel, a matmul "
+                      "an elementwise producer of an operand it packs (prologue); the "
+                      "intermediates take no memory",
                       pk_pass_fuse},
     [PK_PASS_REORDER] = {"reorder",
                          "a topological order with a lower planned arena peak (kept only "

@@ -22,7 +22,7 @@
 
 /* The passes, in the order the driver runs them. */
 typedef enum pk_pass_kind {
-  PK_PASS_FOLD, PK_PASS_COPY_ELIM, PK_PASS_FUSE, PK_PASS_REORDER, PK_PASS_COUNT_
+  PK_PASS_FOLD, PK_PASS_COPY_ELIM, PK_PASS_LAYOUT, PK_PASS_FUSE, PK_PASS_REORDER, PK_PASS_COUNT_
 } pk_pass_kind;
 
 typedef struct pk_pass_info {
@@ -39,7 +39,7 @@ const pk_pass_info *pk_passes_table(void);
  * repeated name and listing the passes. */
 pk_status pk_passes_select(pk_ctx *ctx, const char *list, const char *disable, bool *on);
 /* The pass names, comma separated (for messages and help). */
-#define PK_PASS_NAMES "fold, copy_elim, fuse, reorder"
+#define PK_PASS_NAMES "fold, copy_elim, layout, fuse, reorder"
 
 /* Each pass (graph/passes/<name>.c). */
 pk_status pk_pass_fold(pk_graph *g, const char **note);
@@ -47,14 +47,38 @@ pk_status pk_pass_copy_elim(pk_graph *g, const char **note);
 pk_status pk_pass_fuse(pk_graph *g, const char **note);
 /* What the fuse pass fuses besides elementwise chains (pk_pass_fuse: everything). */
 typedef struct pk_fuse_options {
-  bool epilogues;         /* elementwise epilogues into the matmul or conv before them; false
-                             on GPU targets, whose templates store the product (which a
-                             fused epilogue leaves without storage) */
-  bool forward_epilogues; /* those in the forward pass too; false with --cache-frozen, so that
-                             a frozen layer's product stays in the frozen prefix when a
-                             trained bias reads it */
+  bool epilogues;         /* elementwise epilogues into the matmul or conv before them, SGD
+                             updates into their weight gradient's kernel, and prologues into
+                             a matmul's packed operand; false on GPU targets, whose templates
+                             store the product (which a fused epilogue leaves without
+                             storage) and pack nothing */
+  bool forward_epilogues; /* epilogues and prologues in the forward pass too; false with
+                             --cache-frozen, so that a frozen layer's product stays in the
+                             frozen prefix when a trained bias reads it */
 } pk_fuse_options;
 pk_status pk_pass_fuse_with(pk_graph *g, const pk_fuse_options *o, const char **note);
+/* The layout pass (layout.c): conv chains stored NHWC, transposes at their ends. */
+typedef enum pk_layout_mode {
+  PK_LAYOUT_AUTO, /* each chain NHWC when the step's kernels take over 2% less time so
+                     (its conversions included, fused as they will be); NCHW when a kernel
+                     has no time */
+  PK_LAYOUT_NCHW, /* every chain as the model has it */
+  PK_LAYOUT_NHWC  /* every chain NHWC (tests; measuring) */
+} pk_layout_mode;
+typedef struct pk_layout_options {
+  pk_layout_mode mode;
+  /* AUTO: milliseconds one run of a kernel of this program takes (a tuning record's, or a
+   * timing), NAN when unknown; NULL: nothing is timed (every chain stays NCHW) */
+  double (*kernel_ms)(void *user, const pk_te_program *prog);
+  void *user;
+  /* AUTO: the fuse pass's options when it runs after this one (the step's kernels are
+   * costed as fused); NULL: costed unfused */
+  const pk_fuse_options *fuse;
+} pk_layout_options;
+/* "auto" (or NULL), "nchw", "nhwc" -> *mode; PK_ERR_USAGE naming the value otherwise. */
+pk_status pk_layout_mode_parse(pk_ctx *ctx, const char *s, pk_layout_mode *mode);
+pk_status pk_pass_layout_with(pk_graph *g, const pk_layout_options *o, const char **note);
+pk_status pk_pass_layout(pk_graph *g, const char **note); /* AUTO, nothing timed */
 pk_status pk_pass_reorder(pk_graph *g, const char **note);
 
 /* ---- shared by the passes (passes.c) ---- */
