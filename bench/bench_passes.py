@@ -40,8 +40,9 @@ def pass_names(pock):
 def calls_per_step(pock, src, spec, batch, passes):
     """Nodes of the training graph after the passes (each one kernel call a step), less the
     fold pass's load-phase nodes (they run once, at load)."""
+    lay = ["--layout", "auto"] if passes in ("layout", "all") else []
     p = subprocess.run([pock, "compile", src, "--batch", str(batch), "--sparse", spec,
-                        "--passes", passes, "--dump-after", "reorder"],
+                        "--passes", passes, "--dump-after", "reorder"] + lay,
                        capture_output=True, text=True)
     m = re.search(r"^graph batch=\d+ tensors=\d+ nodes=(\d+)", p.stdout, re.M)
     load = len(re.findall(r"^  #\d+ load ", p.stdout, re.M))
@@ -89,8 +90,11 @@ def main():
                 art = os.path.join(work, "%s_%s_%s_b%d_%s.pock" % (name, a.size, scheme,
                                                                    a.batch, cfg))
                 bt.log("compile %s %s passes %s" % (name, scheme, cfg))
+                # the layout pass chooses by kernel times: without a database's records
+                # it needs --layout auto said explicitly to time the presets
+                lay = ["--layout", "auto"] if cfg in ("layout", "all") else []
                 c = bt.compile_pock(pock, files["pock"], spec, a.batch, art,
-                                    extra=["--passes", cfg])
+                                    extra=["--passes", cfg] + lay)
                 c["calls"] = calls_per_step(pock, files["pock"], spec, a.batch, cfg)
                 rows.append({"model": name, "scheme": scheme, "passes": cfg, "art": art,
                              "data": files["train"], "c": c, "ms": []})
