@@ -275,7 +275,7 @@ static bool ox_reduces_last(pk_ox *im, int j, int rank) {
   int naxes = 0;
   for (size_t k = 0; k < n->n_attribute; k++) {
     const Onnx__AttributeProto *a = n->attribute[k];
-    if (!a->name) return false; /* a nameless attribute (found by fuzz_onnx): the converter's */
+    if (!a || !a->name) return false; /* a nameless attribute (found by fuzz_onnx): the converter's */
     if (strcmp(a->name, "keepdims") == 0) keep = a->i;
     else if (strcmp(a->name, "axes") == 0 && a->n_ints == 1 && naxes == 0) axes[naxes++] = a->ints[0];
     else return false; /* noop_with_empty_axes, a repeated axes or anything else: leave it to
@@ -356,7 +356,7 @@ static bool ox_group_norm_ok(pk_ox *im, const pk_ox_chain *c, const pk_ox_value 
   *eps = 1e-5;
   const Onnx__NodeProto *n = im->model->graph->node[c->reduce];
   for (size_t k = 0; k < n->n_attribute; k++) {
-    if (strcmp(n->attribute[k]->name, "epsilon") == 0) *eps = n->attribute[k]->f;
+    if (n->attribute[k] && n->attribute[k]->name && strcmp(n->attribute[k]->name, "epsilon") == 0) *eps = n->attribute[k]->f;
     else return false;
   }
   /* the float attribute's shortest decimal (1e-5, not 9.99999974e-06), as PyTorch has it */
