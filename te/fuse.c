@@ -134,6 +134,16 @@ static pk_status check_slot(pk_ctx *ctx, const pk_te_tensor *pc, const pk_te_pro
 
 /* The fused program's placeholders: the producer's, then the consumer's own (not the slot,
  * not those shared with the producer), as pk_te_fuse documents. */
+/* A new stage of p shaped like pc, whose axes stand for pc's in what F rebuilds. */
+static pk_te_tensor *stage_like(fuse_map *F, pk_te_program *p, const pk_te_tensor *pc) {
+  pk_te_tensor *t = pk_te_compute(F->ctx, p, NULL, pc->ndim, pc->shape, NULL);
+  for (int d = 0; d < pc->ndim; d++) {
+    F->axis_from[F->naxes] = pc->axes[d];
+    F->axis_to[F->naxes++] = pk_expr_axis(F->ctx, t->axes[d]);
+  }
+  return t;
+}
+
 static pk_status copy_placeholders(fuse_map *F, pk_te_program *p, const int *share) {
   pk_ctx *ctx = F->ctx;
   const pk_te_program *producer = F->producer, *consumer = F->consumer;
@@ -285,11 +295,7 @@ pk_status pk_te_fuse_epilogue(pk_ctx *ctx, const pk_te_program *producer,
   pk_te_program *p = pk_te_program_new(ctx);
   if ((s = copy_placeholders(&F, p, share)) != PK_OK) return s;
   /* the product stage, its axes and reduce axes new ones of p */
-  pk_te_tensor *t = pk_te_compute(ctx, p, NULL, pc->ndim, pc->shape, NULL);
-  for (int d = 0; d < pc->ndim; d++) {
-    F.axis_from[F.naxes] = pc->axes[d];
-    F.axis_to[F.naxes++] = pk_expr_axis(ctx, t->axes[d]);
-  }
+  pk_te_tensor *t = stage_like(&F, p, pc);
   t->body = pc->body->kind == PK_EXPR_REDUCE ? copy_reduce(&F, pc->body, p, true)
                                             : copy_expr(&F, pc->body, true);
   F.naxes = 0;
@@ -341,11 +347,7 @@ pk_status pk_te_fuse_prologue(pk_ctx *ctx, const pk_te_program *producer,
   pk_te_program *p = pk_te_program_new(ctx);
   if ((s = copy_placeholders(&F, p, share)) != PK_OK) return s;
   /* the prologue's stage first, read by the product where it read the slot */
-  pk_te_tensor *pro = pk_te_compute(ctx, p, NULL, pc->ndim, pc->shape, NULL);
-  for (int d = 0; d < pc->ndim; d++) {
-    F.axis_from[F.naxes] = pc->axes[d];
-    F.axis_to[F.naxes++] = pk_expr_axis(ctx, pro->axes[d]);
-  }
+  pk_te_tensor *pro = stage_like(&F, p, pc);
   pro->body = copy_expr(&F, pc->body, true);
   F.naxes = 0;
   F.slot_to = pro;
