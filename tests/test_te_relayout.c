@@ -160,9 +160,11 @@ int main(void) {
         pk_task_from_program(ctx, r, "c", &task) != PK_OK || pk_space_new(ctx, &task, &sp) != PK_OK) {
       check(false, what, "%s", pk_ctx_error(ctx));
       pk_ctx_clear_error(ctx);
+      pk_space_free(sp);
       continue;
     }
     check(!strcmp(sp->cls->name, "conv_gemm"), what, "template %s", sp->cls->name);
+    pk_space_free(sp);
   }
   const int bad[4] = {0, 2, 2, 1};
   const int *perm_bad[3] = {bad, NULL, NULL};
