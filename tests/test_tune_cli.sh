@@ -77,11 +77,12 @@ grep -q '^predicted step [0-9.]* -> [0-9.]* ms' "$tmp/b1" && pass model_predicte
   fail model_predicted_step "$(tail -2 "$tmp/b1")"
 ! "$pock" db export "$bdb" 2>/dev/null | grep -q 'not measured' && pass budget_cut_not_recorded ||
   fail budget_cut_not_recorded "a record says 'not measured'"
-# The model's step from the database: per kernel share, untuned vs tuned, step before/after.
+# The model's step from the database: per kernel share, untuned vs tuned, step before/after
+# (a matmul row: plain, or fused with its epilogue or SGD update by the fuse pass).
 mlp=$src/examples/digits/models/mlp.json
 "$pock" report --db "$bdb" --model "$mlp" >"$tmp/m.txt" 2>&1 &&
   grep -q '^model .*: [0-9]* kernels; step [0-9.]* ms untuned -> [0-9.]* ms tuned' "$tmp/m.txt" &&
-  grep -q '^matmul' "$tmp/m.txt" && pass report_model_text || fail report_model_text "$(head -3 "$tmp/m.txt")"
+  grep -Eq '^(fused\()?matmul' "$tmp/m.txt" && pass report_model_text || fail report_model_text "$(head -3 "$tmp/m.txt")"
 "$pock" report --db "$bdb" --model "$mlp" --format html -o "$tmp/m.html" &&
   grep -q '<table id="kernels">' "$tmp/m.html" && ! grep -q 'http' "$tmp/m.html" &&
   pass report_model_html || fail report_model_html "no kernel table or an external URL"
