@@ -203,6 +203,10 @@ int space_thread_values(const pk_space *sp, const pk_te_tensor *t, int64_t *out)
   return n;
 }
 
+int64_t space_parallel_preset(const pk_space *sp, int k, double work, double min_work) {
+  return sp->knobs[k].nvalues > 1 && work >= min_work ? 1 : 0;
+}
+
 int64_t space_thread_preset(const pk_space *sp, int k, int64_t parallel_extent) {
   const pk_knob *kn = &sp->knobs[k];
   if (kn->nvalues < 2) return 0;
@@ -455,7 +459,12 @@ pk_schedule *pk_space_default_schedule(pk_ctx *ctx, const pk_task *task, const c
   pk_config cfg;
   pk_schedule *sched = NULL;
   const char *reason = NULL;
-  if (pk_space_new(ctx, task, &sp) != PK_OK)
+  /* parallel loops offered: an artifact runs under any thread count (`pock-rt --threads`),
+   * and with one thread the pool runs a parallel loop inline */
+  pk_space_options opts;
+  pk_space_options_default(&opts);
+  opts.allow_parallel = true;
+  if (pk_space_new_opts(ctx, task, &opts, &sp) != PK_OK)
     reason = pk_sprintf(ctx, "no space: %s", pk_ctx_error(ctx));
   else if (!pk_space_preset(sp, &cfg))
     reason = pk_sprintf(ctx, "no preset for class %s (template %s)", pk_task_class_name(task->cls), sp->cls->name);

@@ -420,6 +420,7 @@ static bool conv_preset(const pk_space *sp, int64_t *v) {
   if (p->weight_bytes) v[CV_ORDER] = space_cache_order(sp, p->input_bytes, p->weight_bytes);
   int64_t oc = space_stage_extent(sp, p->n.stage, p->oc);
   v[CV_RFACTOR_THREADS] = space_thread_preset(sp, CV_RFACTOR_THREADS, (oc + v[CV_TILE_OC] - 1) / v[CV_TILE_OC]);
+  v[CV_PARALLEL] = space_parallel_preset(sp, CV_PARALLEL, sp->task->flops, 1 << 20);
   /* a depthwise dW (each output channel's outputs only its taps, at most 16): the row in
    * lanes, two vectors wide where it has them (MobileNetV2's: 5x faster), channels in
    * parallel */

@@ -282,6 +282,7 @@ static bool reduction_preset(const pk_space *sp, int64_t *v) {
   memset(v, 0, RD_NKNOBS * sizeof *v);
   v[RD_UNROLL] = 1;
   v[RD_VECTOR] = space_pick(sp, RD_VECTOR, L);
+  v[RD_PARALLEL] = space_parallel_preset(sp, RD_PARALLEL, (double)pk_te_tensor_numel(r) * (double)ext, 1 << 17);
   v[RD_PHASES] = space_pick(sp, RD_PHASES, 1);
   /* the largest operand read along the reduction's rows (a batch norm's sums over N, H, W
    * per channel): lanes across the channels would gather from H*W apart (5-13 GFLOP/s) */
@@ -369,6 +370,11 @@ static bool injective_preset(const pk_space *sp, int64_t *v) {
   v[IJ_VECTOR] = space_pick(sp, IJ_VECTOR, 2 * (int64_t)sp->lanes);
   v[IJ_FUSE] = 1;
   v[IJ_UNROLL] = 1;
+  double numel = 0;
+  for (int i = 0; i < prog->ntensors; i++)
+    if (prog->tensors[i]->kind == PK_TE_COMPUTE && pk_te_tensor_numel(prog->tensors[i]) > numel)
+      numel = (double)pk_te_tensor_numel(prog->tensors[i]);
+  v[IJ_PARALLEL] = space_parallel_preset(sp, IJ_PARALLEL, numel, 1 << 17);
   return true;
 }
 

@@ -136,6 +136,10 @@ int64_t space_thread_preset(const pk_space *sp, int k, int64_t parallel_extent);
 /* A preset's order of its two outer tile loops by the L2 (opts.l2_bytes, else the
  * target's): pk_tile_order_by_cache. */
 int64_t space_cache_order(const pk_space *sp, int64_t reread0, int64_t reread1);
+/* A preset's "parallel" knob: 1 where the space offers it (allow_parallel: the driver's
+ * default schedules) and the kernel has work enough (work >= min_work) that splitting its
+ * outer loop across the pool beats the pool's start-up cost; else 0. */
+int64_t space_parallel_preset(const pk_space *sp, int k, double work, double min_work);
 /* Splits the longest reduce axis of n->stage by threads and rfactors the inner part, so
  * "<stage>.rf" computes `threads` partial results (its last dim, each from every
  * threads-th point of that axis) and <stage> sums them. out gets the names of the .rf

@@ -482,6 +482,7 @@ static bool matmul_preset(const pk_space *sp, int64_t *v) {
   v[MM_ORDER] = space_cache_order(sp, M * p->k_extent * elem, p->k_extent * N * elem);
   /* few column tiles to run in parallel (a small weight gradient): split the reduction */
   v[MM_RFACTOR_THREADS] = space_thread_preset(sp, MM_RFACTOR_THREADS, (N + v[MM_TILE_N] - 1) / v[MM_TILE_N]);
+  v[MM_PARALLEL] = space_parallel_preset(sp, MM_PARALLEL, sp->task->flops, 1 << 20);
   return true;
 }
 
