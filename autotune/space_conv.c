@@ -232,17 +232,20 @@ static pk_status conv_unroll_and_vectorize(const conv_plan *p, pk_schedule *s, c
 /* Whether the tail writes the tile out (the epilogue computed at its tile): not in parallel,
  * where a result computed inside the parallel loop would have to be local; the tail is
  * then a loop nest of its own. */
-static bool tail_at_tile(const conv_plan *p, pk_schedule *s, const int64_t *v) {
+static bool tail_fits_tile(const conv_plan *p, int64_t oc, int64_t w, int64_t h, const int64_t *v) {
   if (!p->tail || v[CV_PARALLEL] || p->lanes_first) return false;
   /* and only where tiles and vectors divide the extents: a tile's region is clamped into
    * the tensor, so a partial last tile would compute part of the previous one's again,
    * and the update is in place (M' = m M + g twice is wrong) */
-  int64_t oc = space_stage_extent_of(s, p->n.stage, p->oc);
-  int64_t w = space_stage_extent_of(s, p->n.stage, p->w);
-  int64_t h = p->h >= 0 ? space_stage_extent_of(s, p->n.stage, p->h) : 1;
   return oc % v[CV_TILE_OC] == 0 && w % v[CV_TILE_W] == 0 &&
          (p->h < 0 || v[CV_TILE_H] < 2 || h % v[CV_TILE_H] == 0) &&
          (v[CV_VECTOR] < 2 || v[CV_TILE_W] % v[CV_VECTOR] == 0);
+}
+
+static bool tail_at_tile(const conv_plan *p, pk_schedule *s, const int64_t *v) {
+  return tail_fits_tile(p, space_stage_extent_of(s, p->n.stage, p->oc),
+                        space_stage_extent_of(s, p->n.stage, p->w),
+                        p->h >= 0 ? space_stage_extent_of(s, p->n.stage, p->h) : 1, v);
 }
 
 /* Shapes the product stage p->n.stage (the main one or a sibling). */
@@ -420,7 +423,12 @@ static bool conv_preset(const pk_space *sp, int64_t *v) {
   if (p->weight_bytes) v[CV_ORDER] = space_cache_order(sp, p->input_bytes, p->weight_bytes);
   int64_t oc = space_stage_extent(sp, p->n.stage, p->oc);
   v[CV_RFACTOR_THREADS] = space_thread_preset(sp, CV_RFACTOR_THREADS, (oc + v[CV_TILE_OC] - 1) / v[CV_TILE_OC]);
-  v[CV_PARALLEL] = space_parallel_preset(sp, CV_PARALLEL, sp->task->flops, 1 << 20);
+  /* in parallel where the kernel has work enough, unless a fused update would then lose
+   * its write from the register tile (tail_at_tile: not in parallel) */
+  int64_t w = space_stage_extent(sp, p->n.stage, p->w);
+  int64_t h = p->h >= 0 ? space_stage_extent(sp, p->n.stage, p->h) : 1;
+  if (!tail_fits_tile(p, oc, w, h, v))
+    v[CV_PARALLEL] = space_parallel_preset(sp, CV_PARALLEL, sp->task->flops, 1 << 20);
   /* a depthwise dW (each output channel's outputs only its taps, at most 16): the row in
    * lanes, two vectors wide where it has them (MobileNetV2's: 5x faster), channels in
    * parallel */

@@ -333,6 +333,17 @@ static pk_status matmul_tile_out(const matmul_plan *p, pk_schedule *s, const cha
   return PK_OK;
 }
 
+/* Whether a tail (an SGD update's W' after its M') writes the tile out, the epilogue
+ * computed at its tile: only where the tiles and vectors divide the extents (M x N): a
+ * tile's region is clamped into the tensor, so a partial last tile would compute part of
+ * the previous one's again, and the update is in place (M' = m M + g twice is wrong). Not
+ * in parallel (a result computed inside a parallel loop must be local). */
+static bool tail_at_tile(const matmul_plan *p, int64_t M, int64_t N, const int64_t *v) {
+  int64_t MR = v[MM_TILE_M], NR = v[MM_TILE_N];
+  return p->tail && !v[MM_PARALLEL] && M % MR == 0 && N % NR == 0 &&
+         (v[MM_VECTOR] < 2 || (v[MM_VECTOR_ROWS] ? MR : NR) % v[MM_VECTOR] == 0);
+}
+
 static pk_status matmul_apply_plan(const matmul_plan *p, pk_schedule *s, const int64_t *v) {
   const char *T = p->stage;
   const char *readers[] = {T};
@@ -380,19 +391,13 @@ static pk_status matmul_apply_plan(const matmul_plan *p, pk_schedule *s, const i
     for (int d = 0; d < p->ndim; d++) order[d + 1] = pk_sprintf(s->ctx, "i%d", d);
     SPACE_TRY(pk_sched_reorder(s, T, p->ndim + 1, order));
   }
-  /* With a tail (an SGD update's W' after its M'), the tail writes the tile out and the
-   * epilogue is computed at its tile, shaped the same (its tile loops then run once): both
-   * results leave from the registers of one tile; the accumulators are computed at the
-   * epilogue's. Only where the tiles and vectors divide the extents: a tile's region is
-   * clamped into the tensor, so a partial last tile would compute part of the previous
-   * one's again, and the update is in place (M' = m M + g twice is wrong). Not in
-   * parallel (a result computed inside a parallel loop must be local). Otherwise the
-   * tail is a loop nest of its own after the tiles. */
+  /* With a tail at the tile (tail_at_tile), the tail writes the tile out and the epilogue
+   * is computed at its tile, shaped the same (its tile loops then run once): both results
+   * leave from the registers of one tile; the accumulators are computed at the epilogue's.
+   * Otherwise the tail is a loop nest of its own after the tiles. */
   const char *A = O; /* the stage the accumulators are computed at */
-  int64_t M = space_stage_extent_of(s, p->stage, p->ndim - 2);
-  int64_t N = space_stage_extent_of(s, p->stage, p->ndim - 1);
-  bool at_tile = p->tail && !v[MM_PARALLEL] && M % MR == 0 && N % NR == 0 &&
-                 (v[MM_VECTOR] < 2 || (v[MM_VECTOR_ROWS] ? MR : NR) % v[MM_VECTOR] == 0);
+  bool at_tile = tail_at_tile(p, space_stage_extent_of(s, p->stage, p->ndim - 2),
+                              space_stage_extent_of(s, p->stage, p->ndim - 1), v);
   if (at_tile) O = p->tail;
   SPACE_TRY(matmul_tile_out(p, s, O, v, outer, local));
   if (at_tile) {
@@ -482,7 +487,9 @@ static bool matmul_preset(const pk_space *sp, int64_t *v) {
   v[MM_ORDER] = space_cache_order(sp, M * p->k_extent * elem, p->k_extent * N * elem);
   /* few column tiles to run in parallel (a small weight gradient): split the reduction */
   v[MM_RFACTOR_THREADS] = space_thread_preset(sp, MM_RFACTOR_THREADS, (N + v[MM_TILE_N] - 1) / v[MM_TILE_N]);
-  v[MM_PARALLEL] = space_parallel_preset(sp, MM_PARALLEL, sp->task->flops, 1 << 20);
+  /* in parallel where the kernel has work enough, unless a fused update would then lose
+   * its write from the register tile (tail_at_tile: not in parallel) */
+  if (!tail_at_tile(p, M, N, v)) v[MM_PARALLEL] = space_parallel_preset(sp, MM_PARALLEL, sp->task->flops, 1 << 20);
   return true;
 }
 

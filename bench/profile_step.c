@@ -2,7 +2,7 @@
  * would) and times each kernel call of the train plan alone, cache-warm, on one pinned core.
  *
  *   profile_step MODEL.json [--sparse SPEC.json] [--batch N] [--db DB] [--plan train|eval|infer]
- *                [--te] [--top K]
+ *                [--passes LIST] [--disable-pass LIST] [--te] [--top K]
  * prints one row per plan step sorted by time (name, kernel, class, schedule source, FLOPs,
  * µs, GFLOP/s, share), then the sum of the rows and the median of whole steps. --te also
  * prints the canonical TE of the slowest kernels (what to look at when scheduling them). */
@@ -94,12 +94,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--batch") && v) o.batch = atoll(argv[++i]);
     else if (!strcmp(a, "--db") && v) o.db = argv[++i];
     else if (!strcmp(a, "--plan") && v) plan_name = argv[++i];
+    else if (!strcmp(a, "--passes") && v) o.passes = argv[++i]; /* as pock compile's */
+    else if (!strcmp(a, "--disable-pass") && v) o.disable_passes = argv[++i]; /* a comma list */
     else if (!strcmp(a, "--top") && v) top = atoi(argv[++i]);
     else if (!strcmp(a, "--te")) te = true;
     else if (a[0] != '-' && !o.model) o.model = a;
     else {
       fprintf(stderr, "usage: profile_step MODEL.json [--sparse SPEC] [--batch N] [--db DB] "
-                      "[--plan train|eval|infer] [--te] [--top K]\n");
+                      "[--plan train|eval|infer] [--passes LIST] [--disable-pass LIST] [--te] [--top K]\n");
       return 2;
     }
   }

@@ -2,6 +2,7 @@
  * parallel_for that kernels receive. One pool per context, no OpenMP (docs/runtime.md). */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -14,20 +15,39 @@
 
 #define PKRT_MAX_THREADS 512 /* a typo'd thread count should not fork-bomb the device */
 
-/* Every job field is read and written under `mu`, except inside body(): a worker that
- * wakes late can then never run one job's chunk with another job's body. Jobs have only
- * nthreads chunks, so the lock is taken a handful of times per parallel_for. */
+/* How long a worker spins for the next job before it sleeps, and how long the caller spins
+ * for the last chunk before it sleeps. A training step calls hundreds of kernels, most a
+ * few microseconds apart: a condition variable's wake-up (tens of microseconds, more on a
+ * VM) each time would cost more than a small kernel's parallel half saves. 2 ms of spinning
+ * after the last job is noise next to a step; longer idle periods sleep. */
+#define POOL_SPIN_NS 2000000
+/* Chunks per thread: a thread that starts late (woken from sleep, or preempted) leaves its
+ * chunks to the others rather than holding up the job. */
+#define POOL_CHUNKS_PER_THREAD 4
+
+/* A job is published by the caller and claimed chunk by chunk through `claim`, whose high
+ * 32 bits are the job's generation and low 32 bits the next chunk: a worker that wakes
+ * late can never claim a chunk of a newer job with the older job's body, because its
+ * compare-and-swap names the generation it saw. The job's fields are written before the
+ * generation is published and are stable while any of its chunks is unfinished (the next
+ * job waits for `pending` to reach 0). Sleeping uses the mutex and condition variables;
+ * the fast path takes no lock. */
 typedef struct pool {
   pthread_mutex_t mu;
   pthread_cond_t wake; /* workers: a new job (gen changed) or stop */
   pthread_cond_t done; /* caller: pending reached 0 */
-  uint64_t gen;
-  bool stop;
+  _Atomic uint64_t gen;
+  atomic_bool stop;
+  atomic_int sleepers;       /* workers blocked on `wake` */
+  atomic_bool caller_asleep; /* the caller blocked on `done` */
   /* the job in flight */
   pkrt_parallel_body body;
   void *closure;
-  int64_t n, chunk_len, nchunks, next_chunk, pending;
-  int status; /* first non-zero chunk status */
+  int64_t n, chunk_len;
+  _Atomic int64_t nchunks;
+  _Atomic uint64_t claim; /* generation << 32 | next chunk */
+  _Atomic int64_t pending;
+  atomic_int status; /* first non-zero chunk status */
   /* Set while a job runs: a parallel_for that finds it set (a nested call from a body,
    * or a second thread sharing the context) runs inline instead of deadlocking. */
   atomic_flag busy;
@@ -42,34 +62,82 @@ struct pkrt_ctx {
   char error[512];
 };
 
-/* Runs chunks of the current job until none are left; called with mu held, returns with
- * mu held. Shared by the workers and the calling thread. */
-static void pool_run_chunks(pool *p) {
-  while (p->next_chunk < p->nchunks) {
-    int64_t c = p->next_chunk++;
-    int64_t begin = c * p->chunk_len;
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* Spins until done(arg) or POOL_SPIN_NS pass; whether done(arg) held. After the first
+ * 50 us it also yields at each clock check, so that with more threads than cores a spinning
+ * thread does not hold a core that a working one is waiting for. */
+static bool spin_until(bool (*done)(const pool *, uint64_t), const pool *p, uint64_t arg) {
+  int64_t start = 0;
+  for (unsigned i = 1;; i++) {
+    if (done(p, arg)) return true;
+    cpu_relax();
+    if (i % 64 == 0) { /* the clock every 64 pauses: a few microseconds */
+      int64_t now = pkrt_now_ns();
+      if (!start) start = now;
+      else if (now - start >= POOL_SPIN_NS) return false;
+      else if (now - start >= 50000) sched_yield();
+    }
+  }
+}
+
+static bool new_job_or_stop(const pool *p, uint64_t seen) {
+  return atomic_load(&p->gen) != seen || atomic_load(&p->stop);
+}
+
+static bool job_finished(const pool *p, uint64_t unused) {
+  (void)unused;
+  return atomic_load(&p->pending) == 0;
+}
+
+/* Runs chunks of job `gen` until none are left. Shared by the workers and the caller. */
+static void pool_run_chunks(pool *p, uint64_t gen) {
+  uint64_t tag = (gen & 0xffffffffu) << 32;
+  for (;;) {
+    uint64_t c = atomic_load(&p->claim);
+    if ((c & ~(uint64_t)0xffffffffu) != tag) return; /* a newer job: ours is all claimed */
+    int64_t idx = (int64_t)(c & 0xffffffffu);
+    if (idx >= atomic_load_explicit(&p->nchunks, memory_order_relaxed)) return;
+    if (!atomic_compare_exchange_weak(&p->claim, &c, c + 1)) continue;
+    /* chunk idx of job gen is ours: the job's fields stay as they are until it is done */
+    int64_t begin = idx * p->chunk_len;
     int64_t end = p->n - begin > p->chunk_len ? begin + p->chunk_len : p->n;
-    pkrt_parallel_body body = p->body;
-    void *closure = p->closure;
-    pthread_mutex_unlock(&p->mu);
-    int rc = body(begin, end, closure);
-    pthread_mutex_lock(&p->mu);
-    if (rc != 0 && p->status == 0) p->status = rc;
-    if (--p->pending == 0) pthread_cond_signal(&p->done);
+    int rc = p->body(begin, end, p->closure);
+    if (rc != 0) {
+      int zero = 0;
+      atomic_compare_exchange_strong(&p->status, &zero, rc);
+    }
+    if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_asleep)) {
+      pthread_mutex_lock(&p->mu); /* the caller is in (or about to enter) its wait */
+      pthread_cond_signal(&p->done);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
 }
 
 static void *pool_worker(void *arg) {
   pool *p = arg;
   uint64_t seen = 0;
-  pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (!p->stop && p->gen == seen) pthread_cond_wait(&p->wake, &p->mu);
-    if (p->stop) break;
-    seen = p->gen;
-    pool_run_chunks(p);
+    if (!spin_until(new_job_or_stop, p, seen)) {
+      /* sleep: counted in `sleepers` before gen is read again, so a caller that publishes
+       * after that read sees the count and broadcasts under the mutex (both seq_cst) */
+      pthread_mutex_lock(&p->mu);
+      atomic_fetch_add(&p->sleepers, 1);
+      while (!new_job_or_stop(p, seen)) pthread_cond_wait(&p->wake, &p->mu);
+      atomic_fetch_sub(&p->sleepers, 1);
+      pthread_mutex_unlock(&p->mu);
+    }
+    if (atomic_load(&p->stop)) break;
+    seen = atomic_load(&p->gen);
+    pool_run_chunks(p, seen);
   }
-  pthread_mutex_unlock(&p->mu);
   return NULL;
 }
 
@@ -85,25 +153,35 @@ static int pool_parallel_for(pkrt_exec_ctx *ctx, int64_t n, pkrt_parallel_body b
   if (atomic_flag_test_and_set_explicit(&p->busy, memory_order_acquire))
     return inline_for(n, body, closure);
 
-  int64_t nthreads = p->nworkers + 1;
-  pthread_mutex_lock(&p->mu);
+  /* Publish the job: its fields, then the claim counter, then the generation. */
+  int64_t most = (int64_t)(p->nworkers + 1) * POOL_CHUNKS_PER_THREAD;
+  int64_t nchunks = n < most ? n : most;
+  /* Ceiling divisions written so that no n up to INT64_MAX overflows. */
+  p->chunk_len = n / nchunks + (n % nchunks != 0);
+  nchunks = n / p->chunk_len + (n % p->chunk_len != 0); /* no empty trailing chunk */
   p->body = body;
   p->closure = closure;
   p->n = n;
-  p->nchunks = n < nthreads ? n : nthreads;
-  /* Ceiling divisions written so that no n up to INT64_MAX overflows. */
-  p->chunk_len = n / p->nchunks + (n % p->nchunks != 0);
-  p->nchunks = n / p->chunk_len + (n % p->chunk_len != 0); /* no empty trailing chunk */
-  p->next_chunk = 0;
-  p->pending = p->nchunks;
-  p->status = 0;
-  p->gen++;
-  pthread_cond_broadcast(&p->wake);
-  pool_run_chunks(p); /* the caller works too rather than just waiting */
-  while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
-  int status = p->status;
-  pthread_mutex_unlock(&p->mu);
-
+  atomic_store(&p->nchunks, nchunks);
+  atomic_store(&p->pending, nchunks);
+  atomic_store(&p->status, 0);
+  uint64_t gen = atomic_load(&p->gen) + 1;
+  atomic_store(&p->claim, (gen & 0xffffffffu) << 32);
+  atomic_store(&p->gen, gen);
+  if (atomic_load(&p->sleepers) > 0) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+  }
+  pool_run_chunks(p, gen); /* the caller works too rather than just waiting */
+  if (!spin_until(job_finished, p, 0)) {
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->caller_asleep, true);
+    while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
+    atomic_store(&p->caller_asleep, false);
+    pthread_mutex_unlock(&p->mu);
+  }
+  int status = atomic_load(&p->status);
   atomic_flag_clear_explicit(&p->busy, memory_order_release);
   return status;
 }
@@ -111,7 +189,7 @@ static int pool_parallel_for(pkrt_exec_ctx *ctx, int64_t n, pkrt_parallel_body b
 static void pool_free(pool *p) {
   if (!p) return;
   pthread_mutex_lock(&p->mu);
-  p->stop = true;
+  atomic_store(&p->stop, true);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   for (int i = 0; i < p->nworkers; i++) pthread_join(p->workers[i], NULL);
