@@ -454,6 +454,15 @@ bool space_gpu_refuses(const pk_space *sp, pk_ctx *ctx, const pk_schedule *sched
                      pk_gpu_prepare(ctx, f, &k) != PK_OK);
 }
 
+/* A default schedule never splits a reduction across threads (rfactor_threads 0, which is
+ * its knob's first value): each sum is then added up in one order whatever the thread
+ * count and whether the fuse pass fused the kernel (a fused epilogue rules the split
+ * out), so an untuned artifact's results do not depend on either. The tuner may split. */
+static void default_without_thread_split(const pk_space *sp, pk_config *cfg) {
+  int k = pk_space_knob_index(sp, "rfactor_threads");
+  if (k >= 0) cfg->idx[k] = 0;
+}
+
 pk_schedule *pk_space_default_schedule(pk_ctx *ctx, const pk_task *task, const char **why) {
   pk_space *sp = NULL;
   pk_config cfg;
@@ -468,16 +477,19 @@ pk_schedule *pk_space_default_schedule(pk_ctx *ctx, const pk_task *task, const c
     reason = pk_sprintf(ctx, "no space: %s", pk_ctx_error(ctx));
   else if (!pk_space_preset(sp, &cfg))
     reason = pk_sprintf(ctx, "no preset for class %s (template %s)", pk_task_class_name(task->cls), sp->cls->name);
-  else if (pk_space_schedule(sp, ctx, &cfg, &sched) != PK_OK || space_gpu_refuses(sp, ctx, sched)) {
-    /* a GPU preset whose shared panels do not fit: the same tiles without them */
-    int k = pk_space_knob_index(sp, "shared");
-    if (k >= 0 && sp->knobs[k].values[cfg.idx[k]] != 0) {
-      pk_ctx_clear_error(ctx);
-      cfg.idx[k] = 0;
-      if (pk_space_schedule(sp, ctx, &cfg, &sched) != PK_OK || space_gpu_refuses(sp, ctx, sched))
+  else {
+    default_without_thread_split(sp, &cfg);
+    if (pk_space_schedule(sp, ctx, &cfg, &sched) != PK_OK || space_gpu_refuses(sp, ctx, sched)) {
+      /* a GPU preset whose shared panels do not fit: the same tiles without them */
+      int k = pk_space_knob_index(sp, "shared");
+      if (k >= 0 && sp->knobs[k].values[cfg.idx[k]] != 0) {
+        pk_ctx_clear_error(ctx);
+        cfg.idx[k] = 0;
+        if (pk_space_schedule(sp, ctx, &cfg, &sched) != PK_OK || space_gpu_refuses(sp, ctx, sched))
+          reason = pk_sprintf(ctx, "preset refused: %s", pk_ctx_error(ctx));
+      } else {
         reason = pk_sprintf(ctx, "preset refused: %s", pk_ctx_error(ctx));
-    } else {
-      reason = pk_sprintf(ctx, "preset refused: %s", pk_ctx_error(ctx));
+      }
     }
   }
   pk_ctx_clear_error(ctx);

@@ -403,9 +403,10 @@ static bool gemm_preset(const pk_space *sp, int64_t *v) {
   v[CG_UNROLL_K] = 1;
   /* fewer lane tiles than cores (a weight gradient of few channels): split the reduction */
   v[CG_RFACTOR_THREADS] = space_thread_preset(sp, CG_RFACTOR_THREADS, (p->ev + v[CG_TILE_V] - 1) / v[CG_TILE_V]);
-  /* in parallel where the kernel has work enough, unless a fused update would then lose
-   * its write from the register tile (tail_at_tile: not in parallel) */
-  if (!tail_at_tile(p, v)) v[CG_PARALLEL] = space_parallel_preset(sp, CG_PARALLEL, sp->task->flops, 1 << 20);
+  /* serial: with its outer tile loop parallel, MobileNetV2's 4x4 1x1 convs (two channel
+   * tiles, the ragged last one shifted back onto the first) ran 8x slower at two threads
+   * than at one (docs/performance.md, issue 23's two-thread rows); the tuner may still
+   * choose parallel where it measures faster */
   return true;
 }
 

@@ -2,7 +2,7 @@
  * would) and times each kernel call of the train plan alone, cache-warm, on one pinned core.
  *
  *   profile_step MODEL.json [--sparse SPEC.json] [--batch N] [--db DB] [--plan train|eval|infer]
- *                [--passes LIST] [--disable-pass LIST] [--te] [--top K]
+ *                [--passes LIST] [--disable-pass LIST] [--threads N] [--te] [--top K]
  * prints one row per plan step sorted by time (name, kernel, class, schedule source, FLOPs,
  * µs, GFLOP/s, share), then the sum of the rows and the median of whole steps. --te also
  * prints the canonical TE of the slowest kernels (what to look at when scheduling them). */
@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
   pk_compile_options o = pk_compile_defaults();
   const char *plan_name = "train";
   bool te = false;
-  int top = 8;
+  int top = 8, threads = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--sparse") && v) o.sparse = argv[++i];
@@ -97,11 +97,13 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--passes") && v) o.passes = argv[++i]; /* as pock compile's */
     else if (!strcmp(a, "--disable-pass") && v) o.disable_passes = argv[++i]; /* a comma list */
     else if (!strcmp(a, "--top") && v) top = atoi(argv[++i]);
+    else if (!strcmp(a, "--threads") && v) threads = atoi(argv[++i]); /* > 1: not pinned */
     else if (!strcmp(a, "--te")) te = true;
     else if (a[0] != '-' && !o.model) o.model = a;
     else {
       fprintf(stderr, "usage: profile_step MODEL.json [--sparse SPEC] [--batch N] [--db DB] "
-                      "[--plan train|eval|infer] [--passes LIST] [--disable-pass LIST] [--te] [--top K]\n");
+                      "[--plan train|eval|infer] [--passes LIST] [--disable-pass LIST] [--threads N] [--te] "
+                      "[--top K]\n");
       return 2;
     }
   }
@@ -123,10 +125,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   double compile_ms = (now_us() - c0) / 1e3;
-  int cpu = pin_last_cpu();
+  int cpu = threads > 1 ? -1 : pin_last_cpu(); /* a pool's threads need every core */
   pkrt_model *m;
   char err[512];
-  pkrt_open_options oo = {.nthreads = 1};
+  pkrt_open_options oo = {.nthreads = threads > 1 ? threads : 1};
   int rc = pkrt_model_open(path, &oo, &m, err, sizeof err);
   unlink(path);
   if (rc != 0) return fprintf(stderr, "profile_step: %s\n", err), 1;

@@ -32,7 +32,9 @@ import numpy as np
 
 PKW_MAGIC = b"PKW1"
 PKW_DTYPES = {np.dtype(np.float32): 1, np.dtype(np.float64): 2}
-PKW_NP = {1: np.float32, 2: np.float64}
+# .pkw dtype codes (pkrt_dtype) read_pkw understands: a saved model may hold integer
+# constants (a BERT export's shape and index tensors) beside its float weights
+PKW_NP = {1: np.float32, 2: np.float64, 3: np.int32, 4: np.int64}
 
 
 class ConvertError(Exception):
