@@ -1,5 +1,5 @@
 /* compile.c — `pock compile` as a flat list of named stages, each handing one structure to
- * the next (drv_state): load → sparse → train → the graph passes (fold, copy_elim, layout,
+ * the next (drv_state): load → sparse → train → the graph passes (fold, share_stats, copy_elim, layout,
  * fuse, reorder) → frozen (with
  * --cache-frozen) →
  * memplan → tasks → schedule → codegen → artifact. --dump-after STAGE prints that stage's structure to stdout and stops there. */
@@ -35,6 +35,7 @@ typedef struct stage {
 static const stage stages[] = {
     {"load", drv_load, dump_fwd},          {"sparse", drv_sparse, dump_fwd},
     {"train", drv_train, dump_graph}, {"fold", drv_pass_fold, dump_graph},
+    {"share_stats", drv_pass_share_stats, dump_graph},
     {"copy_elim", drv_pass_copy_elim, dump_graph},
     {"layout", drv_pass_layout, dump_graph}, {"fuse", drv_pass_fuse, dump_graph},
     {"reorder", drv_pass_reorder, dump_graph}, {"frozen", drv_frozen, dump_graph},

@@ -101,6 +101,7 @@ pk_status drv_layouts(drv_state *S);
 
 /* ---- stage_passes.c: one stage per graph pass (pk_passes.h) ---- */
 pk_status drv_pass_fold(drv_state *S);
+pk_status drv_pass_share_stats(drv_state *S);
 pk_status drv_pass_copy_elim(drv_state *S);
 pk_status drv_pass_fuse(drv_state *S);
 pk_status drv_pass_reorder(drv_state *S);

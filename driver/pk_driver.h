@@ -18,7 +18,7 @@
 
 /* Stages, in order (names for --dump-after). */
 #define PK_DRIVER_STAGES \
-  "load, sparse, train, fold, copy_elim, layout, fuse, reorder, frozen, memplan, tasks, schedule, " \
+  "load, sparse, train, fold, share_stats, copy_elim, layout, fuse, reorder, frozen, memplan, tasks, schedule, " \
   "codegen, artifact"
 
 typedef struct pk_measurer pk_measurer;
@@ -100,8 +100,8 @@ pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *o, pk_compile_result
 /* The distinct kernel tasks of a model's training (or inference) graph, for `pock tune
  * MODEL`: each TE program once (kernels that differ only in buffer strides are one task:
  * a schedule serves both), with its calls per step as weight. Runs load, sparse, train and
- * the passes that change the kernels (fold, copy_elim, layout, fuse); a kernel only the load plan
- * calls (once, not per step) is not a task. */
+ * the passes that change the kernels (fold, share_stats, copy_elim, layout, fuse); a kernel
+ * only the load plan calls (once, not per step) is not a task. */
 typedef struct pk_model_tasks {
   int n;
   pk_te_program **progs;

@@ -86,7 +86,7 @@ static pk_status drv_pass(drv_state *S, pk_pass_kind kind) {
   if (s != PK_OK) return s;
   const char *line;
   if (!on[kind]) {
-    line = pk_sprintf(S->ctx, "pass %-10s off\n", p->name);
+    line = pk_sprintf(S->ctx, "pass %-11s off\n", p->name);
   } else {
     int nodes0 = S->g->nnodes;
     int64_t arena0, arena1;
@@ -105,7 +105,7 @@ static pk_status drv_pass(drv_state *S, pk_pass_kind kind) {
       return pk_ctx_fail(S->ctx, s, "compile: after pass %s: %s", p->name, why);
     }
     if ((s = pk_pass_arena_bytes(S->g, &arena1)) != PK_OK) return s;
-    line = pk_sprintf(S->ctx, "pass %-10s nodes %d -> %d, arena %lld -> %lld bytes: %s\n",
+    line = pk_sprintf(S->ctx, "pass %-11s nodes %d -> %d, arena %lld -> %lld bytes: %s\n",
                       p->name, nodes0, S->g->nnodes, (long long)arena0, (long long)arena1, note);
   }
   S->pass_report = pk_sprintf(S->ctx, "%s%s", S->pass_report ? S->pass_report : "", line);
@@ -115,6 +115,7 @@ static pk_status drv_pass(drv_state *S, pk_pass_kind kind) {
 }
 
 pk_status drv_pass_fold(drv_state *S) { return drv_pass(S, PK_PASS_FOLD); }
+pk_status drv_pass_share_stats(drv_state *S) { return drv_pass(S, PK_PASS_SHARE_STATS); }
 pk_status drv_pass_copy_elim(drv_state *S) { return drv_pass(S, PK_PASS_COPY_ELIM); }
 pk_status drv_frozen(drv_state *S) {
   if (!S->o->cache_frozen) return PK_OK;

@@ -191,6 +191,7 @@ pk_status pk_model_tasks_of(pk_ctx *ctx, const pk_compile_options *o, pk_model_t
    * removes some, the layout pass makes conv chains NHWC, fusion makes chains one kernel (the order the reorder pass picks
    * changes none) */
   if (s == PK_OK) s = drv_pass_fold(&S);
+  if (s == PK_OK) s = drv_pass_share_stats(&S);
   if (s == PK_OK) s = drv_pass_copy_elim(&S);
   if (s == PK_OK) s = drv_pass_layout(&S);
   if (s == PK_OK) s = drv_pass_fuse(&S);

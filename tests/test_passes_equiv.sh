@@ -111,7 +111,7 @@ expect report_off 0 "pass copy_elim +off" \
   "$pock" compile "$D/models/cnn.json" --batch 4 --passes reorder --verbose --dump-after reorder
 expect dump_after_pass 0 "nodes=(39|40)" \
   "$pock" compile "$D/models/cnn.json" --batch 4 --dump-after copy_elim
-expect passes_unknown 2 "unknown pass 'fusion' \(all, none, or a comma list of: fold, copy_elim, layout, fuse, reorder\)" \
+expect passes_unknown 2 "unknown pass 'fusion' \(all, none, or a comma list of: fold, share_stats, copy_elim, layout, fuse, reorder\)" \
   "$pock" compile "$D/models/cnn.json" --passes copy_elim,fusion -o x.pock
 expect list_passes 0 "^copy_elim .*alias" "$pock" compile --list-passes
 expect fuse_cnn 0 "pass fuse +nodes 39 -> 33, .*: 1 elementwise node inlined into its reader, 4 epilogues fused into their matmul or conv, 0 prologues fused into their matmul, 1 optimizer update fused into its weight gradient" \
@@ -134,7 +134,7 @@ expect passes_twice 2 "'reorder' is listed twice" \
   "$pock" compile "$D/models/cnn.json" --passes reorder,reorder -o x.pock
 expect disable_pass 0 "pass fuse +off" \
   "$pock" compile "$D/models/cnn.json" --batch 4 --disable-pass fuse --verbose --dump-after reorder
-expect disable_pass_unknown 2 "disable-pass: unknown pass 'fusion' \(fold, copy_elim, layout, fuse, reorder\)" \
+expect disable_pass_unknown 2 "disable-pass: unknown pass 'fusion' \(fold, share_stats, copy_elim, layout, fuse, reorder\)" \
   "$pock" compile "$D/models/cnn.json" --disable-pass fusion -o x.pock
 [ -e x.pock ] && fail passes_error_wrote "x.pock exists"
 
@@ -167,6 +167,10 @@ sed 's/features\.17\./features.3./g; s/features\.18\./features.4./g' \
 case_ mobilenet_v2_full m/mobilenet_v2.onnx "--data cnn16_x.npy:cnn16_y.npy"
 case_ mobilenet_v2_pockengine m/mobilenet_v2.onnx "--data cnn16_x.npy:cnn16_y.npy" --sparse mb_pe.json
 case_ resnet18_full m/resnet18.onnx "--data cnn8_x.npy:cnn8_y.npy"
+# share_stats: each training-mode norm's running-stats update reads the forward's statistics,
+# gamma's gradient dX's sums, beta's gradient is a view of them (the weights compared above)
+expect share_stats_resnet18 0 "pass share_stats +nodes [0-9]+ -> [0-9]+, .*: [1-9][0-9]* running-stats updates read the forward's mean and variance, [1-9][0-9]* gamma gradients read dX's sums, [1-9][0-9]* beta gradients aliased" \
+  "$pock" compile m/resnet18.onnx --batch 4 --verbose --dump-after reorder
 case_ resnet18_partial m/resnet18.onnx "--data cnn8_x.npy:cnn8_y.npy" --sparse res_pe.json
 case_ resnet18_norms_biases m/resnet18.onnx "--data cnn8_x.npy:cnn8_y.npy" --sparse nbh.json
 # NHWC chains (the layout pass forced). MobileNetV2's projection norms' biases have no

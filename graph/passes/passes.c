@@ -10,6 +10,11 @@ static const pk_pass_info table[PK_PASS_COUNT_] = {
                       "nodes that read only frozen weights and constants run once at load "
                       "(FOLDED results); a frozen batch norm folds into its conv/linear weight",
                       pk_pass_fold},
+    [PK_PASS_SHARE_STATS] = {"share_stats",
+                             "a training-mode batch norm's statistics and sums made once: "
+                             "its running-stats update reads the forward's mean and "
+                             "variance, its gamma and beta gradients dX's sums",
+                             pk_pass_share_stats},
     [PK_PASS_COPY_ELIM] = {"copy_elim",
                            "gradients that are copies, reshapes or contiguous slices of "
                            "another tensor alias it (no kernel, no buffer)",

@@ -1,6 +1,7 @@
 /* pk_passes.h — the training-graph passes (graph/passes/, one file each): rewrites of a
  * built training graph, between pk_train_build and pk_memplan_build, that keep every
- * result bit for bit and cost less (fewer kernels, fewer bytes, a lower planned peak).
+ * result (within f32 rounding where arithmetic is regrouped: docs/passes.md) and cost less
+ * (fewer kernels, fewer bytes, a lower planned peak).
  *
  * Usage (what `pock compile` does; each pass is one of the driver's named stages):
  *   bool on[PK_PASS_COUNT_];
@@ -22,7 +23,7 @@
 
 /* The passes, in the order the driver runs them. */
 typedef enum pk_pass_kind {
-  PK_PASS_FOLD, PK_PASS_COPY_ELIM, PK_PASS_LAYOUT, PK_PASS_FUSE, PK_PASS_REORDER, PK_PASS_COUNT_
+  PK_PASS_FOLD, PK_PASS_SHARE_STATS, PK_PASS_COPY_ELIM, PK_PASS_LAYOUT, PK_PASS_FUSE, PK_PASS_REORDER, PK_PASS_COUNT_
 } pk_pass_kind;
 
 typedef struct pk_pass_info {
@@ -39,10 +40,11 @@ const pk_pass_info *pk_passes_table(void);
  * repeated name and listing the passes. */
 pk_status pk_passes_select(pk_ctx *ctx, const char *list, const char *disable, bool *on);
 /* The pass names, comma separated (for messages and help). */
-#define PK_PASS_NAMES "fold, copy_elim, layout, fuse, reorder"
+#define PK_PASS_NAMES "fold, share_stats, copy_elim, layout, fuse, reorder"
 
 /* Each pass (graph/passes/<name>.c). */
 pk_status pk_pass_fold(pk_graph *g, const char **note);
+pk_status pk_pass_share_stats(pk_graph *g, const char **note);
 pk_status pk_pass_copy_elim(pk_graph *g, const char **note);
 pk_status pk_pass_fuse(pk_graph *g, const char **note);
 /* What the fuse pass fuses besides elementwise chains (pk_pass_fuse: everything). */

@@ -469,6 +469,55 @@ static pk_status grad_rms(const pk_op_params *prm, const pk_te_tensor *y, int in
   return PK_OK;
 }
 
+/* Training-mode batch_norm's dX. gamma is per channel, as the statistics are, so it
+ * comes out of the sums: the stages are SDY = sum(dY) and SDYX = sum(dY (x - mean)), which
+ * are exactly dB and dG / rstd — the share_stats pass (graph/passes/share_stats.c) lets
+ * the param gradients read them instead of summing again.
+ *   dX = rstd g (dY - SDY / m - (x - mean) rstd^2 SDYX / m) */
+static pk_status grad_bn_input(const norm_view *v, const pk_op_input *x, pk_strbuf *out) {
+  int b2 = v->nks;
+  emit_axes(out, 0, v->nks, v->ks);
+  emit_axes(out, b2, v->nks, v->ks);
+  pk_op_emit_compute_head(out, "SDY", v->sr, v->sshape);
+  pk_strbuf_append(out, "sum(");
+  emit_read(out, "DY", v->x_at_s, 0);
+  emit_sum_close(out, 0, v->nks);
+  pk_op_emit_compute_head(out, "SDYX", v->sr, v->sshape);
+  pk_strbuf_append(out, "sum(");
+  emit_read(out, "DY", v->x_at_s, b2);
+  pk_strbuf_append(out, " * (");
+  emit_read(out, "X", v->x_at_s, b2);
+  pk_strbuf_append(out, " - ");
+  emit_self(out, "M", v->sr);
+  pk_strbuf_append(out, ")");
+  emit_sum_close(out, b2, v->nks);
+  pk_op_emit_compute_head(out, "DX", x->ndim, x->shape);
+  emit_read(out, "R", v->s_at_x, 0);
+  pk_strbuf_append(out, " * ");
+  emit_read(out, "G", v->p_at_x, 0);
+  pk_strbuf_append(out, " * (");
+  pk_op_emit_read_all(out, "DY", x->ndim);
+  pk_strbuf_append(out, " - ");
+  emit_read(out, "SDY", v->s_at_x, 0);
+  pk_strbuf_append(out, " / ");
+  pk_op_emit_float(out, v->m);
+  pk_strbuf_append(out, " - (");
+  pk_op_emit_read_all(out, "X", x->ndim);
+  pk_strbuf_append(out, " - ");
+  emit_read(out, "M", v->s_at_x, 0);
+  pk_strbuf_append(out, ")");
+  for (int i = 0; i < 2; i++) {
+    pk_strbuf_append(out, " * ");
+    emit_read(out, "R", v->s_at_x, 0);
+  }
+  pk_strbuf_append(out, " * ");
+  emit_read(out, "SDYX", v->s_at_x, 0);
+  pk_strbuf_append(out, " / ");
+  pk_op_emit_float(out, v->m);
+  pk_strbuf_append(out, "))\n");
+  return PK_OK;
+}
+
 pk_status pk_op_grad_norm(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
                           const pk_te_tensor *y, int input, pk_op_grad *g, pk_strbuf *out) {
   norm_view v;
@@ -508,6 +557,7 @@ pk_status pk_op_grad_norm(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
     emit_param_close(out, &v);
     return PK_OK;
   }
+  if (op == PK_OP_BATCH_NORM) return grad_bn_input(&v, x, out);
   /* SA = mean(dY g), SB = mean(dY g (x - mean)) per statistic */
   int b2 = v.nks;
   emit_axes(out, 0, v.nks, v.ks);
