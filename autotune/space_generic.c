@@ -240,14 +240,31 @@ static pk_status reduction_phases(pk_schedule *s, const pk_stage *st, const int6
   return PK_OK;
 }
 
+/* An elementwise stage of a reduction's program (a norm's result over small images, 8 x C
+ * x 4 x 4): its innermost loops fused until they are at least a vector long, so that it is
+ * vectorized rather than left to the host compiler, which does not vectorize min/max (a
+ * fused ReLU6) at all. */
+static pk_status fuse_short_inner(pk_schedule *s, const char *name, int64_t vector) {
+  for (;;) {
+    const pk_stage *st = pk_sched_find_stage(s, name);
+    if (vector < 2 || st->attach != PK_ATTACH_ROOT || st->tensor->dom_ndim || st->nleaf < 2 ||
+        st->leaf[st->nleaf - 1]->extent >= vector)
+      return PK_OK;
+    SPACE_TRY(pk_sched_fuse(s, name, st->leaf[st->nleaf - 2]->name, st->leaf[st->nleaf - 1]->name));
+  }
+}
+
 static pk_status reduction_apply(const pk_space *sp, pk_schedule *s, const int64_t *v) {
   const generic_plan *p = sp->plan;
   for (int i = 0; i < p->nstages; i++) {
     const pk_stage *st = pk_sched_find_stage(s, p->stage[i]);
     if (v[RD_PHASES] && st->attach == PK_ATTACH_ROOT && !st->tensor->dom_ndim && has_phases(st->tensor))
       SPACE_TRY(reduction_phases(s, st, v));
-    else if (st->tensor->body->kind != PK_EXPR_REDUCE)
+    else if (st->tensor->body->kind != PK_EXPR_REDUCE) {
+      SPACE_TRY(fuse_short_inner(s, p->stage[i], v[RD_VECTOR]));
+      st = pk_sched_find_stage(s, p->stage[i]);
       SPACE_TRY(space_schedule_injective(s, st, v[RD_VECTOR], v[RD_UNROLL], v[RD_PARALLEL] != 0, false, false));
+    }
     else if (v[RD_RFACTOR])
       SPACE_TRY(reduction_rfactor(s, p->stage[i], v));
     else

@@ -15,6 +15,8 @@ typedef struct fuse_map {
   const pk_te_program *producer, *consumer;
   int slot;                    /* the consumer placeholder that the producer computes */
   pk_te_tensor *slot_to;       /* epilogue: the slot's reads read this stage; NULL: inline */
+  const pk_te_tensor *tail;    /* inline: the producer compute inlined (its only one, or its
+                                  last: pk_te_fuse_tail) */
   pk_te_tensor **prod_tensor;  /* producer tensor id -> new tensor (placeholders) */
   pk_te_tensor **cons_tensor;  /* consumer tensor id -> new tensor (NULL for the slot) */
   const pk_te_axis *axis_from[PK_TE_MAX_DIMS * 2];
@@ -51,7 +53,7 @@ static pk_expr *copy_expr(fuse_map *F, const pk_expr *e, bool in_producer);
 
 /* The producer's body for the element the consumer reads at idx (already copied). */
 static pk_expr *inline_producer(fuse_map *F, pk_expr *const *idx) {
-  const pk_te_tensor *c = single_elementwise(F->producer);
+  const pk_te_tensor *c = F->tail;
   int saved = F->naxes;
   for (int d = 0; d < c->ndim; d++) {
     F->axis_from[F->naxes] = c->axes[d];
@@ -206,10 +208,45 @@ pk_status pk_te_fuse(pk_ctx *ctx, const pk_te_program *producer, const pk_te_pro
                        "elementwise tensor (no reduction, no scatter)");
   pk_status s = check_slot(ctx, pc, consumer, cc, slot);
   if (s != PK_OK) return s;
-  fuse_map F = {.ctx = ctx, .producer = producer, .consumer = consumer, .slot = slot};
+  fuse_map F = {.ctx = ctx, .producer = producer, .consumer = consumer, .slot = slot, .tail = pc};
   pk_te_program *p = pk_te_program_new(ctx);
   if ((s = copy_placeholders(&F, p, share)) != PK_OK) return s;
   return finish(&F, p, true, out);
+}
+
+pk_status pk_te_fuse_tail(pk_ctx *ctx, const pk_te_program *producer,
+                          const pk_te_program *consumer, int slot, const int *share,
+                          pk_te_program **out) {
+  *out = NULL;
+  const pk_te_tensor *pc = NULL, *cc = single_elementwise(consumer);
+  bool scatter = false;
+  for (int i = 0; i < producer->ntensors; i++) {
+    const pk_te_tensor *t = producer->tensors[i];
+    if (t->kind != PK_TE_COMPUTE) continue;
+    scatter = scatter || t->dom_ndim || !t->body;
+    pc = t;
+  }
+  if (!pc || !cc || scatter || has_reduce(pc->body))
+    return pk_ctx_fail(ctx, PK_ERR_UNSUPPORTED, "fuse: a tail needs a producer whose last "
+                       "compute is elementwise (no scatter) and a consumer of one "
+                       "elementwise compute");
+  pk_status s = check_slot(ctx, pc, consumer, cc, slot);
+  if (s != PK_OK) return s;
+  fuse_map F = {.ctx = ctx, .producer = producer, .consumer = consumer, .slot = slot, .tail = pc};
+  pk_te_program *p = pk_te_program_new(ctx);
+  if ((s = copy_placeholders(&F, p, share)) != PK_OK) return s;
+  /* the producer's other computes, in order, as stages of p */
+  for (int i = 0; i < producer->ntensors; i++) {
+    const pk_te_tensor *t = producer->tensors[i];
+    if (t->kind != PK_TE_COMPUTE || t == pc) continue;
+    F.naxes = 0;
+    pk_te_tensor *c = stage_like(&F, p, t);
+    c->body = t->body->kind == PK_EXPR_REDUCE ? copy_reduce(&F, t->body, p, true)
+                                             : copy_expr(&F, t->body, true);
+    F.prod_tensor[i] = c;
+  }
+  F.naxes = 0;
+  return finish(&F, p, false, out);
 }
 
 /* The one compute of a program (any body, no scatter), or NULL. */

@@ -165,6 +165,15 @@ char *pk_te_print_expr(pk_ctx *ctx, const pk_expr *e);
  * returned. PK_ERR_UNSUPPORTED when the programs are not of that form. */
 pk_status pk_te_fuse(pk_ctx *ctx, const pk_te_program *producer, const pk_te_program *consumer,
                      int slot, const int *share, pk_te_program **out);
+/* A tail: consumer (one elementwise compute) inlined into the last compute of a producer of
+ * several (a norm: its statistics, then its elementwise result), which must be elementwise
+ * (no reduction, no scatter) and which the consumer reads at `slot` once per element. The
+ * result has the placeholders pk_te_fuse gives, then the producer's other computes in
+ * order, then the consumer's compute with the producer's last inlined where it read `slot`:
+ * the norm's result is never stored. Checked; PK_ERR_UNSUPPORTED when not of that form. */
+pk_status pk_te_fuse_tail(pk_ctx *ctx, const pk_te_program *producer,
+                          const pk_te_program *consumer, int slot, const int *share,
+                          pk_te_program **out);
 /* An elementwise epilogue appended to a producer of one compute (a matmul or conv: a sum of
  * products; no scatter): the result has the placeholders pk_te_fuse gives, then the
  * producer's compute, then the consumer's computes in order, which read that compute where

@@ -114,13 +114,14 @@ expect dump_after_pass 0 "nodes=(39|40)" \
 expect passes_unknown 2 "unknown pass 'fusion' \(all, none, or a comma list of: fold, share_stats, copy_elim, layout, fuse, reorder\)" \
   "$pock" compile "$D/models/cnn.json" --passes copy_elim,fusion -o x.pock
 expect list_passes 0 "^copy_elim .*alias" "$pock" compile --list-passes
-expect fuse_cnn 0 "pass fuse +nodes 39 -> 33, .*: 1 elementwise node inlined into its reader, 4 epilogues fused into their matmul or conv, 0 prologues fused into their matmul, 1 optimizer update fused into its weight gradient" \
+# (each bias add inlined into the relu after it: relu's gradient reads its result, not the sum)
+expect fuse_cnn 0 "pass fuse +nodes 39 -> 30, .*: 4 elementwise nodes inlined into their reader, 0 into their norm.s or softmax.s result, 4 epilogues fused into their matmul or conv, 0 prologues fused into their matmul, 1 optimizer update fused into its weight gradient" \
   "$pock" compile "$D/models/cnn.json" --batch 4 --verbose --dump-after reorder
 expect dump_after_fuse 0 "= fused\(mean_grad0\+relu_grad0\)" \
   "$pock" compile "$D/models/cnn.json" --batch 4 --dump-after fuse
-# epilogues: each conv's bias add; in the MLP's backward pass each data gradient with the
-# ReLU gradient that reads it (run before the weight update that follows it)
-expect fuse_conv_epilogue 0 "= fused\(conv2d\+add\)" \
+# epilogues: each conv's bias add and relu; in the MLP's backward pass each data gradient
+# with the ReLU gradient that reads it (run before the weight update that follows it)
+expect fuse_conv_epilogue 0 "= fused\(conv2d\+add\+relu\)" \
   "$pock" compile "$D/models/cnn.json" --batch 4 --dump-after fuse
 expect fuse_backward_epilogue 0 "backward %[0-9]+, %[0-9]+ = fused\(matmul_grad0\+relu_grad0\)" \
   "$pock" compile "$D/models/mlp.json" --batch 4 --dump-after fuse
@@ -167,6 +168,12 @@ sed 's/features\.17\./features.3./g; s/features\.18\./features.4./g' \
 case_ mobilenet_v2_full m/mobilenet_v2.onnx "--data cnn16_x.npy:cnn16_y.npy"
 case_ mobilenet_v2_pockengine m/mobilenet_v2.onnx "--data cnn16_x.npy:cnn16_y.npy" --sparse mb_pe.json
 case_ resnet18_full m/resnet18.onnx "--data cnn8_x.npy:cnn8_y.npy"
+# tails: each norm's ReLU (and a residual add with it) computed by the norm's kernel, whose
+# result then is never stored (the ReLU's gradient reads the ReLU's result)
+expect fuse_tail_resnet18 0 "pass fuse +nodes [0-9]+ -> [0-9]+, .*, [1-9][0-9]* into their norm's or softmax's result" \
+  "$pock" compile m/resnet18.onnx --batch 4 --verbose --dump-after reorder
+expect dump_after_fuse_tail 0 "= fused\(batch_norm\+relu\)" \
+  "$pock" compile m/resnet18.onnx --batch 4 --dump-after fuse
 # share_stats: each training-mode norm's running-stats update reads the forward's statistics,
 # gamma's gradient dX's sums, beta's gradient is a view of them (the weights compared above)
 expect share_stats_resnet18 0 "pass share_stats +nodes [0-9]+ -> [0-9]+, .*: [1-9][0-9]* running-stats updates read the forward's mean and variance, [1-9][0-9]* gamma gradients read dX's sums, [1-9][0-9]* beta gradients aliased" \

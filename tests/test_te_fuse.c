@@ -1,5 +1,6 @@
-/* test_te_fuse.c — pk_te_fuse (te/fuse.c), the TE half of the fuse pass: the fused program
- * computes, in the reference interpreter, exactly what producer then consumer compute; its
+/* test_te_fuse.c — pk_te_fuse and pk_te_fuse_tail (te/fuse.c), the TE half of the fuse pass:
+ * the fused program computes, in the reference interpreter, exactly what producer then
+ * consumer compute; its
  * canonical text is the one written by hand; shared placeholders are read once; and every
  * program it must not fuse is refused with the right status. */
 #include <string.h>
@@ -81,11 +82,60 @@ static void refused(pk_ctx *ctx, const char *name, const char *consumer, int slo
   pk_ctx_clear_error(ctx);
 }
 
+/* A tail: a norm-like producer (a row mean, then its elementwise result) with a relu6 and a
+ * bias after it: the fused program keeps the mean as a stage and computes the consumer's
+ * tensor with the producer's result inlined; in the interpreter, the same doubles as the two
+ * programs one after the other. A producer whose last compute reduces is refused. */
+static const char *NORM = "X = placeholder((4, 6), f32)\n"
+                          "k = reduce_axis(6)\n"
+                          "M = compute((4,), (i) => sum(X[i, k] / 6.0, k))\n"
+                          "Y = compute((4, 6), (i, j) => X[i, j] - M[i])\n";
+static const char *ACT = "Y = placeholder((4, 6), f32)\n"
+                         "B = placeholder((6,), f32)\n"
+                         "A = compute((4, 6), (i, j) => min(max(Y[i, j] + B[j], 0.0), 6.0))\n";
+
+static void test_fuse_tail(pk_ctx *ctx) {
+  pk_te_program *p = parse(ctx, NORM), *c = parse(ctx, ACT), *f = NULL;
+  CHECK(p && c, "parse");
+  CHECK(pk_te_fuse_tail(ctx, p, c, 0, NULL, &f) == PK_OK, "fuse_tail: %s", pk_ctx_error(ctx));
+  /* X, B, M, A */
+  CHECK(f->ntensors == 4 && f->tensors[2]->kind == PK_TE_COMPUTE &&
+            f->tensors[3]->kind == PK_TE_COMPUTE && f->tensors[3]->ndim == 2,
+        "want X, B, the mean, then A: %s", pk_te_print(ctx, f));
+  pk_te_ref *rp = pk_te_ref_new(ctx, p), *rc = pk_te_ref_new(ctx, c), *rf = pk_te_ref_new(ctx, f);
+  pk_te_ref_fill_random(p, rp, 3);
+  pk_te_ref_fill_random(c, rc, 4);
+  CHECK(pk_te_interp_run(ctx, p, rp) == PK_OK, "producer: %s", pk_ctx_error(ctx));
+  memcpy(rc->tensors[0].val, rp->tensors[2].val, sizeof(double) * 24); /* Y */
+  memcpy(rc->tensors[0].mag, rp->tensors[2].mag, sizeof(double) * 24);
+  CHECK(pk_te_interp_run(ctx, c, rc) == PK_OK, "consumer: %s", pk_ctx_error(ctx));
+  memcpy(rf->tensors[0].val, rp->tensors[0].val, sizeof(double) * 24); /* X */
+  memcpy(rf->tensors[0].mag, rp->tensors[0].mag, sizeof(double) * 24);
+  memcpy(rf->tensors[1].val, rc->tensors[1].val, sizeof(double) * 6); /* B */
+  memcpy(rf->tensors[1].mag, rc->tensors[1].mag, sizeof(double) * 6);
+  CHECK(pk_te_interp_run(ctx, f, rf) == PK_OK, "fused: %s", pk_ctx_error(ctx));
+  CHECK(!memcmp(rf->tensors[2].val, rp->tensors[1].val, sizeof(double) * 4) &&
+            !memcmp(rf->tensors[3].val, rc->tensors[2].val, sizeof(double) * 24),
+        "fused values differ from producer then consumer");
+  /* the producer's last compute a reduction: nothing to inline */
+  pk_te_program *r = parse(ctx, "X = placeholder((4, 6), f32)\nk = reduce_axis(6)\n"
+                                "M = compute((4,), (i) => sum(X[i, k], k))\n");
+  pk_te_program *rc2 = parse(ctx, "M = placeholder((4,), f32)\nA = compute((4,), (i) => M[i] + 1.0)\n");
+  f = NULL;
+  CHECK(r && rc2 && pk_te_fuse_tail(ctx, r, rc2, 0, NULL, &f) == PK_ERR_UNSUPPORTED && !f &&
+            strstr(pk_ctx_error(ctx), "elementwise"),
+        "a reducing last compute must be refused: %s", pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+  PASS();
+}
+
 int main(void) {
   pk_ctx *ctx = pk_ctx_new();
   test_fuse_values(ctx);
   pk_ctx_clear_error(ctx);
   test_fuse_no_share(ctx);
+  pk_ctx_clear_error(ctx);
+  test_fuse_tail(ctx);
   pk_ctx_clear_error(ctx);
   refused(ctx, "refuses_reduction",
           "T = placeholder((4, 6), f32)\nk = reduce_axis(6)\n"

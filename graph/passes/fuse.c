@@ -135,7 +135,7 @@ static bool packed_operand(const pk_te_program *p, int slot) {
  * elementwise reader as the epilogue of a matmul or conv; an elementwise producer as the
  * prologue of a matmul's packed operand; an optimizer update as the epilogue of the kernel
  * that makes the weight's gradient. */
-typedef enum fuse_kind { FUSE_INLINE, FUSE_EPILOGUE, FUSE_PROLOGUE, FUSE_UPDATE } fuse_kind;
+typedef enum fuse_kind { FUSE_INLINE, FUSE_TAIL, FUSE_EPILOGUE, FUSE_PROLOGUE, FUSE_UPDATE } fuse_kind;
 
 /* Whether node c's input `slot` may be fused as kind says, besides fuse_input's rules. */
 static bool kind_allows(const pk_graph *g, int c, int slot, fuse_kind kind,
@@ -144,6 +144,7 @@ static bool kind_allows(const pk_graph *g, int c, int slot, fuse_kind kind,
   bool forward = cn->phase == PK_PHASE_FORWARD && !o->forward_epilogues;
   switch (kind) {
   case FUSE_INLINE: return true;
+  case FUSE_TAIL: return false; /* fuse_tail */
   case FUSE_EPILOGUE: return !forward && product_program(pn->prog);
   case FUSE_PROLOGUE: return !forward && packed_operand(cn->prog, slot);
   case FUSE_UPDATE:
@@ -256,6 +257,67 @@ static bool fuse_input(pk_graph *g, int c, int slot, fuse_kind kind, const pk_fu
   return true;
 }
 
+/* Fuses elementwise node c into the producer of its input `slot` when that is a node of
+ * several results (a norm: its statistics, then its elementwise result) and c reads the
+ * last one, which nothing else reads (a ReLU's gradient reads the ReLU's result, not the
+ * norm's): the producer's kernel applies c and stores its result instead (pk_te_fuse_tail).
+ * The fused node runs where the producer did, so c's other inputs must exist there and
+ * keep their values until c. True if done. */
+static bool fuse_tail(pk_graph *g, int c, int slot) {
+  pk_gnode *cn = g->nodes[c];
+  int t = cn->inputs[slot], p = g->tensors[t]->producer;
+  if (p < 0 || p >= c || cn->noutputs != 1 || g->tensors[cn->outputs[0]]->base >= 0) return false;
+  pk_gnode *pn = g->nodes[p];
+  const pk_gtensor *x = g->tensors[t];
+  /* a reduction's program (a norm, softmax): its template vectorizes the last stage as an
+   * injective one (autotune/space_generic.c); a strided conv's data gradient also ends in
+   * an elementwise stage (the phases' interleave), but its template would not know it */
+  if (pk_op_class_of(pn->op) != PK_OP_CLASS_REDUCTION) return false;
+  if (pn->phase != cn->phase || pn->noutputs < 2 || pn->outputs[pn->noutputs - 1] != t ||
+      !arena_role(x->role) || x->base >= 0 || t == g->output || t == g->loss ||
+      reads_of(g, t) != 1 || !can_hoist(g, p, c, t))
+    return false;
+  for (int u = 0; u < g->ntensors; u++)
+    if (g->tensors[u]->base == t) return false;
+  for (int o = 0; o < pn->noutputs; o++)
+    if (g->tensors[pn->outputs[o]]->base >= 0) return false; /* in place */
+  pk_ctx *ctx = g->ctx;
+  int *share = pk_alloc(ctx, sizeof(int) * (size_t)(cn->ninputs + 1));
+  int nin = pn->ninputs;
+  for (int i = 0; i < cn->ninputs; i++) {
+    share[i] = -1;
+    for (int j = 0; i != slot && j < pn->ninputs && share[i] < 0; j++)
+      if (pn->inputs[j] == cn->inputs[i]) share[i] = j;
+    nin += i != slot && share[i] < 0;
+  }
+  pk_te_program *prog;
+  if (pk_te_fuse_tail(ctx, pn->prog, cn->prog, slot, share, &prog) != PK_OK) {
+    pk_ctx_clear_error(ctx); /* not of the fusable form: both kernels stay */
+    return false;
+  }
+  int *inputs = pk_alloc(ctx, sizeof(int) * (size_t)(nin + 1)), n = 0;
+  for (int j = 0; j < pn->ninputs; j++) inputs[n++] = pn->inputs[j];
+  for (int i = 0; i < cn->ninputs; i++)
+    if (i != slot && share[i] < 0) inputs[n++] = cn->inputs[i];
+  int *outputs = pk_alloc(ctx, sizeof(int) * (size_t)pn->noutputs);
+  memcpy(outputs, pn->outputs, sizeof(int) * (size_t)pn->noutputs);
+  outputs[pn->noutputs - 1] = cn->outputs[0];
+  pn->fused = pk_sprintf(ctx, "%s+%s", op_label(ctx, pn), op_label(ctx, cn));
+  pn->prog = prog;
+  pn->inputs = inputs;
+  pn->ninputs = n;
+  pn->outputs = outputs;
+  g->tensors[cn->outputs[0]]->producer = p;
+  g->tensors[t]->producer = -1;
+  g->tensors[t]->fused_away = true;
+  for (int l = 0; l < g->nlayers; l++)
+    if (g->layer_nodes[l] == c) g->layer_nodes[l] = p;
+  bool *drop = pk_alloc(ctx, sizeof(bool) * (size_t)(g->nnodes + 1));
+  drop[c] = true;
+  pk_graph_remove_nodes(g, drop);
+  return true;
+}
+
 /* One sweep over the nodes (kind, o: as fuse_input); returns how many producers were
  * fused. */
 static int sweep(pk_graph *g, fuse_kind kind, const pk_fuse_options *o) {
@@ -265,7 +327,7 @@ static int sweep(pk_graph *g, fuse_kind kind, const pk_fuse_options *o) {
     while (again) { /* c's new inputs may be fusable in turn */
       again = false;
       for (int i = 0; i < g->nodes[c]->ninputs && !again; i++)
-        if (fuse_input(g, c, i, kind, o)) {
+        if (kind == FUSE_TAIL ? fuse_tail(g, c, i) : fuse_input(g, c, i, kind, o)) {
           fused++;
           c--; /* the producer before it was removed */
           again = true;
@@ -280,17 +342,20 @@ pk_status pk_pass_fuse_with(pk_graph *g, const pk_fuse_options *o, const char **
    * before prologues, so that a weight gradient whose operand has a prologue still takes
    * its update (a product that has a prologue is no longer one compute) */
   int chains = sweep(g, FUSE_INLINE, o);
+  int tails = sweep(g, FUSE_TAIL, o);
   int epis = o->epilogues ? sweep(g, FUSE_EPILOGUE, o) : 0;
   int updates = o->epilogues ? sweep(g, FUSE_UPDATE, o) : 0;
   int pros = o->epilogues ? sweep(g, FUSE_PROLOGUE, o) : 0;
-  *note = pk_sprintf(g->ctx, "%d elementwise node%s inlined into %s reader, %d epilogue%s "
+  *note = pk_sprintf(g->ctx, "%d elementwise node%s inlined into %s reader, %d into %s "
+                     "norm's or softmax's result, %d epilogue%s "
                      "fused into %s matmul or conv, %d prologue%s fused into %s matmul, %d "
                      "optimizer update%s fused into %s weight gradient (%d kernel calls fewer)",
-                     chains, chains == 1 ? "" : "s", chains == 1 ? "its" : "their", epis,
+                     chains, chains == 1 ? "" : "s", chains == 1 ? "its" : "their", tails,
+                     tails == 1 ? "its" : "their", epis,
                      epis == 1 ? "" : "s", epis == 1 ? "its" : "their", pros,
                      pros == 1 ? "" : "s", pros == 1 ? "its" : "their", updates,
                      updates == 1 ? "" : "s", updates == 1 ? "its" : "their",
-                     chains + epis + pros + updates);
+                     chains + tails + epis + pros + updates);
   return PK_OK;
 }
 

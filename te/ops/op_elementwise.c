@@ -165,8 +165,11 @@ pk_status pk_op_text_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
 }
 
 /* dX = dY * f'(x), from whichever of X and Y gives f' most cheaply: sigmoid, tanh, exp,
- * sqrt, rsqrt and reciprocal read Y (as PyTorch's backward formulas do), neg only dY, the
- * rest X (the piecewise ones need the side of each kink x is on, which Y loses where it
+ * sqrt, rsqrt and reciprocal read Y (as PyTorch's backward formulas do), and so do relu
+ * (y > 0 exactly where x > 0) and relu6 (0 < y < 6 exactly where 0 < x < 6), so that a
+ * norm's or a conv's result before them need not be kept for the backward pass (and the
+ * fuse pass can make the activation part of that kernel); neg reads only dY, the rest X
+ * (the other piecewise ones need the side of each kink x is on, which Y loses where it
  * saturates). At the kinks f' is PyTorch's (its *_backward kernels), so that training
  * matches it where activations land exactly on a kink (x = 0 after relu is common):
  *   relu'(0) = 0;  leaky_relu'(0) = alpha and elu'(0) = alpha (the x <= 0 side);
@@ -181,7 +184,8 @@ pk_status pk_op_grad_unary(pk_ctx *ctx, pk_op_kind op, const pk_op_params *prm,
   const pk_op_attrs *a = &prm->attrs;
   const char *dt = pkrt_dtype_name(x->dtype);
   bool reads_y = op == PK_OP_SIGMOID || op == PK_OP_TANH || op == PK_OP_EXP ||
-                 op == PK_OP_SQRT || op == PK_OP_RSQRT || op == PK_OP_RECIPROCAL;
+                 op == PK_OP_SQRT || op == PK_OP_RSQRT || op == PK_OP_RECIPROCAL ||
+                 op == PK_OP_RELU || op == PK_OP_RELU6;
   if (op != PK_OP_NEG)
     pk_op_grad_add_arg(g, out, reads_y ? PK_GRAD_ARG_OUTPUT : PK_GRAD_ARG_INPUT, 0,
                        reads_y ? "Y" : "X", prm, y);
