@@ -35,7 +35,7 @@ static void test_matmul_emit(pk_ctx *ctx) {
         "emit: %s", pk_ctx_error(ctx));
   CHECK(has(cu, "extern \"C\" __global__ void k0(const float *__restrict__ b0, const float "
                 "*__restrict__ b1, float *__restrict__ b2)") &&
-            has(cu, "__shared__ float b4[256];") && has(cu, "__syncthreads();") &&
+            has(cu, "__shared__ __align__(16) float b4[256];") && has(cu, "__syncthreads();") &&
             has(cu, "= (pk_i64)blockIdx.y;") && has(cu, "= (pk_i64)threadIdx.x;") &&
             has(cu, "#pragma unroll 4") && has(cu, "float b3[16];") && !has(cu, "restrict b"),
         "CUDA text:\n%s", cu);
