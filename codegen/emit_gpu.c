@@ -373,8 +373,10 @@ static bool vector_loop(ge *E, const pk_stmt *s) {
   int nvec = 0;
   for (int i = 0; i < P.nacc; i++) nvec += P.acc[i].vector;
   const char *guard = vector_guard(E, &P);
-  if (*guard) line(E, "if (%s) { /* %s: %d accesses of %d lanes */", guard, s->var->name, nvec, P.lanes);
-  else line(E, "{ /* %s: %d accesses of %d lanes */", s->var->name, nvec, P.lanes);
+  const char *what = pk_sprintf(E->ctx, "/* %s: %d accesses of %d lanes */", s->var->name, nvec,
+                                P.lanes);
+  if (*guard) line(E, "if (%s) { %s", guard, what);
+  else line(E, "{ %s", what);
   block_open(E);
   for (int k = 0; k < P.nstores; k++) vector_store(E, &P, k);
   E->indent--;
