@@ -3,14 +3,16 @@
  * block or thread index (guarded where the launch is wider), SHARED buffers are declared at
  * the kernel's top (OpenCL allows __local only there), LOCAL ones are per-thread arrays,
  * barriers are the dialect's, and integer arithmetic that may wrap goes through the prelude
- * (gpu_prelude.h) so results equal the interpreter's. Identifiers come from the IR. */
+ * (gpu_prelude.h) so results equal the interpreter's. A vectorized loop the plan accepts
+ * (gpu_vplan.c) reads and writes whole vectors: float4 through aligned pointers in CUDA,
+ * vload4/vstore4 in OpenCL. Identifiers come from the IR. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "pk_gpu.h"
+#include "gpu_vplan.h"
 
 extern const char pk_cgen_gpu_prelude[]; /* codegen/gpu_prelude.h, embedded by CMake */
 
@@ -20,7 +22,7 @@ typedef struct gpu_dialect {
   const char *f64_header;   /* what enables doubles */
   const char *kernel;       /* the entry point's qualifiers */
   const char *global;       /* pointer qualifier of kernel buffers */
-  const char *shared;       /* block-shared declaration */
+  const char *shared;       /* block-shared declaration (aligned for vector accesses) */
   const char *restrict_;
   const char *i64;          /* the 64-bit integer scalar parameters have */
   const char *ws_type;      /* byte type of the workspace */
@@ -29,6 +31,9 @@ typedef struct gpu_dialect {
   const char *unroll;       /* printf format with the depth */
   const char *i64_suffix;   /* of 64-bit integer literals */
   const char *inf_f32, *nan_f32, *inf_f64, *nan_f64;
+  /* vector accesses: through a cast to the vector type, which needs lanes x element bytes
+   * of alignment (CUDA), or with vloadN/vstoreN, which need the element's only (OpenCL) */
+  bool vector_casts;
   /* math: f32 and f64 names per call (CUDA has expf/exp, OpenCL overloads exp) */
   const char *fn_f32[PK_EOP_COUNT_], *fn_f64[PK_EOP_COUNT_];
 } gpu_dialect;
@@ -45,7 +50,7 @@ static const gpu_dialect cuda = {
     .f64_header = "#define PK_HAS_F64 1\n",
     .kernel = "extern \"C\" __global__ void",
     .global = "",
-    .shared = "__shared__ ",
+    .shared = "__shared__ __align__(16) ",
     .restrict_ = "__restrict__",
     .i64 = "long long",
     .ws_type = "unsigned char",
@@ -57,6 +62,7 @@ static const gpu_dialect cuda = {
     .inf_f32 = "__int_as_float(0x7f800000)", .nan_f32 = "__int_as_float(0x7fffffff)",
     .inf_f64 = "__longlong_as_double(0x7ff0000000000000LL)",
     .nan_f64 = "__longlong_as_double(0x7fffffffffffffffLL)",
+    .vector_casts = true,
     .fn_f32 = {[PK_EOP_EXP] = "expf", [PK_EOP_LOG] = "logf", [PK_EOP_SQRT] = "sqrtf",
                [PK_EOP_RSQRT] = "rsqrtf", [PK_EOP_TANH] = "tanhf", [PK_EOP_ERF] = "erff",
                [PK_EOP_ABS] = "fabsf", [PK_EOP_POW] = "powf", [PK_EOP_SIGMOID] = "pk_sigmoid_f32"},
@@ -104,6 +110,13 @@ typedef struct ge {
   pk_status status;
   pk_strbuf *out;
   int indent;
+  /* the vector path of a vectorized loop (vector_loop): its counter reads as lane_text,
+   * and the loads read as whole vectors as their component of lane */
+  const pk_lvar *lane_var;
+  const char *lane_text;
+  int lane, nvloads;
+  const pk_lexpr *vload[GPU_VPLAN_MAX_LOADS];
+  const char *vload_name[GPU_VPLAN_MAX_LOADS];
 } ge;
 
 static void unsupported(ge *E, const char *what) {
@@ -214,8 +227,11 @@ static const char *x(ge *E, const pk_lexpr *e) {
   switch (e->kind) {
   case PK_LX_INT: return int_text(E, e->ival, e->dtype);
   case PK_LX_FLOAT: return float_text(E, e->fval, e->dtype);
-  case PK_LX_VAR: return e->var->name;
-  case PK_LX_LOAD: return pk_sprintf(E->ctx, "%s[%s]", e->buf->name, x(E, e->args[0]));
+  case PK_LX_VAR: return e->var == E->lane_var ? E->lane_text : e->var->name;
+  case PK_LX_LOAD:
+    for (int i = 0; i < E->nvloads; i++)
+      if (E->vload[i] == e) return pk_sprintf(E->ctx, "%s.%c", E->vload_name[i], "xyzw"[E->lane]);
+    return pk_sprintf(E->ctx, "%s[%s]", e->buf->name, x(E, e->args[0]));
   case PK_LX_UNARY:
     if (e->op == PK_EOP_NOT) return pk_sprintf(E->ctx, "(!%s)", x(E, e->args[0]));
     if (pk_dtype_is_float(e->dtype) || e->index_math) return pk_sprintf(E->ctx, "(-%s)", x(E, e->args[0]));
@@ -255,19 +271,13 @@ static void bound_loop(ge *E, const pk_stmt *s) {
   block_close(E);
 }
 
-static void for_loop(ge *E, const pk_stmt *s) {
+/* A serial loop, or an unrolled one: a vectorized loop the plan refuses is unrolled too
+ * (a thread's consecutive elements; the compiler merges the accesses where it can). */
+static void plain_loop(ge *E, const pk_stmt *s) {
   const char *v = s->var->name, *min = x(E, s->min), *ext = x(E, s->extent);
-  switch (s->loop) {
-  case PK_LOOP_UNROLLED:
-  case PK_LOOP_VECTORIZED: /* a thread's consecutive elements: unrolled, the compiler
-                              merges the accesses where it can */
+  if (s->loop != PK_LOOP_SERIAL)
     line(E, E->D->unroll, (long long)(s->annotation > 0 ? s->annotation
                                        : s->extent->kind == PK_LX_INT ? s->extent->ival : 4));
-    break;
-  case PK_LOOP_SERIAL: break;
-  case PK_LOOP_PARALLEL: unsupported(E, "CPU parallel loops"); return;
-  default: bound_loop(E, s); return;
-  }
   if (s->min->kind == PK_LX_INT && s->min->ival == 0)
     line(E, "for (pk_i64 %s = 0; %s < %s; ++%s) {", v, v, ext, v);
   else
@@ -275,6 +285,123 @@ static void for_loop(ge *E, const pk_stmt *s) {
   block_open(E);
   stmt(E, s->body);
   block_close(E);
+}
+
+/* ---- vectorized loops (the plan: gpu_vplan.c) ---- */
+
+static void lane_at(ge *E, const pk_stmt *loop, int lane) {
+  E->lane_var = loop->var;
+  E->lane = lane;
+  E->lane_text = pk_sprintf(E->ctx, "%d", lane);
+}
+
+/* &b[index at lane 0] */
+static const char *vector_addr(ge *E, const gpu_vplan *P, const gpu_vaccess *a) {
+  lane_at(E, P->loop, 0);
+  return pk_sprintf(E->ctx, "&%s[%s]", a->buf->name, x(E, a->index));
+}
+
+static const char *vector_type(ge *E, const pk_lbuf *b, int lanes) {
+  return pk_sprintf(E->ctx, "%s%d", ctype(E, b->dtype), lanes);
+}
+
+/* What the vector path needs besides the plan: every lane passes every guard (outermost
+ * first, so a guard is only evaluated where the ones around it hold, as in the serial
+ * loop), and CUDA's vector types find their base pointers aligned. "" when nothing. */
+static const char *vector_guard(ge *E, const gpu_vplan *P) {
+  pk_strbuf g;
+  pk_strbuf_init(&g);
+  const char **seen = pk_alloc(E->ctx, sizeof *seen * (size_t)(P->nconds * P->lanes + 1));
+  int nseen = 0;
+  for (int c = 0; c < P->nconds; c++)
+    for (int l = 0; l < P->lanes; l++) {
+      lane_at(E, P->loop, l);
+      const char *t = x(E, P->conds[c]);
+      bool dup = false; /* a guard the same in every lane is tested once */
+      for (int i = 0; i < nseen && !dup; i++) dup = !strcmp(seen[i], t);
+      if (dup) continue;
+      seen[nseen++] = t;
+      pk_strbuf_printf(&g, "%s%s", g.len ? " && " : "", t);
+    }
+  for (int i = 0; i < P->nchecks; i++)
+    pk_strbuf_printf(&g, "%s((pk_u64)%s %% %d == 0)", g.len ? " && " : "", P->check_buf[i]->name,
+                     P->check_bytes[i]);
+  E->lane_var = NULL;
+  char *text = pk_strbuf_finish(E->ctx, &g);
+  return text ? text : "";
+}
+
+/* Store k of the plan for every lane: its vector loads, each lane's value (a component of
+ * the stored vector, or stored at once where the store stays scalar), the vector store. */
+static void vector_store(ge *E, const gpu_vplan *P, int k) {
+  const pk_stmt *st = P->stores[k];
+  const gpu_vaccess *store = NULL;
+  E->nvloads = 0;
+  for (int i = 0; i < P->nacc; i++) {
+    const gpu_vaccess *a = &P->acc[i];
+    if (a->stmt != k || !a->vector) continue;
+    if (!a->load) { store = a; continue; }
+    const char *vt = vector_type(E, a->buf, P->lanes), *addr = vector_addr(E, P, a);
+    const char *name = pk_sprintf(E->ctx, "pk_v%d_%d", k, E->nvloads);
+    if (E->D->vector_casts) line(E, "const %s %s = *(const %s *)%s;", vt, name, vt, addr);
+    else line(E, "const %s %s = vload%d(0, %s);", vt, name, P->lanes, addr);
+    PK_ASSERT(E->nvloads < GPU_VPLAN_MAX_LOADS);
+    E->vload[E->nvloads] = a->load;
+    E->vload_name[E->nvloads++] = name;
+  }
+  const char *sum = pk_sprintf(E->ctx, "pk_s%d", k);
+  if (store) line(E, "%s %s;", vector_type(E, st->buf, P->lanes), sum);
+  for (int l = 0; l < P->lanes; l++) {
+    lane_at(E, P->loop, l);
+    const char *value = x(E, st->value);
+    if (store) line(E, "%s.%c = %s;", sum, "xyzw"[l], value);
+    else line(E, "%s[%s] = %s;", st->buf->name, x(E, st->index), value);
+  }
+  E->nvloads = 0;
+  if (!store) { E->lane_var = NULL; return; }
+  const char *addr = vector_addr(E, P, store);
+  E->lane_var = NULL;
+  if (E->D->vector_casts) line(E, "*(%s *)%s = %s;", vector_type(E, st->buf, P->lanes), addr, sum);
+  else line(E, "vstore%d(%s, 0, %s);", P->lanes, sum, addr);
+}
+
+/* A vectorized loop as whole vectors, when the plan allows: the vector path under its
+ * guard, the unrolled loop for the threads that fail it. False: emit the loop as usual. */
+static bool vector_loop(ge *E, const pk_stmt *s) {
+  gpu_vplan P;
+  if (!pk_gpu_vplan(E->ctx, s, E->D->vector_casts, &P)) return false;
+  int nvec = 0;
+  for (int i = 0; i < P.nacc; i++) nvec += P.acc[i].vector;
+  const char *guard = vector_guard(E, &P);
+  const char *what = pk_sprintf(E->ctx, "/* %s: %d accesses of %d lanes */", s->var->name, nvec,
+                                P.lanes);
+  if (*guard) line(E, "if (%s) { %s", guard, what);
+  else line(E, "{ %s", what);
+  block_open(E);
+  for (int k = 0; k < P.nstores; k++) vector_store(E, &P, k);
+  E->indent--;
+  if (!*guard) {
+    line(E, "}");
+    return true;
+  }
+  line(E, "} else {");
+  E->indent++;
+  plain_loop(E, s);
+  block_close(E);
+  return true;
+}
+
+static void for_loop(ge *E, const pk_stmt *s) {
+  switch (s->loop) {
+  case PK_LOOP_VECTORIZED:
+    if (vector_loop(E, s)) return;
+    break;
+  case PK_LOOP_UNROLLED:
+  case PK_LOOP_SERIAL: break;
+  case PK_LOOP_PARALLEL: unsupported(E, "CPU parallel loops"); return;
+  default: bound_loop(E, s); return;
+  }
+  plain_loop(E, s);
 }
 
 static void alloc(ge *E, const pk_stmt *s) {

@@ -58,7 +58,7 @@ pk_status pk_gpu_prepare(pk_ctx *ctx, const pk_lfunc *f, pk_gpu_kernel *out);
 pk_status pk_cgen_gpu(pk_ctx *ctx, pk_gpu_dialect d, const pk_gpu_kernel *kernels, int n,
                       char **source);
 
-#define PK_CGEN_GPU_VERSION 1 /* bump when emitted GPU code changes for the same trace */
+#define PK_CGEN_GPU_VERSION 2 /* bump when emitted GPU code changes for the same trace */
 
 /* The backend table's unit for a GPU target: pk_cgen_unit_add prepares and emits each
  * kernel (a refused one leaves the unit as it was), pk_cgen_unit_source gives the whole

@@ -194,6 +194,15 @@ bool pk_lx_affine(pk_ctx *ctx, const pk_lranges *r, pk_lexpr *e, pk_affine *out)
 bool pk_affine_add(pk_affine *a, const pk_affine *b, int64_t scale);
 pk_lexpr *pk_affine_expr(pk_ctx *ctx, const pk_affine *a); /* canonical expression */
 
+/* An index in one loop counter v running over [0, lanes): true when e(v) = e(0) + stride·v
+ * for every such v, exactly (floor division and modulo included: (4·x + v) / 8 keeps the
+ * form for lanes <= 4), with *base_divisor a known divisor of e(0) (1 when none is known,
+ * 0 when e(0) is 0). False when that is not proven: v inside a load, a min/max or a
+ * product of two counters, a division whose period the lanes could cross. What a vector
+ * access needs to know: stride 1 is contiguous, and base_divisor % lanes == 0 aligned. */
+bool pk_lx_lane_form(const pk_lexpr *e, const pk_lvar *v, int64_t lanes, int64_t *stride,
+                     int64_t *base_divisor);
+
 /* ---- lowering (schedule/lower.c and the files lower_impl.h lists) ----
  * Lowers prog with sched (made by pk_sched_new(ctx, prog); NULL: the default, which is
  * exactly a schedule with no steps) into one kernel whose parameters are prog's tensors in

@@ -469,3 +469,92 @@ pk_lexpr *pk_lx_simplify(pk_ctx *ctx, const pk_lranges *r, pk_lexpr *e) {
     return pk_affine_expr(ctx, &a);
   return simplify_node(ctx, r, e);
 }
+
+/* ---- an index in one loop counter ---- */
+
+static bool uses_var(const pk_lexpr *e, const pk_lvar *v) {
+  if (e->kind == PK_LX_VAR) return e->var == v;
+  for (int i = 0; i < e->nargs; i++)
+    if (uses_var(e->args[i], v)) return true;
+  return false;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) { /* a, b >= 0; gcd(0, b) = b */
+  while (b) {
+    int64_t t = a % b;
+    a = b, b = t;
+  }
+  return a;
+}
+
+/* A divisor of every value e takes (0: e is always 0); 1 when nothing better is known.
+ * Only exact index arithmetic counts: a wrapping product keeps no divisor. */
+static int64_t known_divisor(const pk_lexpr *e) {
+  int64_t c;
+  if (const_of(e, &c)) return c == INT64_MIN ? 1 : c < 0 ? -c : c;
+  if (!is_index_node(e) || e->kind == PK_LX_VAR) return 1;
+  if (e->kind == PK_LX_UNARY && e->op == PK_EOP_NEG) return known_divisor(e->args[0]);
+  if (e->kind != PK_LX_BINARY) return 1;
+  int64_t a = known_divisor(e->args[0]), b = known_divisor(e->args[1]), m;
+  switch (e->op) {
+  case PK_EOP_ADD:
+  case PK_EOP_SUB: return gcd64(a, b);
+  case PK_EOP_MUL: return pk_i64_mul(a, b, &m) ? (a > b ? a : b) : m;
+  case PK_EOP_MOD: return const_of(e->args[1], &c) && c > 0 ? gcd64(a, c) : 1;
+  default: return 1;
+  }
+}
+
+/* e(v) = e(0) + c·v for v in [0, lanes), and m divides e(0) (0: e(0) is 0). A floor
+ * division or modulo by d keeps the form when the lanes stay inside one period: e(0) a
+ * multiple of g = gcd(m, d) and c·(lanes - 1) < g, so (e(0) + c·v) / d = e(0) / d and
+ * (e(0) + c·v) % d = e(0) % d + c·v. */
+static bool lane_form(const pk_lexpr *e, const pk_lvar *v, int64_t lanes, int64_t *c, int64_t *m) {
+  if (!uses_var(e, v)) {
+    *c = 0, *m = known_divisor(e);
+    return true;
+  }
+  if (e->kind == PK_LX_VAR) {
+    *c = 1, *m = 0;
+    return true;
+  }
+  if (!is_index_node(e)) return false;
+  int64_t ca, ma, cb, mb, k, span;
+  if (e->kind == PK_LX_UNARY && e->op == PK_EOP_NEG)
+    return lane_form(e->args[0], v, lanes, &ca, m) && !pk_i64_mul(ca, -1, c);
+  if (e->kind != PK_LX_BINARY) return false;
+  switch (e->op) {
+  case PK_EOP_ADD:
+  case PK_EOP_SUB:
+    if (!lane_form(e->args[0], v, lanes, &ca, &ma) || !lane_form(e->args[1], v, lanes, &cb, &mb) ||
+        pk_i64_mul(cb, e->op == PK_EOP_ADD ? 1 : -1, &cb) || pk_i64_add(ca, cb, c))
+      return false;
+    *m = gcd64(ma, mb);
+    return true;
+  case PK_EOP_MUL: {
+    int side = const_of(e->args[1], &k) ? 0 : const_of(e->args[0], &k) ? 1 : -1;
+    if (side < 0 || !lane_form(e->args[side], v, lanes, &ca, &ma) || pk_i64_mul(ca, k, c))
+      return false;
+    if (pk_i64_mul(ma, k, m)) *m = k == INT64_MIN ? 1 : k < 0 ? -k : k;
+    if (*m < 0) *m = *m == INT64_MIN ? 1 : -*m;
+    return true;
+  }
+  case PK_EOP_DIV:
+  case PK_EOP_MOD: {
+    if (!const_of(e->args[1], &k) || k <= 0 || !lane_form(e->args[0], v, lanes, &ca, &ma) || ca < 0)
+      return false;
+    int64_t g = gcd64(ma, k);
+    if (pk_i64_mul(ca, lanes - 1, &span) || span >= g) return false;
+    *c = e->op == PK_EOP_DIV ? 0 : ca;
+    *m = e->op == PK_EOP_DIV ? 1 : g;
+    return true;
+  }
+  default: return false;
+  }
+}
+
+bool pk_lx_lane_form(const pk_lexpr *e, const pk_lvar *v, int64_t lanes, int64_t *stride,
+                     int64_t *base_divisor) {
+  if (lanes < 1 || e->dtype != PKRT_DTYPE_I64) return false;
+  return lane_form(e, v, lanes, stride, base_divisor);
+}

@@ -2,8 +2,9 @@
  * operator's forward and gradient kernel with its preset GPU schedule, and sampled configs
  * of every op class, emitted in batches (one program each: PoCL and NVRTC compile a
  * program once) and run on the device by pk_gpu_device_check_loaded against the
- * interpreter; plus the one-kernel pk_gpu_device_check and a wrong kernel caught naming
- * the element. Header-only; include after pk_test.h. */
+ * interpreter; presets with the vectorizing knobs at 2 and 4, whose text must read whole
+ * vectors; plus the one-kernel pk_gpu_device_check and a wrong kernel caught naming the
+ * element. Header-only; include after pk_test.h. */
 #ifndef GPU_DEVICE_TEST_H
 #define GPU_DEVICE_TEST_H
 
@@ -147,6 +148,23 @@ static inline void gpu_device_single(gpu_device_run *R) {
         (long long)it.k.desc.workspace_bytes, pk_ctx_error(ctx));
   pk_ctx_clear_error(ctx);
 
+  /* f64 in vectors of 2 (vload2, double2): 65 elements over 33 threads, whose last has
+   * a lane past the end and takes the scalar loop */
+  pk_te_program *dbl = gpu_test_parse(ctx, "X = placeholder((5, 13), f64)\n"
+                                           "Y = compute((5, 13), (i, j) => X[i, j] * 2.0 + 1.0)\n");
+  pk_schedule *sv = dbl ? pk_sched_new(ctx, dbl) : NULL;
+  ok = sv && pk_sched_fuse(sv, "t1", "i0", "i1") == PK_OK &&
+       pk_sched_split(sv, "t1", "i0.i1.f", 2) == PK_OK &&
+       pk_sched_vectorize(sv, "t1", "i0.i1.f.i") == PK_OK &&
+       pk_sched_bind(sv, "t1", "i0.i1.f.o", "threadIdx.x") == PK_OK &&
+       gpu_device_prepare(R, "vector_f64", dbl, sv, &it) &&
+       pk_cgen_gpu(ctx, R->dialect, &it.k, 1, &src) == PK_OK &&
+       strstr(src, R->dialect == PK_GPU_OPENCL ? "vload2(0, &b0[" : "*(const double2 *)&b0[") &&
+       strstr(src, "} else {") &&
+       pk_gpu_device_check(ctx, R->rt, R->g, dbl, sv, &it.k, src, 7, &res) == PK_OK;
+  check(ok, "device_check_vector_f64", "%s", pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+
   /* the matmul's kernel (3 buffers) against a program of 2 tensors; a source that does
    * not build */
   st = pk_gpu_device_check(ctx, R->rt, R->g, two, NULL, &mmi.k, mmsrc, 3, &res);
@@ -218,6 +236,28 @@ static inline void gpu_device_suite(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pk_g
          "worst error/bound %.3g; %d kernels in %.1f s\n",
          R.ran - ran0, counts[0], counts[1], counts[2], counts[3], R.worst, R.ran,
          gpu_device_now() - t0);
+
+  /* presets with the vectorizing knobs at 2 and 4: their text reads whole vectors */
+  int nvs, nvi = 0, vector_texts = 0;
+  gpu_sample *vs = gpu_test_vector_samples(ctx, cases, n, per_class / 10, &nvs);
+  gpu_device_item *vitems = pk_alloc(ctx, sizeof *vitems * (size_t)(nvs + 1));
+  for (int i = 0; i < nvs; i++) {
+    if (!gpu_device_prepare(&R, pk_sprintf(ctx, "vector %s %s", vs[i].c->label, vs[i].knobs),
+                            vs[i].c->prog, vs[i].sched, &vitems[nvi]))
+      continue;
+    char *src = NULL;
+    if (pk_cgen_gpu(ctx, d, &vitems[nvi].k, 1, &src) == PK_OK &&
+        (d == PK_GPU_OPENCL ? strstr(src, "vload") || strstr(src, "vstore")
+                            : strstr(src, "float4 *)") || strstr(src, "float2 *)")))
+      vector_texts++;
+    else
+      printf("     no vector access: %s %s\n", vs[i].c->label, vs[i].knobs);
+    nvi++;
+  }
+  ran0 = R.ran, failed0 = R.failed;
+  gpu_device_all(&R, vitems, nvi);
+  check(nvs >= 12 && vector_texts == nvs && R.failed == failed0, "vector_presets_on_device",
+        "%d of %d with vector accesses, %d failed", vector_texts, nvs, R.failed - failed0);
 }
 
 #endif

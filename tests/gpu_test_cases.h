@@ -102,4 +102,49 @@ static inline gpu_sample *gpu_test_samples(pk_ctx *ctx, gpu_case *cases, int nca
   return out;
 }
 
+/* The presets of the first `per_class` f32 cases of the matmul, conv and injective classes
+ * whose space has the knob that vectorizes (`vector`: the shared panels' fetch; `items`:
+ * an injective stage's consecutive elements per thread), with that knob at 2 and at 4:
+ * what the emitter must turn into vector accesses (vload4, float4). *n gets how many. */
+static inline gpu_sample *gpu_test_vector_samples(pk_ctx *ctx, gpu_case *cases, int ncases,
+                                                  int per_class, int *n) {
+  static const struct { pk_task_class cls; const char *knob; } kinds[] = {
+      {PK_TASK_MATMUL, "vector"}, {PK_TASK_CONV, "vector"}, {PK_TASK_INJECTIVE, "items"}};
+  gpu_sample *out = pk_alloc(ctx, sizeof *out * (size_t)(6 * per_class + 1));
+  *n = 0;
+  for (int c = 0; c < 3; c++)
+    for (int i = 0, found = 0; i < ncases && found < per_class; i++) {
+      gpu_case *gc = &cases[i];
+      int64_t numel = pk_te_tensor_numel(gc->prog->tensors[gc->prog->ntensors - 1]);
+      if (gc->task.cls != kinds[c].cls || !gc->preset || numel < 16 ||
+          gc->prog->tensors[gc->prog->ntensors - 1]->dtype != PKRT_DTYPE_F32)
+        continue;
+      pk_space *sp;
+      pk_config cfg;
+      if (pk_space_new(ctx, &gc->task, &sp) != PK_OK) {
+        pk_ctx_clear_error(ctx);
+        continue;
+      }
+      int knob = pk_space_knob_index(sp, kinds[c].knob);
+      bool ok = knob >= 0 && pk_space_preset(sp, &cfg), any = false;
+      for (int v = 0; ok && v < pk_space_knob(sp, knob)->nvalues; v++) {
+        int64_t width = pk_space_knob(sp, knob)->values[v];
+        if (width != 2 && width != 4) continue;
+        cfg.idx[knob] = v;
+        pk_candidate cand;
+        pk_schedule *sched;
+        if (pk_space_build(sp, &cfg, &cand) != PK_OK ||
+            pk_sched_from_json(ctx, gc->prog, cand.trace, &sched) != PK_OK) {
+          pk_ctx_clear_error(ctx);
+          continue;
+        }
+        out[(*n)++] = (gpu_sample){gc, sched, cand.knobs};
+        any = true;
+      }
+      found += any;
+      pk_space_free(sp);
+    }
+  return out;
+}
+
 #endif

@@ -21,8 +21,10 @@ static inline pk_te_program *gpu_test_parse(pk_ctx *ctx, const char *text) {
 
 /* C = A·B: blocks of 32 x 32 outputs, 8 x 8 threads of 4 x 4 outputs each (unrolled
  * register tile), k in steps of 8 with the A and B panels staged in shared memory by all
- * 64 threads. NULL when a step is refused (message in ctx). */
-static inline pk_schedule *gpu_test_matmul_schedule(pk_ctx *ctx, const pk_te_program *p) {
+ * 64 threads, each fetching `vector` consecutive elements (a vectorized loop) `4 / vector`
+ * times. NULL when a step is refused (message in ctx). */
+static inline pk_schedule *gpu_test_matmul_schedule_vec(pk_ctx *ctx, const pk_te_program *p,
+                                                        int64_t vector) {
   pk_schedule *s = pk_sched_new(ctx, p);
   const char *order[] = {"i0.o.o", "i1.o.o", "i0.o.i", "i1.o.i", "i0.i", "i1.i"};
   const char *local_order[] = {"k0.o", "k0.i", "i0", "i1"};
@@ -45,13 +47,22 @@ static inline pk_schedule *gpu_test_matmul_schedule(pk_ctx *ctx, const pk_te_pro
             pk_sched_compute_at(s, "t0.shared", "t2.local", "k0.o") == PK_OK &&
             pk_sched_compute_at(s, "t1.shared", "t2.local", "k0.o") == PK_OK;
   const char *shared[] = {"t0.shared", "t1.shared"};
-  for (int q = 0; q < 2 && ok; q++) /* cooperative fetch: the panel over all 64 threads */
-    ok = pk_sched_fuse(s, shared[q], "i0", "i1") == PK_OK &&
-         pk_sched_split(s, shared[q], "i0.i1.f", 64) == PK_OK &&
-         pk_sched_split(s, shared[q], "i0.i1.f.i", 8) == PK_OK &&
-         pk_sched_bind(s, shared[q], "i0.i1.f.i.o", "threadIdx.y") == PK_OK &&
-         pk_sched_bind(s, shared[q], "i0.i1.f.i.i", "threadIdx.x") == PK_OK;
+  const char *f = vector > 1 ? "i0.i1.f.o" : "i0.i1.f";
+  for (int q = 0; q < 2 && ok; q++) { /* cooperative fetch: the panel over all 64 threads */
+    ok = pk_sched_fuse(s, shared[q], "i0", "i1") == PK_OK;
+    if (ok && vector > 1)
+      ok = pk_sched_split(s, shared[q], "i0.i1.f", vector) == PK_OK &&
+           pk_sched_vectorize(s, shared[q], "i0.i1.f.i") == PK_OK;
+    ok = ok && pk_sched_split(s, shared[q], f, 64) == PK_OK &&
+         pk_sched_split(s, shared[q], pk_sprintf(ctx, "%s.i", f), 8) == PK_OK &&
+         pk_sched_bind(s, shared[q], pk_sprintf(ctx, "%s.i.o", f), "threadIdx.y") == PK_OK &&
+         pk_sched_bind(s, shared[q], pk_sprintf(ctx, "%s.i.i", f), "threadIdx.x") == PK_OK;
+  }
   return ok ? s : NULL;
+}
+
+static inline pk_schedule *gpu_test_matmul_schedule(pk_ctx *ctx, const pk_te_program *p) {
+  return gpu_test_matmul_schedule_vec(ctx, p, 1);
 }
 
 /* A copy of s with its n-th barrier (in program order, from 0) replaced by nothing;

@@ -2,7 +2,8 @@
  * threads, shared k-panels, unrolled register tile) gets its launch and both dialects'
  * text; an unscheduled kernel runs on one thread; several root nests get barriers, and a
  * nest with no bound loop is kept to thread 0; what a GPU cannot run is refused with a
- * message naming it; the backend table's cuda and opencl rows emit and build (the OpenCL
+ * message naming it; vectorized loops become vector accesses where they fit (both
+ * dialects' text); the backend table's cuda and opencl rows emit and build (the OpenCL
  * image is its source; CUDA goes through NVRTC where it loads). Needs no GPU. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +36,7 @@ static void test_matmul_emit(pk_ctx *ctx) {
         "emit: %s", pk_ctx_error(ctx));
   CHECK(has(cu, "extern \"C\" __global__ void k0(const float *__restrict__ b0, const float "
                 "*__restrict__ b1, float *__restrict__ b2)") &&
-            has(cu, "__shared__ float b4[256];") && has(cu, "__syncthreads();") &&
+            has(cu, "__shared__ __align__(16) float b4[256];") && has(cu, "__syncthreads();") &&
             has(cu, "= (pk_i64)blockIdx.y;") && has(cu, "= (pk_i64)threadIdx.x;") &&
             has(cu, "#pragma unroll 4") && has(cu, "float b3[16];") && !has(cu, "restrict b"),
         "CUDA text:\n%s", cu);
@@ -50,6 +51,121 @@ static void test_matmul_emit(pk_ctx *ctx) {
   const char *body = strstr(cl, "__kernel void k0");
   CHECK(body && strstr(body, "__local float b4") < strstr(body, "get_group_id"),
         "OpenCL __local declared inside the body");
+  PASS();
+}
+
+/* Both dialects' text of program p lowered with s. */
+static bool emit_both(pk_ctx *ctx, const pk_te_program *p, const pk_schedule *s, char **cu,
+                      char **cl) {
+  pk_lfunc *f;
+  pk_gpu_kernel k;
+  *cu = *cl = NULL;
+  return p && s && pk_sched_lower(ctx, p, s, "k0", &f) == PK_OK &&
+         pk_gpu_prepare(ctx, f, &k) == PK_OK && pk_cgen_gpu(ctx, PK_GPU_CUDA, &k, 1, cu) == PK_OK &&
+         pk_cgen_gpu(ctx, PK_GPU_OPENCL, &k, 1, cl) == PK_OK;
+}
+
+/* Y's loops fused, `lanes` consecutive elements per thread (vectorized), 64 threads. */
+static pk_schedule *items_schedule(pk_ctx *ctx, const pk_te_program *p, int ndim, int64_t lanes) {
+  pk_schedule *s = p ? pk_sched_new(ctx, p) : NULL;
+  const char *S = pk_sprintf(ctx, "t%d", p ? p->ntensors - 1 : 0), *f = "i0";
+  if (s && ndim == 2 && pk_sched_fuse(s, S, "i0", "i1") == PK_OK) f = "i0.i1.f";
+  bool ok = s && pk_sched_split(s, S, f, lanes) == PK_OK &&
+            pk_sched_vectorize(s, S, pk_sprintf(ctx, "%s.i", f)) == PK_OK &&
+            pk_sched_split(s, S, pk_sprintf(ctx, "%s.o", f), 64) == PK_OK &&
+            pk_sched_bind(s, S, pk_sprintf(ctx, "%s.o.i", f), "threadIdx.x") == PK_OK &&
+            pk_sched_bind(s, S, pk_sprintf(ctx, "%s.o.o", f), "blockIdx.x") == PK_OK;
+  return ok ? s : NULL;
+}
+
+/* Vectorized loops of 2 or 4 lanes read and write whole vectors: the matmul's shared panels
+ * (A's through the fused loop's division and modulo), an elementwise kernel with a row
+ * broadcast, f64 in twos. CUDA's vector types need alignment: proven for the index, tested
+ * at run time for kernel buffers (declared for shared ones), and an index whose first lane
+ * is not a multiple of the lanes stays scalar there (OpenCL's vload needs no alignment).
+ * A guard some lanes may fail keeps the unrolled loop for them; what does not fit (8
+ * lanes, f64 in fours, i32, a strided read) stays unrolled or scalar. */
+static void test_vector_emit(pk_ctx *ctx) {
+  char *cu, *cl;
+  pk_te_program *mm = gpu_test_parse(ctx, GPU_TEST_MATMUL);
+  pk_schedule *s = mm ? gpu_test_matmul_schedule_vec(ctx, mm, 4) : NULL;
+  CHECK(emit_both(ctx, mm, s, &cu, &cl), "matmul: %s", pk_ctx_error(ctx));
+  CHECK(has(cu, "const float4 pk_v0_0 = *(const float4 *)&b0[") &&
+            has(cu, "*(const float4 *)&b1[") && has(cu, "*(float4 *)&b4[") &&
+            has(cu, "*(float4 *)&b5[") && has(cu, "if (((pk_u64)b0 % 16 == 0)) {") &&
+            has(cu, "} else {") && has(cu, "#pragma unroll 4"),
+        "matmul CUDA text:\n%s", cu);
+  CHECK(has(cl, "const float4 pk_v0_0 = vload4(0, &b0[") && has(cl, "vload4(0, &b1[") &&
+            has(cl, "vstore4(pk_s0, 0, &b4[") && has(cl, "vstore4(pk_s0, 0, &b5[") &&
+            !has(cl, "pk_u64)b0") && !has(cl, "} else {"),
+        "matmul OpenCL text:\n%s", cl);
+  for (int order = 0; order < 3; order++) {
+    pk_gpu_exec_result r;
+    pk_lfunc *f;
+    pk_gpu_kernel k;
+    CHECK(pk_sched_lower(ctx, mm, s, "k0", &f) == PK_OK && pk_gpu_prepare(ctx, f, &k) == PK_OK &&
+              pk_gpu_check(ctx, mm, s, &k, (pk_gpu_order)order, 5, NULL, &r) == PK_OK,
+          "matmul executor order %d: %s", order, pk_ctx_error(ctx));
+  }
+
+  /* a row broadcast (Y[j] = Y[(4t + l) % 100]); 6400 elements over 1600 threads of 4 */
+  pk_te_program *add = gpu_test_parse(ctx, "X = placeholder((64, 100), f32)\n"
+                                           "Y = placeholder((100,), f32)\n"
+                                           "Z = compute((64, 100), (i, j) => X[i, j] + Y[j])\n");
+  CHECK(emit_both(ctx, add, items_schedule(ctx, add, 2, 4), &cu, &cl), "add: %s",
+        pk_ctx_error(ctx));
+  CHECK(has(cu, "*(const float4 *)&b0[") && has(cu, "*(const float4 *)&b1[pk_mod_i64(") &&
+            has(cu, "*(float4 *)&b2[") && has(cu, "((pk_u64)b2 % 16 == 0)"),
+        "add CUDA text:\n%s", cu);
+  CHECK(has(cl, "vload4(0, &b0[") && has(cl, "vload4(0, &b1[pk_mod_i64(") &&
+            has(cl, "pk_s0.w = (pk_v0_0.w + pk_v0_1.w);") && has(cl, "vstore4(pk_s0, 0, &b2["),
+        "add OpenCL text:\n%s", cl);
+
+  /* 301 elements: the last thread's lanes fail the guard and take the unrolled loop */
+  pk_te_program *odd = gpu_test_parse(ctx, "X = placeholder((301,), f32)\n"
+                                           "Y = compute((301,), (i) => X[i] * 2.0)\n");
+  CHECK(emit_both(ctx, odd, items_schedule(ctx, odd, 1, 2), &cu, &cl), "odd: %s",
+        pk_ctx_error(ctx));
+  CHECK(has(cl, "vload2(0, &b0[") && has(cl, "vstore2(pk_s0, 0, &b1[") && has(cl, "} else {") &&
+            has(cl, "opencl_unroll_hint(2)") && has(cu, "*(const float2 *)&b0[") &&
+            has(cu, "((pk_u64)b1 % 8 == 0) && ((pk_u64)b0 % 8 == 0)"),
+        "guarded text:\n%s\n%s", cl, cu);
+
+  /* X[i + 1]: its first lane is not a multiple of 4, so CUDA reads it lane by lane */
+  pk_te_program *shift = gpu_test_parse(ctx, "X = placeholder((257,), f32)\n"
+                                             "Y = compute((256,), (i) => X[i + 1])\n");
+  CHECK(emit_both(ctx, shift, items_schedule(ctx, shift, 1, 4), &cu, &cl), "shift: %s",
+        pk_ctx_error(ctx));
+  CHECK(has(cl, "vload4(0, &b0[") && !has(cu, "float4 *)&b0[") && has(cu, "*(float4 *)&b1[") &&
+            has(cu, "pk_s0.w = b0["),
+        "shifted text:\n%s\n%s", cl, cu);
+
+  /* f64: two lanes are double2, four stay unrolled */
+  const char *f64 = "X = placeholder((256,), f64)\nY = compute((256,), (i) => X[i] + 1.0)\n";
+  pk_te_program *d = gpu_test_parse(ctx, f64);
+  CHECK(emit_both(ctx, d, items_schedule(ctx, d, 1, 2), &cu, &cl) &&
+            has(cu, "*(const double2 *)&b0[") && has(cl, "const double2 pk_v0_0 = vload2(0, &b0["),
+        "f64 x2 text:\n%s\n%s", cu, cl);
+  CHECK(emit_both(ctx, d, items_schedule(ctx, d, 1, 4), &cu, &cl) && !has(cu, "double4") &&
+            !has(cl, "vload") && has(cl, "opencl_unroll_hint(4)"),
+        "f64 x4 text:\n%s", cl);
+
+  /* 8 lanes, i32, a transposed (strided) read: no vector loads there */
+  pk_te_program *i32 = gpu_test_parse(ctx, "X = placeholder((256,), i32)\n"
+                                           "Y = compute((256,), (i) => X[i] + 1)\n");
+  CHECK(emit_both(ctx, i32, items_schedule(ctx, i32, 1, 4), &cu, &cl) && !has(cl, "vload") &&
+            !has(cu, "int4") && has(cl, "opencl_unroll_hint(4)"),
+        "i32 text:\n%s", cl);
+  pk_te_program *wide = gpu_test_parse(ctx, "X = placeholder((1024,), f32)\n"
+                                            "Y = compute((1024,), (i) => X[i] * 2.0)\n");
+  CHECK(emit_both(ctx, wide, items_schedule(ctx, wide, 1, 8), &cu, &cl) && !has(cl, "vload") &&
+            has(cl, "opencl_unroll_hint(8)") && has(cu, "#pragma unroll 8"),
+        "8 lanes text:\n%s", cl);
+  pk_te_program *tr = gpu_test_parse(ctx, "X = placeholder((16, 32), f32)\n"
+                                          "Y = compute((32, 16), (i, j) => X[j, i])\n");
+  CHECK(emit_both(ctx, tr, items_schedule(ctx, tr, 2, 4), &cu, &cl) && !has(cl, "vload") &&
+            has(cl, "vstore4(pk_s0, 0, &b1[") && has(cl, "pk_s0.y = b0["),
+        "transpose text:\n%s", cl);
   PASS();
 }
 
@@ -195,6 +311,7 @@ int main(void) {
   pk_ctx *ctx = pk_ctx_new();
   test_matmul_emit(ctx);
   test_one_thread(ctx);
+  test_vector_emit(ctx);
   test_root_nests(ctx);
   test_refusals(ctx);
   test_backend_rows(ctx);

@@ -1,6 +1,7 @@
 /* test_gpu_nvrtc.c — NVRTC compiles what the GPU emitter makes: every operator's forward and
- * gradient kernel with its preset GPU schedule, and the sampled configs of every op class
- * (20 each, 200 with POCK_TEST_SCALE=full), to a cubin and PTX for sm_80, sm_87 and sm_90;
+ * gradient kernel with its preset GPU schedule, the sampled configs of every op class (20
+ * each, 200 with POCK_TEST_SCALE=full), and presets with the vectorizing knobs at 2 and 4
+ * (whose text must read whole vectors, float4), to a cubin and PTX for sm_80, sm_87 and sm_90;
  * NVRTC's version is recorded and its log quoted when a compile fails. libnvrtc is opened
  * at run time: where it cannot be loaded the test is skipped (77), saying why. */
 #include <stdio.h>
@@ -87,13 +88,32 @@ int main(void) {
   for (int c = 0; c < 4; c++)
     check(counts[c] >= per_class, pk_sprintf(ctx, "samples_%s", pk_task_class_name((pk_task_class)c)),
           "%d sampled configs", counts[c]);
+  /* the vectorizing knobs at 2 and 4: each kernel's text has its vector accesses */
+  int nvs, nk_vector = 0;
+  gpu_sample *vs = gpu_test_vector_samples(ctx, cases, n, per_class / 10, &nvs);
+  pk_te_program **vprogs = pk_alloc(ctx, sizeof *vprogs * (size_t)(nvs + 1));
+  pk_schedule **vscheds = pk_alloc(ctx, sizeof *vscheds * (size_t)(nvs + 1));
+  int vector_texts = 0;
+  for (int i = 0; i < nvs; i++) {
+    vprogs[i] = vs[i].c->prog, vscheds[i] = vs[i].sched;
+    int nk;
+    char *one = source_of(ctx, &vprogs[i], &vscheds[i], 1, &nk);
+    bool vec = one && (strstr(one, "float4 *)") || strstr(one, "float2 *)"));
+    vector_texts += vec;
+    if (!vec) printf("     no vector access: %s %s\n", vs[i].c->label, vs[i].knobs);
+  }
+  check(nvs >= 12 && vector_texts == nvs, "vector_samples_read_vectors",
+        "%d of %d kernels with float4/float2 accesses", vector_texts, nvs);
+  char *vsrc = source_of(ctx, vprogs, vscheds, nvs, &nk_vector);
   char *presets = source_of(ctx, progs, scheds, n, &nk_presets);
   char *sampled = source_of(ctx, progs + n, scheds + n, ns, &nk_samples);
-  printf("     %d preset kernels, %d sampled configs\n", nk_presets, nk_samples);
+  printf("     %d preset kernels, %d sampled configs, %d vectorized presets\n", nk_presets,
+         nk_samples, nk_vector);
   const char *archs[] = {"sm_80", "sm_87", "sm_90"};
-  for (int a = 0; a < 3 && presets && sampled; a++) {
+  for (int a = 0; a < 3 && presets && sampled && vsrc; a++) {
     compile_for(ctx, nv, "presets", presets, nk_presets, archs[a]);
     compile_for(ctx, nv, "samples", sampled, nk_samples, archs[a]);
+    compile_for(ctx, nv, "vector", vsrc, nk_vector, archs[a]);
   }
   pk_nvrtc_close(nv);
 

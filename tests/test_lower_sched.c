@@ -1,8 +1,8 @@
-/* test_lower_sched.c — lowering of schedules: the index simplifier on its own, then
- * scheduled TE programs (splits with and without tails, tiles, fuse, unroll, compute_at with
- * halos, inline, cache_write/cache_read, rfactor, parallel, vectorize) through the whole
- * pipeline (primitives → pk_sched_lower → C → host compiler → runtime loader) against the
- * interpreter, with checks on the loop IR each schedule must give.
+/* test_lower_sched.c — lowering of schedules: the index simplifier and pk_lx_lane_form on
+ * their own, then scheduled TE programs (splits with and without tails, tiles, fuse, unroll,
+ * compute_at with halos, inline, cache_write/cache_read, rfactor, parallel, vectorize)
+ * through the whole pipeline (primitives → pk_sched_lower → C → host compiler → runtime
+ * loader) against the interpreter, with checks on the loop IR each schedule must give.
  *
  * Usage: test_lower_sched [-v]   (-v prints every kernel's loop IR) */
 #include <stdio.h>
@@ -145,6 +145,53 @@ static void test_simplify_random(pk_ctx *ctx) {
   }
   check(!bad && !unsound_bounds && changed > 100, "simplify_random_expressions",
         "%d wrong values, %d values outside their bounds, %d of 400 simplified", bad, unsound_bounds, changed);
+}
+
+/* pk_lx_lane_form: the fused loops' (4·x + v) / 8 and % 8 keep their lanes in one period
+ * for 4 lanes, not 5; random expressions, where the form is proven, hold it at every
+ * point (e(v) = e(0) + stride·v, e(0) a multiple of the divisor). */
+static void test_lane_form(pk_ctx *ctx) {
+  pk_lfunc *f = pk_lfunc_new(ctx, "k");
+  pk_lvar *x = pk_lvar_new(ctx, f, PKRT_DTYPE_I64), *v = pk_lvar_new(ctx, f, PKRT_DTYPE_I64);
+  pk_lexpr *fused =
+      pk_lx_index_add(ctx, pk_lx_index_mul(ctx, pk_lx_var(ctx, x), 4), pk_lx_var(ctx, v));
+  pk_lexpr *div = pk_lx_binary(ctx, PK_EOP_DIV, fused, pk_lx_int(ctx, 8), PKRT_DTYPE_I64);
+  pk_lexpr *mod = pk_lx_binary(ctx, PK_EOP_MOD, fused, pk_lx_int(ctx, 8), PKRT_DTYPE_I64);
+  div->index_math = mod->index_math = true;
+  pk_lexpr *panel = pk_lx_index_add(ctx, pk_lx_index_mul(ctx, div, 96), mod); /* A's panel */
+  int64_t stride, divisor;
+  check(pk_lx_lane_form(panel, v, 4, &stride, &divisor) && stride == 1 && divisor == 4,
+        "lane_form_panel", "stride %lld divisor %lld", (long long)stride, (long long)divisor);
+  check(pk_lx_lane_form(div, v, 4, &stride, &divisor) && stride == 0, "lane_form_div",
+        "stride %lld", (long long)stride);
+  check(!pk_lx_lane_form(mod, v, 5, &stride, &divisor), "lane_form_crosses_period", "proven");
+  pk_lbuf *ids = pk_lbuf_new(ctx, f, PKRT_DTYPE_I64, PK_SCOPE_GLOBAL, 1, (int64_t[]){8});
+  check(!pk_lx_lane_form(pk_lx_load(ctx, ids, fused), v, 2, &stride, &divisor), "lane_form_load",
+        "proven");
+
+  rng r = {7};
+  pk_lvar *vars[3];
+  int bad = 0, proven = 0, strided = 0;
+  for (int round = 0; round < 2000 && !bad; round++) {
+    f->nvars = 0;
+    for (int i = 0; i < 3; i++) vars[i] = pk_lvar_new(ctx, f, PKRT_DTYPE_I64);
+    int64_t lanes = 2 + pick(&r, 3);
+    pk_lexpr *e = random_index(ctx, &r, vars, 4);
+    if (!pk_lx_lane_form(e, vars[2], lanes, &stride, &divisor)) continue;
+    proven++;
+    strided += stride != 0;
+    int64_t vals[3];
+    for (vals[0] = -6; vals[0] <= 9; vals[0]++)
+      for (vals[1] = -3; vals[1] <= 5; vals[1]++) {
+        vals[2] = 0;
+        int64_t base = eval_index(e, vals);
+        bad += divisor ? base % divisor != 0 : base != 0;
+        for (vals[2] = 1; vals[2] < lanes; vals[2]++)
+          bad += eval_index(e, vals) != base + stride * vals[2];
+      }
+  }
+  check(!bad && proven > 300 && strided > 100, "lane_form_random_expressions",
+        "%d wrong values; %d proven, %d with a stride", bad, proven, strided);
 }
 
 /* ---- scheduled programs ---- */
@@ -425,6 +472,7 @@ int main(int argc, char **argv) {
   }
   test_simplify(ctx);
   test_simplify_random(ctx);
+  test_lane_form(ctx);
   test_default_is_empty_schedule(ctx);
   test_workspace_in_parallel(ctx);
   run_cases(ctx, cc, rt, false);
