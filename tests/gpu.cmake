@@ -64,7 +64,7 @@ set_property(TEST test_gpu_cublas_mock APPEND PROPERTY ENVIRONMENT
 
 # The measurer on a CUDA target measures the cuBLAS candidate (checked on the device, timed
 # with device events), against the same stand-ins; 77 without NVRTC.
-pk_add_test(test_measure_cublas_mock LIBS pk_autotune LABELS autotune gpu TIMEOUT 60)
+pk_add_test(test_measure_cublas_mock LIBS pk_autotune LABELS autotune gpu sanitize TIMEOUT 60)
 add_dependencies(test_measure_cublas_mock pk_mock_libcuda pk_mock_libcublas)
 set_tests_properties(test_measure_cublas_mock PROPERTIES SKIP_RETURN_CODE 77)
 set_property(TEST test_measure_cublas_mock APPEND PROPERTY ENVIRONMENT
