@@ -118,7 +118,8 @@ noreturn void meas_child_main(pk_ctx *ctx, const pk_te_program *prog, const pk_t
   pk_ctx_clear_error(ctx);
   if (strlen(str[3]) != (size_t)prog->ntensors)
     finish(result_fd, &r, PK_MEAS_RUNTIME_ERROR, "the request's output mask does not fit the task");
-  if (rq->kind == MEAS_REQ_GPU) meas_gpu_child_main(ctx, prog, ref, rq, str, result_fd);
+  if (rq->kind == MEAS_REQ_GPU || rq->kind == MEAS_REQ_GPU_BLAS)
+    meas_gpu_child_main(ctx, prog, ref, rq, str, result_fd);
   /* OpenBLAS reads this when it is loaded: one thread, like every generated kernel here. */
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   if (rq->pin) pk_measure_pin_thread(); /* the CPU it picks is in the settings JSON */

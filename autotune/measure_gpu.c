@@ -1,7 +1,8 @@
 /* measure_gpu.c — one GPU candidate's measuring process: opens device 0 of the target's
  * API itself (a CUDA context made before a fork is unusable in the child, and an OpenCL
  * runtime's threads do not survive one), loads the image the build phase made, checks the
- * kernel against the interpreter, then times it with device events. */
+ * kernel against the interpreter, then times it with device events; a cuBLAS candidate is
+ * the library's call checked and timed the same way. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
@@ -52,10 +53,39 @@ static bool read_image(pk_ctx *ctx, bool cuda, const char *path, pkrt_gpu_image 
   return true;
 }
 
+/* Device 0 of the API, opened here in the child with a runtime context of its own (*rt);
+ * the process finishes if it cannot be. */
+static pkrt_gpu *open_device(pk_ctx *ctx, bool cuda, pkrt_ctx **rt_out, int fd, meas_reply *r) {
+  pkrt_ctx *rt = *rt_out = pkrt_ctx_new(1);
+  pkrt_gpu *g;
+  if (!rt) finish(fd, r, PK_MEAS_RUNTIME_ERROR, "out of memory");
+  if (pkrt_gpu_open(rt, cuda ? PKRT_GPU_CUDA : PKRT_GPU_OPENCL, 0, &g) != PKRT_OK)
+    finish(fd, r, PK_MEAS_RUNTIME_ERROR, pk_sprintf(ctx, "cannot open %s device 0: %s",
+                                                    cuda ? "cuda" : "opencl", pkrt_ctx_error(rt)));
+  return g;
+}
+
+/* A cuBLAS candidate: the library's call on the task's tensors, checked then timed. */
+static noreturn void measure_cublas(pk_ctx *ctx, const pk_te_program *prog, const pk_te_ref *ref,
+                                    const meas_request *rq, char *const *str, int fd,
+                                    meas_reply *r) {
+  if (strcmp(str[4], "cuda") != 0 || strcmp(str[2], PK_CUBLAS_SYM) != 0)
+    finish(fd, r, PK_MEAS_RUNTIME_ERROR, "a malformed cuBLAS request");
+  pkrt_ctx *rt;
+  pkrt_gpu *g = open_device(ctx, true, &rt, fd, r);
+  pk_kernel_check_result res;
+  pk_status s = pk_gpu_cublas_check_timed(ctx, rt, g, prog, str[1], &rq->sgemm,
+                                          rq->seed, ref, rq->min_ns, &res, &r->timing);
+  if (s != PK_OK)
+    finish(fd, r, s == PK_ERR_MISMATCH ? PK_MEAS_WRONG : PK_MEAS_RUNTIME_ERROR, pk_ctx_error(ctx));
+  finish(fd, r, PK_MEAS_OK, NULL); /* the library and the driver go with the process */
+}
+
 noreturn void meas_gpu_child_main(pk_ctx *ctx, const pk_te_program *prog, const pk_te_ref *ref,
                                   const meas_request *rq, char *const *str, int result_fd) {
   meas_reply r = {.status = PK_MEAS_OK};
   pk_ctx_clear_error(ctx);
+  if (rq->kind == MEAS_REQ_GPU_BLAS) measure_cublas(ctx, prog, ref, rq, str, result_fd, &r);
   bool cuda = !strcmp(str[4], "cuda");
   /* the builder's kernel, made again the same way: its launch geometry and the outputs a
    * schedule inlined (never written, so never compared) */
@@ -68,12 +98,8 @@ noreturn void meas_gpu_child_main(pk_ctx *ctx, const pk_te_program *prog, const 
            pk_sprintf(ctx, "the built candidate does not lower again: %s", pk_ctx_error(ctx)));
   pkrt_gpu_image img;
   if (!read_image(ctx, cuda, str[1], &img)) finish(result_fd, &r, PK_MEAS_RUNTIME_ERROR, pk_ctx_error(ctx));
-  pkrt_ctx *rt = pkrt_ctx_new(1);
-  pkrt_gpu *g;
-  if (!rt) finish(result_fd, &r, PK_MEAS_RUNTIME_ERROR, "out of memory");
-  if (pkrt_gpu_open(rt, cuda ? PKRT_GPU_CUDA : PKRT_GPU_OPENCL, 0, &g) != PKRT_OK)
-    finish(result_fd, &r, PK_MEAS_RUNTIME_ERROR,
-           pk_sprintf(ctx, "cannot open %s device 0: %s", str[4], pkrt_ctx_error(rt)));
+  pkrt_ctx *rt;
+  pkrt_gpu *g = open_device(ctx, cuda, &rt, result_fd, &r);
   pkrt_gpu_module *mod;
   if (pkrt_gpu_module_load(g, &img, &k.desc, 1, &mod) != PKRT_OK) /* OpenCL: its build log */
     finish(result_fd, &r, cuda ? PK_MEAS_RUNTIME_ERROR : PK_MEAS_COMPILE_ERROR,

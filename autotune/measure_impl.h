@@ -64,8 +64,11 @@ struct pk_measurer {
  * signature in str[4]). */
 /* GPU: one candidate of a GPU target, checked then timed with device events: str[1] is its
  * image (OpenCL C source, or the cubin with its .ptx beside it), str[2] its trace ("":
- * the default schedule), str[4] the API ("opencl", "cuda"). */
-enum { MEAS_REQ_KERNEL = 1, MEAS_REQ_SGEMM = 2, MEAS_REQ_ROUNDS = 3, MEAS_REQ_GPU = 4 };
+ * the default schedule), str[4] the API ("opencl", "cuda"). GPU_BLAS: a CUDA target's
+ * cuBLAS candidate, checked then timed the same way: str[1] the library (sonames tried in
+ * turn), str[2] the symbol, str[4] "cuda", the call in sgemm. */
+enum { MEAS_REQ_KERNEL = 1, MEAS_REQ_SGEMM = 2, MEAS_REQ_ROUNDS = 3, MEAS_REQ_GPU = 4,
+       MEAS_REQ_GPU_BLAS = 5 };
 
 typedef struct meas_request {
   int32_t kind;
@@ -74,7 +77,7 @@ typedef struct meas_request {
   int64_t min_ns;
   double timeout_s;
   int32_t rounds;        /* ROUNDS: how many */
-  pk_sgemm_shape sgemm;  /* SGEMM (and ROUNDS' externs): the call */
+  pk_sgemm_shape sgemm;  /* SGEMM, GPU_BLAS (and ROUNDS' externs): the call */
   uint32_t len[5]; /* strings that follow, NUL included: te, so/lib, kernel/sym, mask, sig */
 } meas_request;
 
@@ -108,7 +111,8 @@ noreturn void meas_child_main(pk_ctx *ctx, const pk_te_program *prog, const pk_t
 /* ---- GPU targets (measure_gpu.c) ---- */
 /* Runs in the child, which opens device 0 itself (no CUDA context or OpenCL runtime ever
  * crosses a fork): replays the trace, loads the built image, checks the kernel against the
- * reference (pk_gpu_device_check_timed), times it with device events; one reply. */
+ * reference (pk_gpu_device_check_timed), times it with device events; one reply. A
+ * GPU_BLAS request: cuBLAS checked and timed the same way (pk_gpu_cublas_check_timed). */
 noreturn void meas_gpu_child_main(pk_ctx *ctx, const pk_te_program *prog, const pk_te_ref *ref,
                                   const meas_request *rq, char *const *str, int result_fd);
 /* For records: what builds a GPU target's candidates ("NVRTC 12.4", "OpenCL C, built by

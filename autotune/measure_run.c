@@ -14,13 +14,16 @@ static void refuse(pk_ctx *run, meas_job *job, const char *why) {
   job->error = pk_strdup(run, why);
 }
 
-/* An extern candidate needs no build: it is ready once its call's shape is known. */
+/* An extern candidate needs no build: it is ready once its call's shape is known. C
+ * targets call cblas_sgemm on the host, CUDA targets cuBLAS on the device (the call each
+ * kind of artifact makes); OpenCL has no library to call. */
 static void plan_extern(const pk_measurer *m, pk_ctx *run, const pk_te_program *prog,
                         const pk_candidate *c, meas_job *job) {
   job->is_extern = true;
-  if (m->gpu)
-    return refuse(run, job, "an extern candidate is not measured on a GPU target (the "
-                            "measurer calls host libraries only)");
+  bool cuda = m->gpu && m->settings.target->kind == PK_TARGET_CUDA;
+  if (m->gpu && !cuda)
+    return refuse(run, job, "an extern candidate is not measured on an OpenCL target (there "
+                            "is no library to call)");
   if (m->settings.remote)
     return refuse(run, job, "an extern candidate is measured on the device itself only (a "
                             "remote server may lack the library)");
@@ -29,12 +32,17 @@ static void plan_extern(const pk_measurer *m, pk_ctx *run, const pk_te_program *
   job->sig = c->extern_sig;
   if (!job->lib || !job->sym || !job->sig)
     return refuse(run, job, "an extern candidate needs a library, a symbol and a signature");
-  if (strcmp(job->sym, PK_SGEMM_SYM) != 0)
-    return refuse(run, job, pk_sprintf(run, "the measurer can call cblas_sgemm only, not %s", job->sym));
+  const char *sym = cuda ? PK_CUBLAS_SYM : PK_SGEMM_SYM;
+  if (strcmp(job->sym, sym) != 0)
+    return refuse(run, job, pk_sprintf(run, "the measurer can call %s only%s, not %s", sym,
+                                       cuda ? " on a CUDA target" : "", job->sym));
+  if (cuda && strcmp(job->sig, PK_CUBLAS_SIGNATURE) != 0) /* the runtime's call is fixed */
+    return refuse(run, job, pk_sprintf(run, "%s's signature is %s, not %s", sym,
+                                       PK_CUBLAS_SIGNATURE, job->sig));
   /* From the program, not the knobs: the program is what the kernel must compute. */
   if (!pk_match_sgemm(prog, &job->sgemm))
-    return refuse(run, job, "cblas_sgemm does not compute this task (it needs a program whose "
-                            "only compute is a 2-D f32 C = A·B)");
+    return refuse(run, job, pk_sprintf(run, "%s does not compute this task (it needs a program "
+                                       "whose only compute is a 2-D f32 C = A·B)", sym));
   char *mask = pk_alloc(run, (size_t)prog->ntensors + 1);
   for (int i = 0; i < prog->ntensors; i++) mask[i] = i == job->sgemm.c ? '1' : '0';
   job->check_mask = mask;
@@ -76,8 +84,11 @@ static bool ask_job(pk_measurer *m, pk_ctx *run, const char *te, const meas_job 
   if (m->settings.remote)
     return meas_remote_ask(m, run, te, job, m->settings.timeout_s, r, by_budget);
   if (m->gpu) {
-    meas_request rq = {.kind = MEAS_REQ_GPU};
-    const char *str[5] = {te, job->so_path, job->trace ? job->trace : "", job->check_mask,
+    meas_request rq = {.kind = job->is_extern ? MEAS_REQ_GPU_BLAS : MEAS_REQ_GPU,
+                       .sgemm = job->sgemm};
+    const char *str[5] = {te, job->is_extern ? job->lib : job->so_path,
+                          job->is_extern ? job->sym : job->trace ? job->trace : "",
+                          job->check_mask,
                           m->settings.target->kind == PK_TARGET_CUDA ? "cuda" : "opencl"};
     return ask_worker(m, &rq, str, m->settings.timeout_s, r, by_budget);
   }

@@ -24,8 +24,12 @@
  * or compile it with NVRTC into the build cache; the child opens device 0 of the API
  * itself (nothing of a driver crosses a fork), loads the image, checks the kernel against
  * the interpreter on the device (pk_gpu_device_check_timed) and times its launches with
- * device events. Statuses, limits and deadlines are the CPU path's; extern candidates and
- * remote measurement are refused; confirmations re-time one candidate per process.
+ * device events. A CUDA target's cuBLAS candidate is measured the same way in such a
+ * child: the task's inputs uploaded, cuBLAS called as artifacts call it, C compared with the
+ * interpreter, the calls timed with device events (pk_gpu_cublas_check_timed, pk_search.h).
+ * Statuses, limits and deadlines are the CPU path's; OpenCL targets refuse externs (there is
+ * no library) and remote measurement is refused; confirmations re-time one candidate per
+ * process.
  */
 #ifndef PK_MEASURER_H
 #define PK_MEASURER_H

@@ -141,19 +141,12 @@ const pk_candidate *pk_space_extern(const pk_space *sp, int i);
 #define PK_SGEMM_SYM PKRT_SGEMM_SYM             /* runtime/pkrt.h: what artifacts call */
 #define PK_SGEMM_SIGNATURE PKRT_SGEMM_SIGNATURE
 /* CUDA targets: cuBLAS's sgemm on device memory (runtime/gpu_cublas.c); the library is
- * the list of sonames the runtime tries. The GPU measurer times this candidate with
- * pk_gpu_time_cublas (below), which calls it as artifacts do (pkrt_gpu_blas_sgemm). */
+ * the list of sonames the runtime tries. The GPU measurer checks and times this candidate
+ * with pk_gpu_cublas_check_timed (below), which calls it as artifacts do
+ * (pkrt_gpu_blas_sgemm). */
 #define PK_CUBLAS_LIB PKRT_CUBLAS_LIBRARIES
 #define PK_CUBLAS_SYM PKRT_CUBLAS_SGEMM_SYM
 #define PK_CUBLAS_SIGNATURE PKRT_CUBLAS_SGEMM_SIGNATURE
-/* The GPU measurer's one call for a cuBLAS candidate c (PK_CAND_EXTERN, PK_CUBLAS_SYM) on
- * the CUDA device g (opened with rt): operands of the knobs' shape in one device allocation, cuBLAS
- * loaded from c->extern_lib with a handle on g's stream, two untimed calls, then reps
- * calls timed with device events (median, min, stddev in ns). Everything is freed before
- * it returns. PK_ERR_CHECK: knobs that are no sgemm call; PK_ERR_RUNTIME: a device or
- * cuBLAS failure, the runtime's message in ctx (a missing libcublas named). */
-pk_status pk_gpu_time_cublas(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_candidate *c,
-                             int reps, pk_timing *out);
 
 typedef struct pk_sgemm_shape {
   int a, b, c;           /* tensor ids of A, B and C */
@@ -168,6 +161,22 @@ bool pk_match_sgemm_compute(const pk_te_tensor *c, pk_sgemm_shape *out);
 bool pk_match_sgemm(const pk_te_program *prog, pk_sgemm_shape *out);
 /* Reads the shape back from an extern candidate's knobs JSON; PK_ERR_CHECK when malformed. */
 pk_status pk_sgemm_shape_from_knobs(pk_ctx *ctx, const char *knobs_json, pk_sgemm_shape *out);
+/* The GPU measurer's one check and timing of a cuBLAS candidate on the CUDA device g
+ * (opened with rt), the way it checks and times a generated kernel (pk_gpu_device_check_op,
+ * codegen/pk_gpu.h): prog's tensors in one device allocation, inputs from ref (NULL: filled
+ * from seed and interpreted here), C filled with NaN; cuBLAS loaded from library (a
+ * space-separated list of sonames, the first that loads; NULL: PK_CUBLAS_LIB) with a
+ * handle on g's stream and called once as artifacts call it, with shape (from
+ * pk_match_sgemm of prog); C compared with the interpreter's; then, timing not NULL, calls
+ * timed with device events until they add up to min_ns and number at least 5. Everything
+ * is freed before it returns. PK_ERR_MISMATCH names the element; PK_ERR_RUNTIME a device
+ * or cuBLAS failure (a missing libcublas named); PK_ERR_CHECK a shape whose A, B, C are not
+ * f32 inputs and a compute of prog. */
+pk_status pk_gpu_cublas_check_timed(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g,
+                                    const pk_te_program *prog, const char *library,
+                                    const pk_sgemm_shape *shape, uint64_t seed,
+                                    const pk_te_ref *ref, int64_t min_ns,
+                                    pk_kernel_check_result *res, pk_timing *timing);
 
 /* ---- loop features (what the cost model sees; the database stores them) ----
  * PK_FEATURE_LOOP_COUNT features of the lowered loop nest (loops, vector lanes, unrolling,

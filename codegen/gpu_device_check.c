@@ -1,6 +1,7 @@
 /* gpu_device_check.c — the GPU twin of pk_kernel_check: prepared GPU kernels loaded as one
  * module on a real OpenCL or CUDA device (through libpockrt's pkrt_gpu), run on the
- * interpreter's seeded random inputs in one device arena, and compared with it. */
+ * interpreter's seeded random inputs in one device arena, compared with it, and timed with
+ * device events; any other operation on the tensors (cuBLAS) goes through the same steps. */
 #include "pk_gpu.h"
 
 #include <math.h>
@@ -63,26 +64,21 @@ static size_t view_align(const pkrt_gpu_info *info) {
 
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-/* One kernel's launch on the device: its index in the module, the arena (the device
- * allocation to free) and the views its launches take. */
+/* An operation's run on the device: the arena (the device allocation to free) and the
+ * views it takes. */
 typedef struct device_run {
-  int idx;
   pkrt_gpu_mem *arena;
   pkrt_gpu_ptr *views;
   pkrt_gpu_ptr ws;
   bool has_ws;
 } device_run;
 
-/* Arena layout, host staging, upload, launch and download for one kernel; the comparison
- * is the caller's, and so is freeing run->arena. */
-static pk_status run_on_device(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_module *mod,
-                               const pk_te_program *prog, const pk_gpu_kernel *k,
-                               const pk_te_ref *ref, pk_host_buffers *hb, device_run *run) {
-  const pkrt_gpu_kernel_desc *d = &k->desc;
-  const char *name = d->name;
-  int idx = pkrt_gpu_module_find(mod, name);
-  if (idx < 0) return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel %s is not in the loaded module", name);
-  run->idx = idx;
+/* Arena layout, host staging, upload, one run of op and download; the comparison is the
+ * caller's, and so is freeing run->arena. */
+static pk_status run_on_device(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_te_program *prog,
+                               const pk_gpu_device_op *op, const pk_te_ref *ref,
+                               pk_host_buffers *hb, device_run *run) {
+  const char *name = op->label;
   pkrt_gpu_mem **arena = &run->arena;
   int nb = prog->ntensors;
   size_t align = view_align(pkrt_gpu_describe(g));
@@ -96,11 +92,11 @@ static pk_status run_on_device(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_
     off[i] = total;
     total = round_up(total + bytes[i], align);
   }
-  size_t ws_off = total, ws_bytes = (size_t)d->workspace_bytes;
+  size_t ws_off = total, ws_bytes = (size_t)op->workspace_bytes;
   if (ws_bytes) total = round_up(total + ws_bytes, align);
 
   if (pkrt_gpu_mem_new(g, total, arena) != PKRT_OK)
-    return rt_fail(ctx, rt, pk_sprintf(ctx, "kernel %s: a %zu-byte device arena", name, total));
+    return rt_fail(ctx, rt, pk_sprintf(ctx, "%s: a %zu-byte device arena", name, total));
   pkrt_gpu_ptr *views = pk_alloc(ctx, sizeof *views * (size_t)(nb + 1));
   pkrt_gpu_ptr ws = {0};
   run->views = views;
@@ -110,7 +106,7 @@ static pk_status run_on_device(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_
     else memset(hb->data[i], 0xff, bytes[i]); /* NaN (floats), -1 (integers): unwritten shows */
     if (pkrt_gpu_mem_view(*arena, off[i], bytes[i], &views[i]) != PKRT_OK ||
         pkrt_gpu_copy_to(*arena, off[i], hb->data[i], bytes[i]) != PKRT_OK)
-      return rt_fail(ctx, rt, pk_sprintf(ctx, "kernel %s: buffer %s", name, t->name));
+      return rt_fail(ctx, rt, pk_sprintf(ctx, "%s: buffer %s", name, t->name));
   }
   if (ws_bytes) {
     void *fill = malloc(ws_bytes);
@@ -119,22 +115,22 @@ static pk_status run_on_device(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_
     pkrt_status st = pkrt_gpu_mem_view(*arena, ws_off, ws_bytes, &ws);
     if (st == PKRT_OK) st = pkrt_gpu_copy_to(*arena, ws_off, fill, ws_bytes);
     free(fill);
-    if (st != PKRT_OK) return rt_fail(ctx, rt, pk_sprintf(ctx, "kernel %s: workspace", name));
+    if (st != PKRT_OK) return rt_fail(ctx, rt, pk_sprintf(ctx, "%s: workspace", name));
   }
   run->ws = ws;
   run->has_ws = ws_bytes > 0;
-  if (pkrt_gpu_launch(mod, idx, views, nb, NULL, 0, ws_bytes ? &ws : NULL, NULL) != PKRT_OK ||
+  if (op->call(op->arg, views, ws_bytes ? &ws : NULL, NULL) != PKRT_OK ||
       pkrt_gpu_sync(g) != PKRT_OK)
-    return rt_fail(ctx, rt, pk_sprintf(ctx, "kernel %s", name));
+    return rt_fail(ctx, rt, name);
   for (int i = 0; i < nb; i++)
     if (prog->tensors[i]->kind == PK_TE_COMPUTE &&
         pkrt_gpu_copy_from(*arena, off[i], hb->data[i], bytes[i]) != PKRT_OK)
-      return rt_fail(ctx, rt, pk_sprintf(ctx, "kernel %s: reading %s back", name, prog->tensors[i]->name));
+      return rt_fail(ctx, rt, pk_sprintf(ctx, "%s: reading %s back", name, prog->tensors[i]->name));
   return PK_OK;
 }
 
-/* The timed launches of a checked kernel (the check's launch was the warm-up): each one
- * timed with device events, until they add up to min_ns and number at least
+/* The timed runs of a checked operation (the check's run was the warm-up): each one timed
+ * with device events, until they add up to min_ns and number at least
  * DEVICE_TIME_MIN_REPEATS (at most DEVICE_TIME_MAX_REPEATS). */
 #define DEVICE_TIME_MIN_REPEATS 5
 #define DEVICE_TIME_MAX_REPEATS 100000
@@ -143,9 +139,8 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static pk_status time_on_device(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu_module *mod, int nbufs,
-                                const pk_gpu_kernel *k, const device_run *run, int64_t min_ns,
-                                pk_timing *out) {
+static pk_status time_on_device(pk_ctx *ctx, pkrt_ctx *rt, const pk_gpu_device_op *op,
+                                const device_run *run, int64_t min_ns, pk_timing *out) {
   size_t cap = 1024;
   double *ns = malloc(cap * sizeof *ns), total = 0;
   if (!ns) return pk_ctx_fail(ctx, PK_ERR_NOMEM, "out of memory for timings");
@@ -162,9 +157,8 @@ static pk_status time_on_device(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu_module *mod,
       cap *= 2;
     }
     double ms = 0;
-    if (pkrt_gpu_launch(mod, run->idx, run->views, nbufs, NULL, 0, run->has_ws ? &run->ws : NULL,
-                        &ms) != PKRT_OK) {
-      s = rt_fail(ctx, rt, pk_sprintf(ctx, "kernel %s while being timed", k->desc.name));
+    if (op->call(op->arg, run->views, run->has_ws ? &run->ws : NULL, &ms) != PKRT_OK) {
+      s = rt_fail(ctx, rt, pk_sprintf(ctx, "%s while being timed", op->label));
       break;
     }
     ns[n++] = ms * 1e6;
@@ -180,6 +174,50 @@ static pk_status time_on_device(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu_module *mod,
   }
   free(ns);
   return s;
+}
+
+pk_status pk_gpu_device_check_op(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_te_program *prog,
+                                 const pk_schedule *sched, const pk_gpu_device_op *op,
+                                 uint64_t seed, const pk_te_ref *ref, int64_t min_ns,
+                                 pk_kernel_check_result *res, pk_timing *timing) {
+  memset(res, 0, sizeof *res);
+  if (op->workspace_bytes < 0)
+    return pk_ctx_fail(ctx, PK_ERR_CHECK, "%s asks for a workspace of %lld bytes", op->label,
+                       (long long)op->workspace_bytes);
+  if (!ref) {
+    pk_te_ref *own = pk_te_ref_new(ctx, prog);
+    pk_te_ref_fill_random(prog, own, seed);
+    pk_status s = pk_te_interp_run(ctx, prog, own);
+    if (s != PK_OK) return s;
+    ref = own;
+  }
+  pk_host_buffers hb;
+  pk_status s = pk_host_buffers_new(ctx, prog, &hb);
+  if (s != PK_OK) return s;
+  device_run run = {0};
+  s = run_on_device(ctx, rt, g, prog, op, ref, &hb, &run);
+  if (s == PK_OK && (s = pk_check_outputs(ctx, prog, sched, ref, &hb, res)) != PK_OK) {
+    /* the verifier's message names the tensor and the element */
+    const char *why = pk_strdup(ctx, pk_ctx_error(ctx));
+    pk_ctx_clear_error(ctx); /* the first failure stays otherwise: restate it */
+    s = pk_ctx_fail(ctx, s, "%s on %s: %s", op->label, pkrt_gpu_describe(g)->name, why);
+  }
+  if (s == PK_OK && timing) s = time_on_device(ctx, rt, op, &run, min_ns, timing);
+  pkrt_gpu_mem_free(run.arena);
+  pk_host_buffers_free(&hb);
+  return s;
+}
+
+/* A generated kernel as the operation: kernel idx of mod with its buffers and workspace. */
+typedef struct kernel_launch {
+  pkrt_gpu_module *mod;
+  int idx, nbufs;
+} kernel_launch;
+
+static pkrt_status launch_kernel(void *arg, const pkrt_gpu_ptr *views,
+                                 const pkrt_gpu_ptr *workspace, double *elapsed_ms) {
+  const kernel_launch *l = arg;
+  return pkrt_gpu_launch(l->mod, l->idx, views, l->nbufs, NULL, 0, workspace, elapsed_ms);
 }
 
 pk_status pk_gpu_device_check_loaded(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt_gpu_module *mod,
@@ -202,28 +240,14 @@ pk_status pk_gpu_device_check_timed(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt
   if (k->desc.nscalars)
     return pk_ctx_fail(ctx, PK_ERR_CHECK, "GPU kernel %s takes %d scalars; the check passes none",
                        name, k->desc.nscalars);
-  if (!ref) {
-    pk_te_ref *own = pk_te_ref_new(ctx, prog);
-    pk_te_ref_fill_random(prog, own, seed);
-    pk_status s = pk_te_interp_run(ctx, prog, own);
-    if (s != PK_OK) return s;
-    ref = own;
-  }
-  pk_host_buffers hb;
-  pk_status s = pk_host_buffers_new(ctx, prog, &hb);
-  if (s != PK_OK) return s;
-  device_run run = {0};
-  s = run_on_device(ctx, rt, g, mod, prog, k, ref, &hb, &run);
-  if (s == PK_OK && (s = pk_check_outputs(ctx, prog, sched, ref, &hb, res)) != PK_OK) {
-    /* the verifier's message names the tensor and the element */
-    const char *why = pk_strdup(ctx, pk_ctx_error(ctx));
-    pk_ctx_clear_error(ctx); /* the first failure stays otherwise: restate it */
-    s = pk_ctx_fail(ctx, s, "GPU kernel %s on %s: %s", name, pkrt_gpu_describe(g)->name, why);
-  }
-  if (s == PK_OK && timing) s = time_on_device(ctx, rt, mod, prog->ntensors, k, &run, min_ns, timing);
-  pkrt_gpu_mem_free(run.arena);
-  pk_host_buffers_free(&hb);
-  return s;
+  int idx = pkrt_gpu_module_find(mod, name);
+  if (idx < 0)
+    return pk_ctx_fail(ctx, PK_ERR_RUNTIME, "kernel %s is not in the loaded module", name);
+  kernel_launch l = {mod, idx, prog->ntensors};
+  pk_gpu_device_op op = {.label = pk_sprintf(ctx, "GPU kernel %s", name),
+                         .workspace_bytes = k->desc.workspace_bytes, .call = launch_kernel,
+                         .arg = &l};
+  return pk_gpu_device_check_op(ctx, rt, g, prog, sched, &op, seed, ref, min_ns, res, timing);
 }
 
 pk_status pk_gpu_device_check(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_te_program *prog,

@@ -157,6 +157,26 @@ pk_status pk_gpu_device_check_timed(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, pkrt
                                     const pk_gpu_kernel *k, uint64_t seed, const pk_te_ref *ref,
                                     int64_t min_ns, pk_kernel_check_result *res, pk_timing *timing);
 
+/* Any operation on a program's tensors checked and timed the same way: a generated kernel
+ * (pk_gpu_device_check_timed makes one of kernel k) or a library call such as cuBLAS's
+ * sgemm (pk_gpu_cublas_check_timed, autotune/pk_search.h). call runs it once on the
+ * tensors' views (views[i]: tensor i of prog) and its workspace (NULL when
+ * workspace_bytes is 0), queued on g; elapsed_ms NULL: untimed, else timed with device
+ * events and waited for. A failure is a pkrt_status with the runtime's message in rt. */
+typedef struct pk_gpu_device_op {
+  const char *label;       /* what messages call it: "GPU kernel k0", "cuBLAS sgemm 8x128x64" */
+  int64_t workspace_bytes; /* a NaN-filled device workspace passed to call; 0: none */
+  pkrt_status (*call)(void *arg, const pkrt_gpu_ptr *views, const pkrt_gpu_ptr *workspace,
+                      double *elapsed_ms);
+  void *arg;
+} pk_gpu_device_op;
+/* pk_gpu_device_check_timed for op: the arena, inputs, NaN-filled outputs, comparison
+ * (outputs sched inlined skipped; sched NULL: all) and timing loop are the kernel's. */
+pk_status pk_gpu_device_check_op(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_te_program *prog,
+                                 const pk_schedule *sched, const pk_gpu_device_op *op,
+                                 uint64_t seed, const pk_te_ref *ref, int64_t min_ns,
+                                 pk_kernel_check_result *res, pk_timing *timing);
+
 /* One kernel: load its source (pk_cgen_gpu of k alone), check it, free the module. */
 pk_status pk_gpu_device_check(pk_ctx *ctx, pkrt_ctx *rt, pkrt_gpu *g, const pk_te_program *prog,
                               const pk_schedule *sched, const pk_gpu_kernel *k, const char *source,

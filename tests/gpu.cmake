@@ -39,14 +39,16 @@ add_dependencies(test_gpu_cuda_mock pk_mock_libcuda)
 set_property(TEST test_gpu_cuda_mock APPEND PROPERTY ENVIRONMENT
   "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/mock-cuda" "PK_CUBLAS_MLP=${PK_CUBLAS_MLP}")
 
-# cuBLAS as the CUDA extern kernel against a stand-in libcublas beside the stand-in driver.
+# cuBLAS as the CUDA extern kernel against a stand-in libcublas beside the stand-in driver,
+# named as the first soname the runtime tries (PKRT_CUBLAS_LIBRARIES): the default finds it.
 add_library(pk_mock_libcublas MODULE fixtures/mock_libcublas.c)
 target_compile_options(pk_mock_libcublas PRIVATE -fvisibility=hidden)
 target_link_libraries(pk_mock_libcublas PRIVATE ${CMAKE_DL_LIBS})
 set_target_properties(pk_mock_libcublas PROPERTIES PREFIX "lib" OUTPUT_NAME "cublas"
-  SUFFIX ".so.12" LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mock-cuda)
-# Its model part opens a CUDA artifact built first, apart: NVRTC crashes when it meets the
-# stand-in driver on the library path. No NVRTC: no artifact, and that part is skipped.
+  SUFFIX ".so.13" LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mock-cuda)
+# Its model part opens a CUDA artifact built first, apart (it also fills the kernel cache
+# test_gpu_cublas_tune compiles the same kernels from). No NVRTC: no artifact, and that
+# part is skipped.
 set(PK_CUBLAS_MLP ${CMAKE_CURRENT_BINARY_DIR}/cublas_mock_mlp.pock)
 add_test(NAME test_gpu_cublas_mock_build COMMAND sh -c "\"$1\" compile \"$2\" --batch 8 \
   --target 'cuda -arch=sm_87' -o \"$3\" || rm -f \"$3\"" sh $<TARGET_FILE:pock>
@@ -59,6 +61,24 @@ add_dependencies(test_gpu_cublas_mock pk_mock_libcuda pk_mock_libcublas)
 set_tests_properties(test_gpu_cublas_mock PROPERTIES FIXTURES_REQUIRED cublas_mock_mlp)
 set_property(TEST test_gpu_cublas_mock APPEND PROPERTY ENVIRONMENT
   "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/mock-cuda" "PK_CUBLAS_MLP=${PK_CUBLAS_MLP}")
+
+# The measurer on a CUDA target measures the cuBLAS candidate (checked on the device, timed
+# with device events), against the same stand-ins; 77 without NVRTC.
+pk_add_test(test_measure_cublas_mock LIBS pk_autotune LABELS autotune gpu sanitize TIMEOUT 60)
+add_dependencies(test_measure_cublas_mock pk_mock_libcuda pk_mock_libcublas)
+set_tests_properties(test_measure_cublas_mock PROPERTIES SKIP_RETURN_CODE 77)
+set_property(TEST test_measure_cublas_mock APPEND PROPERTY ENVIRONMENT
+  "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/mock-cuda")
+# `pock tune --target 'cuda -arch=sm_87'` on the stand-ins makes cuBLAS the best record of
+# the MLP's first matmul, and `pock compile --db` makes that kernel a cuBLAS call (the
+# kernel cache the artifact fixture filled keeps it fast); 77 without NVRTC.
+add_test(NAME test_gpu_cublas_tune COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_cublas_tune.sh
+  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_gpu_cublas_tune PROPERTIES LABELS "cli;autotune;gpu" TIMEOUT 60
+  SKIP_RETURN_CODE 77 FIXTURES_REQUIRED cublas_mock_mlp)
+set_property(TEST test_gpu_cublas_tune APPEND PROPERTY ENVIRONMENT
+  "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache"
+  "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/mock-cuda")
 
 # libpockrt stays small and links neither OpenCL nor CUDA (readelf), stripped <= 200 KB.
 add_test(NAME test_gpu_link COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_link.sh

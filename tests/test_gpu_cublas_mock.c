@@ -9,8 +9,10 @@
  * for cuda with its first matmul made the cuBLAS extern, as a record of it would): the
  * manifest is accepted, the handle is made at open and destroyed when the open fails
  * later (the stand-in driver loads no real image), and a missing libcublas or the CPU's
- * cblas_sgemm in a CUDA artifact is refused by name. And the GPU measurer's entry for a
- * cuBLAS candidate (pk_gpu_time_cublas): reps timed calls of the knobs' shape. */
+ * cblas_sgemm in a CUDA artifact is refused by name. And the GPU measurer's check of a
+ * cuBLAS candidate (pk_gpu_cublas_check_timed): right on the task's inputs then timed,
+ * wrong when the stand-in's fault switch is on, a missing libcublas named, a shape that is
+ * not the program's refused. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -30,7 +32,7 @@ void *__real_calloc(size_t a, size_t b);
 void *__wrap_malloc(size_t n) { allocs += counting; return __real_malloc(n); }
 void *__wrap_calloc(size_t a, size_t b) { allocs += counting; return __real_calloc(a, b); }
 
-#define MOCK_CUBLAS "libcublas.so.12" /* the stand-in's name in the test's library path */
+#define MOCK_CUBLAS "libcublas.so.13" /* the stand-in: the first soname cuBLAS is tried by */
 enum { M = 3, N = 4, K = 5 };
 
 static pkrt_ctx *rt;
@@ -88,8 +90,8 @@ static void test_handle(pkrt_gpu_blas *b, pkrt_gpu_mem *mem) {
   for (int r = 0; r < 20 && st == PKRT_OK; r++)
     st = pkrt_gpu_blas_sgemm(b, 0, 0, 4, 4, 4, &v, 4, &v, 4, &v, 4, r % 2 ? &ms : NULL);
   counting = 0;
-  /* the stand-in driver counts one "millisecond" per kernel launch: a cuBLAS call is none */
-  CHECK(st == PKRT_OK && allocs == 0 && ms == 0, "%ld allocations over 20 calls, %g ms: %s",
+  /* the stand-in driver counts one "millisecond" per launch, the stand-in sgemm one */
+  CHECK(st == PKRT_OK && allocs == 0 && ms == 1, "%ld allocations over 20 calls, %g ms: %s",
         allocs, ms, pkrt_ctx_error(rt));
   st = pkrt_gpu_blas_sgemm(b, 0, 0, 32, 32, 32, &v, 32, &v, 32, &v, 32, NULL);
   CHECK(st == PKRT_ERR_INPUT && has("m 32, n 32, k 32") && has("do not fit"),
@@ -108,25 +110,53 @@ static void test_refused(void) {
   PASS();
 }
 
+/* C[3,4] = A[5,3]ᵀ·B[5,4]: the cuBLAS candidate of this task, as the measurer finds it. */
+static const char *const SGEMM_TA_TE =
+    "A = placeholder((5, 3), f32)\n"
+    "B = placeholder((5, 4), f32)\n"
+    "k = reduce_axis(5)\n"
+    "C = compute((3, 4), (i, j) => sum(A[k, i] * B[k, j], k))\n";
+
 static void test_measure(void) {
   pk_ctx *ctx = pk_ctx_new();
-  pk_candidate c = {.kind = PK_CAND_EXTERN, .extern_lib = "libcublas-missing.so.99 " MOCK_CUBLAS,
-                    .extern_sym = PK_CUBLAS_SYM, .extern_sig = PK_CUBLAS_SIGNATURE,
-                    .knobs = "{\"a\":0,\"b\":1,\"c\":2,\"extern\":\"sgemm\",\"k\":5,\"lda\":3,"
-                             "\"ldb\":4,\"ldc\":4,\"m\":3,\"n\":4,\"trans_a\":1,\"trans_b\":0}"};
+  pk_te_program *p;
+  pk_sgemm_shape shape;
+  CHECK(pk_te_parse(ctx, SGEMM_TA_TE, strlen(SGEMM_TA_TE), "ta.te", &p) == PK_OK &&
+            pk_match_sgemm(p, &shape) && shape.trans_a && !shape.trans_b,
+        "the task: %s", pk_ctx_error(ctx));
   const int *l = ((const int *(*)(void))dlsym(mock, "mock_cublas_last"))();
   int calls = l[8], live0 = live();
   pk_timing t = {0};
-  pk_status st = pk_gpu_time_cublas(ctx, rt, g, &c, 7, &t);
+  pk_kernel_check_result res;
   /* the soname list: the first that loads is used */
-  CHECK(st == PK_OK && t.repeats == 7 && t.median_ns == 0 && l[8] == calls + 9 && l[1] == 1 &&
-            l[2] == 4 && l[3] == 3 && live() == live0,
-        "status %d, %d repeats, %d calls (want 9), ops %d %d m %d n %d: %s", st, t.repeats,
-        l[8] - calls, l[0], l[1], l[2], l[3], pk_ctx_error(ctx));
-  c.knobs = "{\"extern\":\"gemv\"}";
-  st = pk_gpu_time_cublas(ctx, rt, g, &c, 7, &t);
-  CHECK(st == PK_ERR_CHECK && strstr(pk_ctx_error(ctx), "not an sgemm call"), "bad knobs: %s",
+  const char *libs = "libcublas-missing.so.99 " MOCK_CUBLAS;
+  pk_status st = pk_gpu_cublas_check_timed(ctx, rt, g, p, libs, &shape, 1, NULL, 2000000, &res,
+                                           &t);
+  /* the check's call, then the timed ones: 5 of the stand-in's 1 ms each pass 2 ms */
+  CHECK(st == PK_OK && res.noutputs == 1 && res.worst_ratio <= 1 && t.repeats == 5 &&
+            t.median_ns == 1e6 && l[8] == calls + 1 + t.repeats && l[1] == 1 && l[2] == 4 &&
+            l[3] == 3 && live() == live0,
+        "status %d, %d outputs (worst %g), %d repeats, %d calls, ops %d %d m %d n %d: %s", st,
+        res.noutputs, res.worst_ratio, t.repeats, l[8] - calls, l[0], l[1], l[2], l[3],
         pk_ctx_error(ctx));
+  setenv("MOCK_CUBLAS_WRONG", "1", 1); /* the stand-in's fault: one element off */
+  st = pk_gpu_cublas_check_timed(ctx, rt, g, p, libs, &shape, 1, NULL, 0, &res, &t);
+  unsetenv("MOCK_CUBLAS_WRONG");
+  CHECK(st == PK_ERR_MISMATCH && strstr(pk_ctx_error(ctx), "cuBLAS sgemm 3x4x5 on Mock Orin") &&
+            strstr(pk_ctx_error(ctx), "element"),
+        "a wrong result: %s", pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+  st = pk_gpu_cublas_check_timed(ctx, rt, g, p, "libcublas-missing.so.99", &shape, 1, NULL, 0,
+                                 &res, &t);
+  CHECK(st == PK_ERR_RUNTIME && strstr(pk_ctx_error(ctx), "cannot load libcublas (tried "
+                                                          "libcublas-missing.so.99)"),
+        "no libcublas: %s", pk_ctx_error(ctx));
+  pk_ctx_clear_error(ctx);
+  pk_sgemm_shape bad = shape;
+  bad.c = bad.a; /* C must be the program's compute */
+  st = pk_gpu_cublas_check_timed(ctx, rt, g, p, libs, &bad, 1, NULL, 0, &res, &t);
+  CHECK(st == PK_ERR_CHECK && strstr(pk_ctx_error(ctx), "is not an f32 compute"),
+        "a shape not of this program: %s", pk_ctx_error(ctx));
   pk_ctx_free(ctx);
   PASS();
 }
@@ -153,8 +183,7 @@ static void cublas_kernel(cJSON *j) {
 }
 
 /* art ($PK_CUBLAS_MLP): the digits MLP built for cuda -arch=sm_87 by ctest's setup
- * (test_gpu_cublas_mock_build, without the stand-ins on the library path: NVRTC must not
- * meet the stand-in driver). */
+ * (test_gpu_cublas_mock_build). */
 static void test_model(const char *art) {
   char ext[512], err[1024];
   FILE *f = art ? fopen(art, "rb") : NULL;

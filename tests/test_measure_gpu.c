@@ -3,8 +3,9 @@
  * device in the worker's children, a kernel that fails the check is PK_MEAS_WRONG and is
  * recorded so under the OpenCL fingerprint (api and device version must-match, the device
  * informative), OpenCL C that does not build and schedules a GPU cannot run get their own
- * statuses, externs are refused, confirmations re-time; the worker keeps one thread (no
- * driver in it). No timing value is asserted. PASS/FAIL; 77 without an OpenCL device. */
+ * statuses, externs are refused (OpenCL has no library to call), confirmations re-time;
+ * the worker keeps one thread (no driver in it). No timing value is asserted. PASS/FAIL;
+ * 77 without an OpenCL device. (CUDA's cuBLAS candidate: test_measure_cublas_mock.c.) */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <stdio.h>
@@ -126,7 +127,7 @@ int main(void) {
   CHECK(pk_measurer_run(m, &task, cands, 3, out) == PK_OK, "pk_measurer_run returns OK");
   check_status(ctx, "default schedule on the device", &out[0], PK_MEAS_OK);
   check_status(ctx, "a CPU parallel loop", &out[1], PK_MEAS_ILLEGAL);
-  check_status(ctx, "an extern on a GPU target", &out[2], PK_MEAS_ILLEGAL);
+  check_status(ctx, "an extern on an OpenCL target", &out[2], PK_MEAS_ILLEGAL);
 
   /* hand-written OpenCL C: right, wrong by one element, not building */
   const char *sources[3] = {GOOD_CL, WRONG_CL, BROKEN_CL};
