@@ -28,7 +28,7 @@ fi
 expect tune_cublas_best 0 "best .* \(extern cublasSgemm_v2\)" cat tune.out
 expect cublas_record_best 0 "^84e91d67baa2 +matmul_8x128x64_f32 +cuda -arch=sm_87 .* extern " \
   "$pock" db best t.db
-expect compile_with_cublas 0 "wrote cublas.pock: 26 kernels \(1 tuned\)" \
+expect compile_with_cublas 0 "wrote cublas.pock: [0-9]+ kernels \(1 tuned\)" \
   "$pock" compile "$M" --batch 8 --target "$T" --db t.db -o cublas.pock
 expect manifest_calls_cublas 0 "externs +cublasSgemm_v2 in libcublas.so.13 .*\(kernels k0\)" \
   "$rt" info cublas.pock
