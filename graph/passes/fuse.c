@@ -162,6 +162,30 @@ static bool kind_allows(const pk_graph *g, int c, int slot, fuse_kind kind,
   return false;
 }
 
+/* share[i] for each input i of consumer cn: the index of the same tensor among producer
+ * pn's inputs (read once by the fused program), else -1; the slot stays -1. */
+static int *shared_inputs(pk_ctx *ctx, const pk_gnode *pn, const pk_gnode *cn, int slot) {
+  int *share = pk_alloc(ctx, sizeof(int) * (size_t)(cn->ninputs + 1));
+  for (int i = 0; i < cn->ninputs; i++) {
+    share[i] = -1;
+    for (int j = 0; i != slot && j < pn->ninputs && share[i] < 0; j++)
+      if (pn->inputs[j] == cn->inputs[i]) share[i] = j;
+  }
+  return share;
+}
+
+/* The fused node's inputs, as the fused program's placeholders are (pk_te_fuse): the
+ * producer's, then the consumer's own (not the slot, not those shared); *n gets how many. */
+static int *fused_inputs(pk_ctx *ctx, const pk_gnode *pn, const pk_gnode *cn, int slot,
+                         const int *share, int *n) {
+  int *inputs = pk_alloc(ctx, sizeof(int) * (size_t)(pn->ninputs + cn->ninputs + 1));
+  *n = 0;
+  for (int j = 0; j < pn->ninputs; j++) inputs[(*n)++] = pn->inputs[j];
+  for (int i = 0; i < cn->ninputs; i++)
+    if (i != slot && share[i] < 0) inputs[(*n)++] = cn->inputs[i];
+  return inputs;
+}
+
 /* Fuses the producer of node c's input `slot` into c when that is legal (kind: what it
  * becomes); true if done. The legality rules are the same for each: the intermediate is
  * read by c alone (a gradient that needs it, such as a pre-activation read by relu's
@@ -203,14 +227,7 @@ static bool fuse_input(pk_graph *g, int c, int slot, fuse_kind kind, const pk_fu
   if (!at_c && !(hoist && can_hoist(g, p, c, t))) return false;
 
   pk_ctx *ctx = g->ctx;
-  int *share = pk_alloc(ctx, sizeof(int) * (size_t)(cn->ninputs + 1));
-  int nin = pn->ninputs;
-  for (int i = 0; i < cn->ninputs; i++) {
-    share[i] = -1;
-    for (int j = 0; i != slot && j < pn->ninputs && share[i] < 0; j++)
-      if (pn->inputs[j] == cn->inputs[i]) share[i] = j;
-    nin += i != slot && share[i] < 0;
-  }
+  int *share = shared_inputs(ctx, pn, cn, slot);
   pk_te_program *prog;
   pk_status s;
   if (kind == FUSE_INLINE) s = pk_te_fuse(ctx, pn->prog, cn->prog, slot, share, &prog);
@@ -221,10 +238,7 @@ static bool fuse_input(pk_graph *g, int c, int slot, fuse_kind kind, const pk_fu
     pk_ctx_clear_error(ctx); /* not of the fusable form: both kernels stay */
     return false;
   }
-  int *inputs = pk_alloc(ctx, sizeof(int) * (size_t)(nin + 1)), n = 0;
-  for (int j = 0; j < pn->ninputs; j++) inputs[n++] = pn->inputs[j];
-  for (int i = 0; i < cn->ninputs; i++)
-    if (i != slot && share[i] < 0) inputs[n++] = cn->inputs[i];
+  int n, *inputs = fused_inputs(ctx, pn, cn, slot, share, &n);
   cn->fused = pk_sprintf(ctx, "%s+%s", op_label(ctx, pn), op_label(ctx, cn));
   cn->prog = prog;
   cn->inputs = inputs;
@@ -282,23 +296,13 @@ static bool fuse_tail(pk_graph *g, int c, int slot) {
   for (int o = 0; o < pn->noutputs; o++)
     if (g->tensors[pn->outputs[o]]->base >= 0) return false; /* in place */
   pk_ctx *ctx = g->ctx;
-  int *share = pk_alloc(ctx, sizeof(int) * (size_t)(cn->ninputs + 1));
-  int nin = pn->ninputs;
-  for (int i = 0; i < cn->ninputs; i++) {
-    share[i] = -1;
-    for (int j = 0; i != slot && j < pn->ninputs && share[i] < 0; j++)
-      if (pn->inputs[j] == cn->inputs[i]) share[i] = j;
-    nin += i != slot && share[i] < 0;
-  }
+  int *share = shared_inputs(ctx, pn, cn, slot);
   pk_te_program *prog;
   if (pk_te_fuse_tail(ctx, pn->prog, cn->prog, slot, share, &prog) != PK_OK) {
     pk_ctx_clear_error(ctx); /* not of the fusable form: both kernels stay */
     return false;
   }
-  int *inputs = pk_alloc(ctx, sizeof(int) * (size_t)(nin + 1)), n = 0;
-  for (int j = 0; j < pn->ninputs; j++) inputs[n++] = pn->inputs[j];
-  for (int i = 0; i < cn->ninputs; i++)
-    if (i != slot && share[i] < 0) inputs[n++] = cn->inputs[i];
+  int n, *inputs = fused_inputs(ctx, pn, cn, slot, share, &n);
   int *outputs = pk_alloc(ctx, sizeof(int) * (size_t)pn->noutputs);
   memcpy(outputs, pn->outputs, sizeof(int) * (size_t)pn->noutputs);
   outputs[pn->noutputs - 1] = cn->outputs[0];
