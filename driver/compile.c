@@ -92,6 +92,10 @@ static pk_status open_target(drv_state *S) {
   if (s == PK_OK && S->target->kind != PK_TARGET_C && o->cache_frozen)
     s = pk_ctx_fail(S->ctx, PK_ERR_UNSUPPORTED, "target '%s': --cache-frozen is for C targets only",
                     S->target->text);
+  if (s == PK_OK && S->target->kind != PK_TARGET_OPENCL && o->no_device_binary)
+    s = pk_ctx_fail(S->ctx, PK_ERR_USAGE,
+                    "target '%s': --no-device-binary is for OpenCL targets only",
+                    S->target->text);
   if (s == PK_OK) s = pk_backend_new(S->ctx, S->target, &bo, &S->backend);
   if (s != PK_OK) {
     const char *why = pk_strdup(S->ctx, pk_ctx_error(S->ctx));
