@@ -70,7 +70,7 @@ static void opencl_binary(drv_state *S) {
             S->clbin_for.name, n);
   }
   if (why)
-    fprintf(S->log, "pock: no OpenCL device binary (%s): the artifact holds the source only\n",
+    fprintf(S->log, "pock: the artifact holds the OpenCL source only (no device binary: %s)\n",
             why);
   free(bin);
   pkrt_gpu_module_free(mod);
