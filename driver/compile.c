@@ -181,8 +181,9 @@ pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *opts, pk_compile_res
     out->artifact_bytes = S.artifact_bytes;
   }
   if (last == NSTAGES - 1 && o.out)
-    fprintf(S.log, "wrote %s: %d kernels (%d tuned), arena %lld bytes, file %lld bytes\n", o.out,
-            S.nkernels, ntuned, (long long)S.mp->region_bytes[PK_REGION_ARENA],
-            (long long)S.artifact_bytes);
+    fprintf(S.log, "wrote %s: %d kernels (%d tuned), arena %lld bytes, file %lld bytes%s%s\n",
+            o.out, S.nkernels, ntuned, (long long)S.mp->region_bytes[PK_REGION_ARENA],
+            (long long)S.artifact_bytes, S.clbin ? ", OpenCL binary for " : "",
+            S.clbin ? S.clbin_for.name : "");
   return PK_OK;
 }

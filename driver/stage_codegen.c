@@ -42,7 +42,8 @@ static pk_status use_defaults(drv_state *S) {
 
 /* OpenCL: the program built on this machine's device 0 (the one the runtime opens), its
  * binary kept for the artifact beside the source with the device it is for. No device, or
- * a build that fails, leaves the source alone: one line says so, and the compile goes on. */
+ * a build that fails, leaves the source alone: one line says so, and the compile goes on
+ * (an artifact with the binary says so in its "wrote" line). */
 static void opencl_binary(drv_state *S) {
   pk_gpu_kernel *ks = pk_alloc(S->ctx, sizeof *ks * (size_t)(S->nkernels + 1));
   for (int i = 0; i < S->nkernels; i++) ks[i] = *pk_cgen_unit_gpu_kernel(S->unit, i);
@@ -65,13 +66,11 @@ static void opencl_binary(drv_state *S) {
     S->clbin = pk_alloc(S->ctx, n);
     memcpy(S->clbin, bin, n);
     S->clbin_len = n;
-    S->clbin_for = *pkrt_gpu_describe(g);
-    fprintf(S->log, "pock: OpenCL binary for %s (%zu bytes) beside the source\n",
-            S->clbin_for.name, n);
+    S->clbin_for = *pkrt_gpu_describe(g); /* the "wrote" line names it */
   }
-  if (why)
-    fprintf(S->log, "pock: the artifact holds the OpenCL source only (no device binary: %s)\n",
-            why);
+  if (why) /* one line: a build log's first */
+    fprintf(S->log, "pock: the artifact holds the OpenCL source only (no device binary: %.*s)\n",
+            (int)strcspn(why, "\n"), why);
   free(bin);
   pkrt_gpu_module_free(mod);
   if (g) pkrt_gpu_close(g);

@@ -19,7 +19,7 @@ if ! "$rt" gpu 2>&1 | grep -Eq '^opencl: [1-9][0-9]* device'; then
   exit 77
 fi
 
-expect compile_binary 0 "OpenCL binary for .* \([1-9][0-9]* bytes\) beside the source" \
+expect compile_binary 0 "wrote cl.pock: .* bytes, OpenCL binary for [^ ]" \
   "$pock" compile "$M" --batch 4 --target opencl -o cl.pock
 expect section_clbin 0 "^kernels\.clbin +[1-9]" "$tool" list cl.pock
 expect info_binary 0 "gpu binary +OpenCL binary for .*: this device's \(used at load\)" \
