@@ -28,7 +28,7 @@
   X(clCreateProgramWithSource) X(clBuildProgram) X(clGetProgramBuildInfo)                 \
   X(clReleaseProgram) X(clCreateKernel) X(clGetKernelInfo) X(clGetKernelWorkGroupInfo)    \
   X(clReleaseKernel) X(clSetKernelArg) X(clEnqueueNDRangeKernel) X(clWaitForEvents)       \
-  X(clGetEventProfilingInfo) X(clReleaseEvent) X(clCreateProgramWithBinary)              \
+  X(clGetEventProfilingInfo) X(clReleaseEvent) X(clCreateProgramWithBinary)               \
   X(clGetProgramInfo)
 
 /* The entry points, typed by the headers' own prototypes; `fn` is the same storage as an

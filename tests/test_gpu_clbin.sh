@@ -62,7 +62,8 @@ expect broken_weights_match 0 "max abs difference" "$close" broken.pkw src.pkw 1
 
 # No OpenCL platform (the ICD loader finds no driver): the source only, said in one line
 mkdir -p no-icd
-expect compile_no_device 0 "the artifact holds the OpenCL source only \(no device binary: no OpenCL device 0" \
+expect compile_no_device 0 \
+  "the artifact holds the OpenCL source only \(no device binary: no OpenCL device 0" \
   env OCL_ICD_VENDORS="$tmp/no-icd" OCL_ICD_FILENAMES= "$pock" compile "$M" --batch 4 \
   --target opencl -o nodev.pock
 no_clbin nodev_no_section nodev.pock
