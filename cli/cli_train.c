@@ -409,6 +409,7 @@ int pkrt_cli_train(const char *prog, pkrt_cli_mode md, int argc, char **argv) {
   pkrt_model *m;
   char err[512];
   if (pkrt_model_open(o.model, &oo, &m, err, sizeof err) != 0) return fail(&o, "%s", err);
+  if (pkrt_model_gpu_image(m)) fprintf(stderr, "%s: %s\n", o.prog, pkrt_model_gpu_image(m));
   rc = run(&o, m);
   pkrt_model_close(m);
   return rc;

@@ -60,6 +60,9 @@ static const char compile_help[] =
     "  --target T            what to build for (docs/targets.md): c, 'c -march=CPU',\n"
     "                        'c -mcpu=CPU' (default c: this machine), opencl,\n"
     "                        'cuda -arch=sm_NN' (kernels run on the GPU)\n"
+    "  --no-device-binary    opencl: the OpenCL C source only (default: also the program\n"
+    "                        binary of this machine's OpenCL device 0, which a device\n"
+    "                        equal in name, version, driver and platform loads unbuilt)\n"
     "  --cc CC               the C compiler (a cross compiler builds for its machine)\n"
     "  --build-timeout S     limit on building the kernels, seconds (default 300)\n"
     "  -j, --jobs N          compilers at once, a kernel each (default: this machine's CPUs)\n"
@@ -85,6 +88,7 @@ static int parse_options(int argc, char **argv, pk_compile_options *o,
     if (!strcmp(a, "--print-memory")) { o->print_memory = true; continue; }
     if (!strcmp(a, "--verbose")) { o->verbose = true; continue; }
     if (!strcmp(a, "--cache-frozen")) { o->cache_frozen = true; continue; }
+    if (!strcmp(a, "--no-device-binary")) { o->no_device_binary = true; continue; }
     if (a[0] != '-' || !a[1]) {
       if (o->model) return pk_cli_usage("compile: one MODEL expected, got '%s' and '%s'", o->model, a);
       o->model = a;

@@ -209,6 +209,14 @@ static void print_manifest(const cJSON *mf) {
     int n = 0;
     pkrt_status st = pkrt_gpu_list(rt, strcmp(api, "cuda") ? PKRT_GPU_OPENCL : PKRT_GPU_CUDA, &d, 1, &n);
     printf("%-14s %s\n", "gpu here", st != PKRT_OK ? pkrt_ctx_error(rt) : n ? d.name : "no device");
+    /* OpenCL's device binary: what it is for, and whether this device would load it */
+    const cJSON *b = get(gpu, "binary");
+    pkrt_gpu_binary_for f = {str_or(get(b, "device"), "?"), str_or(get(b, "version"), "?"),
+                             str_or(get(b, "driver"), "?"), str_or(get(b, "platform"), "?")};
+    if (b)
+      printf("%-14s OpenCL binary for %s (%s; %s; driver %s): %s\n", "gpu binary", f.device,
+             f.platform, f.version, f.driver, st == PKRT_OK && n && pkrt_gpu_binary_fits(&d, &f)
+             ? "this device's (used at load)" : "device differs: built from source at load");
     pkrt_ctx_free(rt);
   }
   printf("%-14s %s\n", "mode", str_or(get(mf, "mode"), "?"));

@@ -1,6 +1,6 @@
 /* artifact.c — the artifact file: the manifest, the kernel object (GPU: the device image,
- * and CUDA's PTX in "kernels.ptx") and the weights section
- * (the PARAMS region's initial contents from the graph's params, then the STATE region,
+ * CUDA's PTX in "kernels.ptx", OpenCL's device binary in "kernels.clbin") and the weights
+ * section (the PARAMS region's initial contents from the graph's params, then the STATE region,
  * zeros, then the BUFFERS region from the buffers and constants), written through the runtime's container writer so both sides share one format. */
 #include <string.h>
 #include <sys/stat.h>
@@ -33,12 +33,14 @@ pk_status drv_artifact(drv_state *S) {
   size_t wlen = 0;
   pk_status s = weights_bytes(S, &w, &wlen);
   if (s != PK_OK) return s;
-  /* CUDA's PTX follows the weights: version 1's sections keep their order */
+  /* CUDA's PTX or OpenCL's device binary follows the weights: version 1's sections keep
+   * their order */
   pkrt_section sec[4] = {{"manifest", S->manifest, strlen(S->manifest)},
                          {"kernels", S->so, S->so_len},
                          {"weights", w, wlen},
                          {"kernels.ptx", S->ptx, S->ptx_len}};
-  int nsec = S->ptx ? 4 : 3;
+  if (S->clbin) sec[3] = (pkrt_section){"kernels.clbin", S->clbin, S->clbin_len};
+  int nsec = S->ptx || S->clbin ? 4 : 3;
   pkrt_ctx *rt = pkrt_ctx_new(1);
   if (!rt) return pk_ctx_fail(S->ctx, PK_ERR_NOMEM, "compile: out of memory");
   if (pkrt_artifact_write(rt, S->o->out, sec, nsec) != PKRT_OK)

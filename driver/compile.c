@@ -92,6 +92,10 @@ static pk_status open_target(drv_state *S) {
   if (s == PK_OK && S->target->kind != PK_TARGET_C && o->cache_frozen)
     s = pk_ctx_fail(S->ctx, PK_ERR_UNSUPPORTED, "target '%s': --cache-frozen is for C targets only",
                     S->target->text);
+  if (s == PK_OK && S->target->kind != PK_TARGET_OPENCL && o->no_device_binary)
+    s = pk_ctx_fail(S->ctx, PK_ERR_USAGE,
+                    "target '%s': --no-device-binary is for OpenCL targets only",
+                    S->target->text);
   if (s == PK_OK) s = pk_backend_new(S->ctx, S->target, &bo, &S->backend);
   if (s != PK_OK) {
     const char *why = pk_strdup(S->ctx, pk_ctx_error(S->ctx));
@@ -177,8 +181,9 @@ pk_status pk_compile(pk_ctx *ctx, const pk_compile_options *opts, pk_compile_res
     out->artifact_bytes = S.artifact_bytes;
   }
   if (last == NSTAGES - 1 && o.out)
-    fprintf(S.log, "wrote %s: %d kernels (%d tuned), arena %lld bytes, file %lld bytes\n", o.out,
-            S.nkernels, ntuned, (long long)S.mp->region_bytes[PK_REGION_ARENA],
-            (long long)S.artifact_bytes);
+    fprintf(S.log, "wrote %s: %d kernels (%d tuned), arena %lld bytes, file %lld bytes%s%s\n",
+            o.out, S.nkernels, ntuned, (long long)S.mp->region_bytes[PK_REGION_ARENA],
+            (long long)S.artifact_bytes, S.clbin ? ", OpenCL binary for " : "",
+            S.clbin ? S.clbin_for.name : "");
   return PK_OK;
 }

@@ -82,6 +82,9 @@ typedef struct drv_state {
   size_t so_len;
   void *ptx;                  /* codegen, CUDA: the PTX beside the cubin (so), for newer archs */
   size_t ptx_len;
+  void *clbin;                /* codegen, OpenCL: the program binary for clbin_for, or NULL */
+  size_t clbin_len;
+  pkrt_gpu_info clbin_for;    /* the device that built it (name, version, driver, platform) */
   char *manifest;             /* artifact */
   int64_t artifact_bytes;
 } drv_state;

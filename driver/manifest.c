@@ -86,13 +86,20 @@ static cJSON *optimizer_json(const pk_train_spec *sp) {
 }
 
 /* GPU artifacts (format 3): the API, the alignment every buffer was planned at (a device
- * whose views need more is refused), CUDA's cubin arch. */
+ * whose views need more is refused), CUDA's cubin arch, the device OpenCL's binary is for. */
 static cJSON *gpu_json(const drv_state *S) {
   cJSON *o = cJSON_CreateObject();
   bool cuda = S->target->kind == PK_TARGET_CUDA;
   cJSON_AddStringToObject(o, "api", cuda ? "cuda" : "opencl");
   cJSON_AddNumberToObject(o, "align", (double)S->mp->align);
   if (cuda) cJSON_AddStringToObject(o, "arch", S->target->arch);
+  if (S->clbin) { /* what "kernels.clbin" serves: exactly this device */
+    cJSON *b = cJSON_AddObjectToObject(o, "binary");
+    cJSON_AddStringToObject(b, "device", S->clbin_for.name);
+    cJSON_AddStringToObject(b, "version", S->clbin_for.version);
+    cJSON_AddStringToObject(b, "driver", S->clbin_for.driver);
+    cJSON_AddStringToObject(b, "platform", S->clbin_for.platform);
+  }
   return o;
 }
 

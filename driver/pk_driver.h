@@ -58,6 +58,9 @@ typedef struct pk_compile_options {
    * tensors the runtime may cache per sample (`--cache-frozen`); refused with the reason
    * when the model has none */
   bool cache_frozen;
+  /* OpenCL targets: leave out the device binary (the artifact's "kernels.clbin", built on
+   * this machine's OpenCL device 0 for exactly that device); the source is always there */
+  bool no_device_binary;
   /* overrides of the model file's training object (NAN/negative: keep) */
   double lr;
   const char *optimizer;    /* "sgd", "adam", "adamw" or NULL */

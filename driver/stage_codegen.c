@@ -4,6 +4,7 @@
  * kernel's launch) go into the artifact. If the chosen schedules do not build,
  * the default ones are tried once; a build past the time limit is an error naming the
  * kernel with the most code. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "driver_impl.h"
@@ -39,9 +40,46 @@ static pk_status use_defaults(drv_state *S) {
   return s;
 }
 
+/* OpenCL: the program built on this machine's device 0 (the one the runtime opens), its
+ * binary kept for the artifact beside the source with the device it is for. No device, or
+ * a build that fails, leaves the source alone: one line says so, and the compile goes on
+ * (an artifact with the binary says so in its "wrote" line). */
+static void opencl_binary(drv_state *S) {
+  pk_gpu_kernel *ks = pk_alloc(S->ctx, sizeof *ks * (size_t)(S->nkernels + 1));
+  for (int i = 0; i < S->nkernels; i++) ks[i] = *pk_cgen_unit_gpu_kernel(S->unit, i);
+  pkrt_ctx *rt = pkrt_ctx_new(1);
+  pkrt_gpu *g = NULL;
+  pkrt_gpu_module *mod = NULL;
+  void *bin = NULL;
+  size_t n = 0;
+  const char *why = NULL;
+  if (!rt) {
+    why = "out of memory";
+  } else if (pkrt_gpu_open(rt, PKRT_GPU_OPENCL, 0, &g) != PKRT_OK) {
+    why = pk_strdup(S->ctx, pkrt_ctx_error(rt));
+  } else if (pk_gpu_device_load(S->ctx, rt, g, ks, S->nkernels, S->source, &mod) != PK_OK) {
+    why = pk_strdup(S->ctx, pk_ctx_error(S->ctx));
+    pk_ctx_clear_error(S->ctx);
+  } else if (pkrt_gpu_module_binary(mod, &bin, &n) != PKRT_OK) {
+    why = pk_strdup(S->ctx, pkrt_ctx_error(rt));
+  } else {
+    S->clbin = pk_alloc(S->ctx, n);
+    memcpy(S->clbin, bin, n);
+    S->clbin_len = n;
+    S->clbin_for = *pkrt_gpu_describe(g); /* the "wrote" line names it */
+  }
+  if (why) /* one line: a build log's first */
+    fprintf(S->log, "pock: the artifact holds the OpenCL source only (no device binary: %.*s)\n",
+            (int)strcspn(why, "\n"), why);
+  free(bin);
+  pkrt_gpu_module_free(mod);
+  if (g) pkrt_gpu_close(g);
+  pkrt_ctx_free(rt);
+}
+
 /* A GPU target: each kernel's launch for the manifest (the unit holds kernel i as "k<i>"),
- * and for CUDA the PTX the build wrote beside the cubin (the runtime's fallback for an
- * arch newer than the cubin's). */
+ * for CUDA the PTX the build wrote beside the cubin (the runtime's fallback for an arch
+ * newer than the cubin's), for OpenCL the device binary. */
 static pk_status gpu_image(drv_state *S) {
   for (int i = 0; i < S->nkernels; i++) {
     const pk_gpu_kernel *k = pk_cgen_unit_gpu_kernel(S->unit, i);
@@ -50,7 +88,10 @@ static pk_status gpu_image(drv_state *S) {
                          S->kernels[i].name);
     S->kernels[i].gpu = k->desc;
   }
-  if (S->target->kind != PK_TARGET_CUDA) return PK_OK;
+  if (S->target->kind != PK_TARGET_CUDA) {
+    if (!S->o->no_device_binary) opencl_binary(S);
+    return PK_OK;
+  }
   size_t n = strlen(S->so_path);
   const char *ptx = pk_sprintf(S->ctx, "%.*s.ptx", (int)(n > 6 ? n - 6 : n), S->so_path);
   char *bytes;

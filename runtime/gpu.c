@@ -193,6 +193,24 @@ void pkrt_gpu_module_free(pkrt_gpu_module *m) {
   free(m);
 }
 
+int pkrt_gpu_module_from_binary(const pkrt_gpu_module *m) { return m && m->from_binary; }
+
+pkrt_status pkrt_gpu_module_binary(const pkrt_gpu_module *m, void **out, size_t *size) {
+  *out = NULL;
+  *size = 0;
+  if (!m->g->ops->binary)
+    return pkrt_ctx_fail(m->g->rt, PKRT_ERR_INPUT, "a %s module has no program binary",
+                         pkrt_gpu_api_name(m->g->api));
+  return m->g->ops->binary(m, out, size);
+}
+
+static int same(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+int pkrt_gpu_binary_fits(const pkrt_gpu_info *d, const pkrt_gpu_binary_for *b) {
+  return same(d->name, b->device) && same(d->version, b->version) &&
+         same(d->driver, b->driver) && same(d->platform, b->platform);
+}
+
 /* A buffer argument: a view of memory on this module's device. */
 static pkrt_status check_ptr(const pkrt_gpu_module *m, const pkrt_gpu_kernel_desc *k,
                              const pkrt_gpu_ptr *p, const char *what, int i) {

@@ -18,6 +18,8 @@ typedef struct pkrt_gpu_ops {
   pkrt_status (*view)(pkrt_gpu_mem *m, pkrt_gpu_ptr *p); /* p->offset, p->bytes set */
   pkrt_status (*module_load)(pkrt_gpu_module *mod, const pkrt_gpu_image *img);
   void (*module_free)(pkrt_gpu_module *mod);
+  /* the program binary (OpenCL); NULL: the API has none to give */
+  pkrt_status (*binary)(const pkrt_gpu_module *mod, void **out, size_t *size);
   pkrt_status (*launch)(pkrt_gpu_module *mod, int k, const pkrt_gpu_ptr *bufs,
                         const int64_t *scalars, const pkrt_gpu_ptr *workspace, double *ms);
 } pkrt_gpu_ops;
@@ -50,6 +52,7 @@ struct pkrt_gpu_module {
   pkrt_gpu *g;
   const pkrt_gpu_kernel_desc *kernels;
   int n;
+  int from_binary; /* OpenCL: built from the image's binary, not its source */
   void *impl; /* the API's module or program, kernels and argument storage */
 };
 

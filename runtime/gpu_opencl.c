@@ -28,7 +28,8 @@
   X(clCreateProgramWithSource) X(clBuildProgram) X(clGetProgramBuildInfo)                 \
   X(clReleaseProgram) X(clCreateKernel) X(clGetKernelInfo) X(clGetKernelWorkGroupInfo)    \
   X(clReleaseKernel) X(clSetKernelArg) X(clEnqueueNDRangeKernel) X(clWaitForEvents)       \
-  X(clGetEventProfilingInfo) X(clReleaseEvent)
+  X(clGetEventProfilingInfo) X(clReleaseEvent) X(clCreateProgramWithBinary)               \
+  X(clGetProgramInfo)
 
 /* The entry points, typed by the headers' own prototypes; `fn` is the same storage as an
  * array, which cl_load fills from the names in order. */
@@ -349,14 +350,19 @@ static pkrt_status ocl_view(pkrt_gpu_mem *m, pkrt_gpu_ptr *p) {
   return PKRT_OK;
 }
 
-static void ocl_module_free(pkrt_gpu_module *mod) {
+/* The program and its kernels released (the module's storage kept for another build). */
+static void cl_release(pkrt_gpu_module *mod) {
   cl_dev *d = mod->g->impl;
   cl_mod *cm = mod->impl;
-  if (!cm) return;
   for (int i = 0; i < mod->n; i++)
-    if (cm->kernels[i]) d->cl.clReleaseKernel(cm->kernels[i]);
-  if (cm->program) d->cl.clReleaseProgram(cm->program);
-  free(cm);
+    if (cm->kernels[i]) d->cl.clReleaseKernel(cm->kernels[i]), cm->kernels[i] = NULL;
+  if (cm->program) d->cl.clReleaseProgram(cm->program), cm->program = NULL;
+}
+
+static void ocl_module_free(pkrt_gpu_module *mod) {
+  if (!mod->impl) return;
+  cl_release(mod);
+  free(mod->impl);
   mod->impl = NULL;
 }
 
@@ -382,73 +388,91 @@ static pkrt_status cl_build_failed(pkrt_gpu_module *mod, cl_int err) {
   return st;
 }
 
-static pkrt_status ocl_module_load(pkrt_gpu_module *mod, const pkrt_gpu_image *img) {
+/* The program from the image's binary (binary 1) or its source, built, and every kernel
+ * looked up and checked against its descriptor. */
+static pkrt_status cl_build(pkrt_gpu_module *mod, const pkrt_gpu_image *img, int binary) {
   pkrt_gpu *g = mod->g;
   cl_dev *d = g->impl;
+  cl_mod *cm = mod->impl;
+  cl_int err;
+  if (binary) {
+    const unsigned char *bin = img->binary;
+    cm->program = d->cl.clCreateProgramWithBinary(d->context, 1, &d->device, &img->binary_size,
+                                                  &bin, NULL, &err);
+  } else {
+    const char *src = img->source;
+    cm->program = d->cl.clCreateProgramWithSource(d->context, 1, &src, NULL, &err);
+  }
+  if (!cm->program)
+    return cl_fail(g->rt, err, binary ? "clCreateProgramWithBinary" : "clCreateProgramWithSource");
+  err = d->cl.clBuildProgram(cm->program, 1, &d->device, img->options, NULL, NULL);
+  if (err != CL_SUCCESS) return cl_build_failed(mod, err);
+  for (int i = 0; i < mod->n; i++) {
+    const pkrt_gpu_kernel_desc *k = &mod->kernels[i];
+    if (k->shared_bytes)
+      return pkrt_ctx_fail(g->rt, PKRT_ERR_INPUT,
+                           "GPU kernel %s asks for %u bytes of dynamic shared memory; OpenCL "
+                           "kernels declare their __local memory", k->name, k->shared_bytes);
+    cm->kernels[i] = d->cl.clCreateKernel(cm->program, k->name, &err);
+    if (!cm->kernels[i]) return cl_fail(g->rt, err, "clCreateKernel(%s)", k->name);
+    cl_uint nargs = 0;
+    size_t wg = 0;
+    err = d->cl.clGetKernelInfo(cm->kernels[i], CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL);
+    if (err != CL_SUCCESS)
+      return cl_fail(g->rt, err, "clGetKernelInfo(%s, CL_KERNEL_NUM_ARGS)", k->name);
+    cl_uint want = (cl_uint)(k->nbufs + k->nscalars + (k->workspace_bytes > 0));
+    if (nargs != want)
+      return pkrt_ctx_fail(g->rt, PKRT_ERR_LOAD,
+                           "GPU kernel %s has %u parameters, its descriptor %u (%d buffers, %d "
+                           "scalars%s)", k->name, nargs, want, k->nbufs, k->nscalars,
+                           k->workspace_bytes > 0 ? ", a workspace" : "");
+    err = d->cl.clGetKernelWorkGroupInfo(cm->kernels[i], d->device, CL_KERNEL_WORK_GROUP_SIZE,
+                                         sizeof wg, &wg, NULL);
+    if (err != CL_SUCCESS) return cl_fail(g->rt, err, "clGetKernelWorkGroupInfo(%s)", k->name);
+    uint64_t threads = (uint64_t)k->block[0] * k->block[1] * k->block[2];
+    if (threads > wg)
+      return pkrt_ctx_fail(g->rt, PKRT_ERR_LOAD,
+                           "GPU kernel %s: a work-group of %llu work-items, the kernel may use "
+                           "%zu on %s", k->name, (unsigned long long)threads, wg, g->info.name);
+  }
+  return PKRT_OK;
+}
+
+/* The binary first when there is one; whatever goes wrong with it, the source. */
+static pkrt_status ocl_module_load(pkrt_gpu_module *mod, const pkrt_gpu_image *img) {
+  pkrt_gpu *g = mod->g;
   if (!img->source)
     return pkrt_ctx_fail(g->rt, PKRT_ERR_INPUT, "an OpenCL module needs its OpenCL C source");
   cl_mod *cm = calloc(1, sizeof *cm + (size_t)mod->n * sizeof cm->kernels[0]);
   if (!cm) return pkrt_ctx_fail(g->rt, PKRT_ERR_NOMEM, "out of memory loading a GPU module");
   mod->impl = cm;
-  cl_int err;
-  pkrt_status st = PKRT_OK;
-  const char *src = img->source;
-  cm->program = d->cl.clCreateProgramWithSource(d->context, 1, &src, NULL, &err);
-  if (!cm->program) {
-    st = cl_fail(g->rt, err, "clCreateProgramWithSource");
-    goto fail;
-  }
-  err = d->cl.clBuildProgram(cm->program, 1, &d->device, img->options, NULL, NULL);
-  if (err != CL_SUCCESS) {
-    st = cl_build_failed(mod, err);
-    goto fail;
-  }
-  for (int i = 0; i < mod->n; i++) {
-    const pkrt_gpu_kernel_desc *k = &mod->kernels[i];
-    if (k->shared_bytes) {
-      st = pkrt_ctx_fail(g->rt, PKRT_ERR_INPUT,
-                         "GPU kernel %s asks for %u bytes of dynamic shared memory; OpenCL "
-                         "kernels declare their __local memory", k->name, k->shared_bytes);
-      goto fail;
-    }
-    cm->kernels[i] = d->cl.clCreateKernel(cm->program, k->name, &err);
-    if (!cm->kernels[i]) {
-      st = cl_fail(g->rt, err, "clCreateKernel(%s)", k->name);
-      goto fail;
-    }
-    cl_uint nargs = 0;
-    size_t wg = 0;
-    err = d->cl.clGetKernelInfo(cm->kernels[i], CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL);
-    if (err != CL_SUCCESS) {
-      st = cl_fail(g->rt, err, "clGetKernelInfo(%s, CL_KERNEL_NUM_ARGS)", k->name);
-      goto fail;
-    }
-    cl_uint want = (cl_uint)(k->nbufs + k->nscalars + (k->workspace_bytes > 0));
-    if (nargs != want) {
-      st = pkrt_ctx_fail(g->rt, PKRT_ERR_LOAD,
-                         "GPU kernel %s has %u parameters, its descriptor %u (%d buffers, %d "
-                         "scalars%s)", k->name, nargs, want, k->nbufs, k->nscalars,
-                         k->workspace_bytes > 0 ? ", a workspace" : "");
-      goto fail;
-    }
-    err = d->cl.clGetKernelWorkGroupInfo(cm->kernels[i], d->device, CL_KERNEL_WORK_GROUP_SIZE,
-                                         sizeof wg, &wg, NULL);
-    if (err != CL_SUCCESS) {
-      st = cl_fail(g->rt, err, "clGetKernelWorkGroupInfo(%s)", k->name);
-      goto fail;
-    }
-    uint64_t threads = (uint64_t)k->block[0] * k->block[1] * k->block[2];
-    if (threads > wg) {
-      st = pkrt_ctx_fail(g->rt, PKRT_ERR_LOAD,
-                         "GPU kernel %s: a work-group of %llu work-items, the kernel may use "
-                         "%zu on %s", k->name, (unsigned long long)threads, wg, g->info.name);
-      goto fail;
-    }
-  }
-  return PKRT_OK;
-fail:
-  ocl_module_free(mod);
+  mod->from_binary = img->binary && img->binary_size && cl_build(mod, img, 1) == PKRT_OK;
+  if (mod->from_binary) return PKRT_OK;
+  cl_release(mod);
+  pkrt_status st = cl_build(mod, img, 0);
+  if (st != PKRT_OK) ocl_module_free(mod);
   return st;
+}
+
+static pkrt_status ocl_module_binary(const pkrt_gpu_module *mod, void **out, size_t *size) {
+  cl_dev *d = mod->g->impl;
+  cl_program p = ((cl_mod *)mod->impl)->program;
+  size_t n = 0;
+  unsigned char *bin = NULL;
+  cl_int err = d->cl.clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL);
+  if (err == CL_SUCCESS && n == 0)
+    return pkrt_ctx_fail(mod->g->rt, PKRT_ERR_GPU, "the OpenCL driver gives no program binary");
+  if (err == CL_SUCCESS && !(bin = malloc(n)))
+    return pkrt_ctx_fail(mod->g->rt, PKRT_ERR_NOMEM, "out of memory");
+  if (err == CL_SUCCESS)
+    err = d->cl.clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL);
+  if (err != CL_SUCCESS) {
+    free(bin);
+    return cl_fail(mod->g->rt, err, "clGetProgramInfo(CL_PROGRAM_BINARIES)");
+  }
+  *out = bin;
+  *size = n;
+  return PKRT_OK;
 }
 
 static pkrt_status ocl_launch(pkrt_gpu_module *mod, int ki, const pkrt_gpu_ptr *bufs,
@@ -505,5 +529,6 @@ const pkrt_gpu_ops pkrt_gpu_opencl_ops = {
     .view = ocl_view,
     .module_load = ocl_module_load,
     .module_free = ocl_module_free,
+    .binary = ocl_module_binary,
     .launch = ocl_launch,
 };

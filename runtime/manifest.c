@@ -759,7 +759,8 @@ static pkrt_status parse_fingerprint(parser *P, const cJSON *root, rt_manifest *
   return PKRT_OK;
 }
 
-/* "gpu" (format 3): the API, the alignment the plan placed every buffer at, CUDA's arch. */
+/* "gpu" (format 3): the API, the alignment the plan placed every buffer at, CUDA's arch,
+ * OpenCL's binary. */
 static pkrt_status parse_gpu(parser *P, const cJSON *root, rt_manifest *mf) {
   const cJSON *g = get(root, "gpu");
   if (!cJSON_IsObject(g)) return fail(P, "gpu: missing or not an object (a GPU target's)");
@@ -771,6 +772,16 @@ static pkrt_status parse_gpu(parser *P, const cJSON *root, rt_manifest *mf) {
   if (!get_int(P, g, "gpu", "align", 64, 1 << 20, 1, 0, &mf->gpu_align)) return P->st;
   if (mf->gpu_align & (mf->gpu_align - 1)) return fail(P, "gpu.align: not a power of two");
   if (mf->gpu_api == PKRT_GPU_CUDA && !(mf->gpu_arch = get_str(P, g, "gpu", "arch", 1)))
+    return P->st;
+  /* OpenCL: the device the "kernels.clbin" section was built for (all four strings) */
+  const cJSON *b = get(g, "binary");
+  if (!b || cJSON_IsNull(b) || mf->gpu_api != PKRT_GPU_OPENCL) return PKRT_OK;
+  if (!cJSON_IsObject(b)) return fail(P, "gpu.binary: must be an object");
+  pkrt_gpu_binary_for *f = &mf->gpu_binary;
+  if (!(f->device = get_str(P, b, "gpu.binary", "device", 1)) ||
+      !(f->version = get_str(P, b, "gpu.binary", "version", 1)) ||
+      !(f->driver = get_str(P, b, "gpu.binary", "driver", 1)) ||
+      !(f->platform = get_str(P, b, "gpu.binary", "platform", 1)))
     return P->st;
   return PKRT_OK;
 }

@@ -17,6 +17,7 @@ struct rt_gpu_model {
   pkrt_gpu_blas **blas;             /* per extern (CUDA: cuBLAS), opened at load */
   size_t off[RT_REGION_COUNT_];     /* each region's start in mem */
   pkrt_gpu_ptr ws;                  /* the workspace view (bytes 0: none) */
+  char image[200];                  /* OpenCL: how the program was built (pkrt_model_gpu_image) */
 };
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -98,8 +99,12 @@ static pkrt_status load_module(pkrt_model *m, const pkrt_artifact *art, const pk
     memcpy(text, src->data, src->size);
     text[src->size] = 0;
   }
+  const pkrt_section *bin = pkrt_artifact_find(art, "kernels.clbin");
+  const pkrt_gpu_binary_for *bf = &mf->gpu_binary;
+  int fits = bin && bf->device && pkrt_gpu_binary_fits(pkrt_gpu_describe(G->g), bf);
   if (mf->gpu_api == PKRT_GPU_OPENCL) {
     img.source = text;
+    if (fits) img.binary = bin->data, img.binary_size = bin->size;
   } else {
     img.ptx = text;
     /* the cubin was built for gpu.arch: another device gets the PTX alone */
@@ -111,7 +116,19 @@ static pkrt_status load_module(pkrt_model *m, const pkrt_artifact *art, const pk
     return pkrt_ctx_fail(m->rt, PKRT_ERR_INPUT,
                          "the artifact has no image this %s device can load (cubin for %s, "
                          "no PTX)", pkrt_gpu_api_name(mf->gpu_api), mf->gpu_arch);
-  return pkrt_gpu_module_load(G->g, &img, G->descs, nk, &G->mod);
+  pkrt_status st = pkrt_gpu_module_load(G->g, &img, G->descs, nk, &G->mod);
+  if (st != PKRT_OK || mf->gpu_api != PKRT_GPU_OPENCL) return st;
+  if (!bin || !bf->device)
+    snprintf(G->image, sizeof G->image, "OpenCL source (the artifact has no device binary)");
+  else
+    snprintf(G->image, sizeof G->image, "OpenCL binary for %s (%s)", bf->device,
+             pkrt_gpu_module_from_binary(G->mod) ? "used"
+             : fits ? "refused: built from source" : "device differs: built from source");
+  return st;
+}
+
+const char *pkrt_model_gpu_image(const pkrt_model *m) {
+  return m && m->gpu && m->gpu->image[0] ? m->gpu->image : NULL;
 }
 
 /* Backend switching on the GPU: each extern (cuBLAS) is loaded and its handle bound to the

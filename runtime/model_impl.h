@@ -107,6 +107,7 @@ typedef struct rt_manifest {
   pkrt_gpu_api gpu_api;         /* "gpu" (format 3): the device's API; 0 for C targets */
   int64_t gpu_align;            /* the plan's buffer alignment; a device needing more is refused */
   const char *gpu_arch;         /* CUDA: the cubin's "sm_NN" */
+  pkrt_gpu_binary_for gpu_binary; /* OpenCL: what "kernels.clbin" is for (device NULL: none) */
   bool train;                   /* mode "train" */
   pkrt_dtype dtype;
   int64_t batch, classes;

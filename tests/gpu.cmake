@@ -111,6 +111,14 @@ add_test(NAME test_gpu_train COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_train.
 set_tests_properties(test_gpu_train PROPERTIES LABELS "cli;runtime;gpu" TIMEOUT 120
   SKIP_RETURN_CODE 77 ENVIRONMENT
   "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
+# An OpenCL artifact's device binary (kernels.clbin): used where the device is the one that
+# built it, the source built where it differs or the driver refuses the binary.
+add_test(NAME test_gpu_clbin COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_clbin.sh
+  $<TARGET_FILE:pock> $<TARGET_FILE:pock-rt> $<TARGET_FILE:pkw_close>
+  $<TARGET_FILE:pk_artifact_tool> ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_gpu_clbin PROPERTIES LABELS "cli;runtime;gpu" TIMEOUT 120
+  SKIP_RETURN_CODE 77 ENVIRONMENT
+  "POCK_CACHE_DIR=${PROJECT_BINARY_DIR}/kernel-cache;POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
 pk_add_test(test_gpu_model LIBS pk_driver pockrt_static LABELS runtime gpu TIMEOUT 120)
 pk_count_allocs(test_gpu_model)
 set_tests_properties(test_gpu_model PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT

@@ -2,8 +2,9 @@
  * (PoCL's CPU device in CI): listing and describing, hand-written kernels that follow the
  * kernel contract (elementwise, a tiled matmul staged in __local memory between barriers,
  * scalars and a workspace) against C loops, event timing, no allocation by libpockrt per
- * launch, and the errors: a bad source (build log in the message), a wrong kernel name,
- * parameter counts, too many buffers, alignment, sizes. Exit 77 without an OpenCL device. */
+ * launch, program binaries (read back, loaded, a refused one replaced by the source), and
+ * the errors: a bad source (build log in the message), a wrong kernel name, parameter
+ * counts, too many buffers, alignment, sizes. Exit 77 without an OpenCL device. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdint.h>
@@ -104,6 +105,48 @@ done:
   pkrt_gpu_mem_free(bf.arena);
 }
 
+/* The program binary: read back from a source build, it loads as the binary and its
+ * kernels give the C loops' results; one the driver refuses falls back to the source; a
+ * binary fits only a device equal in all four strings. */
+static void test_binary(void) {
+  pkrt_gpu_image img = {.source = gt_opencl_source};
+  pkrt_gpu_module *mod = NULL, *again = NULL, *junked = NULL;
+  void *bin = NULL;
+  size_t size = 0;
+  gt_buffers bf = {0};
+  pkrt_status st = pkrt_gpu_module_load(g, &img, gt_kernels, GT_NKERNELS, &mod);
+  if (st == PKRT_OK) st = pkrt_gpu_module_binary(mod, &bin, &size);
+  check(st == PKRT_OK && size > 0 && !pkrt_gpu_module_from_binary(mod), "opencl_binary_read",
+        "%s (%zu bytes)", pkrt_ctx_error(rt), size);
+  img.binary = bin;
+  img.binary_size = size;
+  if (st == PKRT_OK) st = pkrt_gpu_module_load(g, &img, gt_kernels, GT_NKERNELS, &again);
+  check(st == PKRT_OK && pkrt_gpu_module_from_binary(again), "opencl_binary_load", "%s",
+        pkrt_ctx_error(rt));
+  if (st == PKRT_OK && gt_buffers_make(rt, g, &bf)) {
+    for (int k = 0; k < GT_NKERNELS && st == PKRT_OK; k++) st = gt_launch(again, k, &bf, NULL);
+    if (st == PKRT_OK) st = pkrt_gpu_sync(g);
+    check(st == PKRT_OK, "opencl_binary_launch", "%s", pkrt_ctx_error(rt));
+    if (st == PKRT_OK) gt_compare(rt, "opencl_binary", &bf);
+  }
+  static const unsigned char junk[64] = "not an OpenCL program binary";
+  img.binary = junk;
+  img.binary_size = sizeof junk;
+  st = pkrt_gpu_module_load(g, &img, gt_kernels, GT_NKERNELS, &junked);
+  check(st == PKRT_OK && !pkrt_gpu_module_from_binary(junked), "opencl_binary_refused_source",
+        "%s", pkrt_ctx_error(rt));
+  const pkrt_gpu_info *i = pkrt_gpu_describe(g);
+  pkrt_gpu_binary_for same = {i->name, i->version, i->driver, i->platform}, other = same;
+  other.driver = "another driver";
+  check(pkrt_gpu_binary_fits(i, &same) && !pkrt_gpu_binary_fits(i, &other), "opencl_binary_fits",
+        "the open device's four strings should fit, another driver not");
+  free(bin);
+  pkrt_gpu_module_free(mod);
+  pkrt_gpu_module_free(again);
+  pkrt_gpu_module_free(junked);
+  pkrt_gpu_mem_free(bf.arena);
+}
+
 /* A module that must not load: its status and a part of its message. */
 static void refused(const char *name, const char *src, const pkrt_gpu_kernel_desc *k,
                     pkrt_status want, const char *msg, const char *msg2) {
@@ -193,6 +236,7 @@ int main(void) {
   }
   test_describe(&list[0]);
   test_kernels();
+  test_binary();
   test_errors();
   pkrt_gpu_close(g);
   pkrt_ctx_free(rt);

@@ -127,6 +127,11 @@ typedef struct pkrt_gpu_image {
    * (NULL: none); a failed build's message carries the build log. */
   const char *source;
   const char *options;
+  /* OpenCL: a program binary for exactly this device (pkrt_gpu_module_binary of an earlier
+   * load; NULL: none), tried before the source: one the driver refuses, that does not
+   * build or lacks a kernel is dropped and the source built instead, never an error. */
+  const void *binary;
+  size_t binary_size;
 } pkrt_gpu_image;
 
 typedef struct pkrt_gpu_module pkrt_gpu_module;
@@ -140,6 +145,21 @@ pkrt_status pkrt_gpu_module_load(pkrt_gpu *g, const pkrt_gpu_image *img,
 /* Index of the kernel named name, or -1. */
 int pkrt_gpu_module_find(const pkrt_gpu_module *m, const char *name);
 void pkrt_gpu_module_free(pkrt_gpu_module *m);
+/* 1 when the module was built from img.binary, 0 from the source (or a CUDA image). */
+int pkrt_gpu_module_from_binary(const pkrt_gpu_module *m);
+/* OpenCL: the built program's device binary (CL_PROGRAM_BINARIES) into *out (malloc'd, the
+ * caller frees it) and *size. It serves only a device equal in all four of name, version,
+ * driver and platform (pkrt_gpu_binary_fits). A CUDA module is refused (its image is the
+ * cubin). */
+pkrt_status pkrt_gpu_module_binary(const pkrt_gpu_module *m, void **out, size_t *size);
+
+/* What an OpenCL program binary was built for (an artifact's gpu.binary): the
+ * pkrt_gpu_info fields name, version, driver and platform of the device that built it. */
+typedef struct pkrt_gpu_binary_for {
+  const char *device, *version, *driver, *platform;
+} pkrt_gpu_binary_for;
+/* 1 when d is that device: all four strings equal (any NULL: 0). */
+int pkrt_gpu_binary_fits(const pkrt_gpu_info *d, const pkrt_gpu_binary_for *b);
 
 /* Queues kernel k with its buffers (views of memory of this device), scalars and, when the
  * descriptor has one, a workspace of at least workspace_bytes (NULL otherwise). Counts

@@ -102,6 +102,10 @@ int pkrt_model_input_dtype(const pkrt_model *m, int i);
 int pkrt_model_input_batched(const pkrt_model *m, int i);
 int64_t pkrt_model_arena_bytes(const pkrt_model *m); /* the planned activation arena */
 int64_t pkrt_model_steps(const pkrt_model *m);       /* training steps taken so far */
+/* How a GPU artifact's kernels were loaded, for a log line; NULL for C and CUDA artifacts.
+ * OpenCL: "OpenCL binary for DEVICE (used)", "... (device differs: built from source)",
+ * "... (refused: built from source)" or "OpenCL source (the artifact has no device binary)". */
+const char *pkrt_model_gpu_image(const pkrt_model *m);
 
 /* A named tensor of the manifest (parameters, optimizer state, ...): its storage and
  * layout, for inspection and tests. Element (i0, ...) is at
