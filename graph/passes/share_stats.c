@@ -123,13 +123,18 @@ static pk_status share_update(pk_graph *g, int k, bool *done) {
                  (int[]){mean, var, u->inputs[1], u->inputs[2]}, 2, u->outputs + 2);
 }
 
-/* The gradient node of a training-mode batch norm wrt `wrt` reading dY `dy`; -1 if none. */
-static int grad_node(const pk_graph *g, int input, int wrt, int dy) {
+/* The gradient node of a training-mode batch norm wrt `wrt` reading dY `dy`, whose result
+ * is shaped like the per-channel sums `like` (not a slice of the param); -1 if none. */
+static int grad_node(const pk_graph *g, int input, int wrt, int dy, int like) {
+  const pk_gtensor *l = g->tensors[like];
   for (int k = 0; k < g->nnodes; k++) {
     const pk_gnode *n = g->nodes[k];
-    if (n->kind == PK_GNODE_GRAD && training_bn(n) && n->grad_input == input &&
-        n->grad_wrt == wrt && n->noutputs == 1 && input_named(n, "DY") == dy)
-      return k;
+    if (n->kind != PK_GNODE_GRAD || !training_bn(n) || n->grad_input != input ||
+        n->grad_wrt != wrt || n->noutputs != 1 || input_named(n, "DY") != dy)
+      continue;
+    const pk_gtensor *o = g->tensors[n->outputs[0]];
+    return o->ndim == 1 && l->ndim == 1 && o->shape[0] == l->shape[0] && o->dtype == l->dtype
+               ? k : -1;
   }
   return -1;
 }
@@ -153,7 +158,7 @@ static pk_status share_grads(pk_graph *g, int k, bool *drop, int *dg, int *db) {
   /* gamma and beta of the forward norm: what its other gradients differentiate */
   int f = n->grad_wrt >= 0 ? forward_of(g, n->grad_wrt) : -1;
   if (dy < 0 || r < 0 || f < 0) return PK_OK;
-  int k1 = grad_node(g, 1, g->nodes[f]->inputs[1], dy);
+  int k1 = grad_node(g, 1, g->nodes[f]->inputs[1], dy, sdyx);
   if (k1 > k) { /* dG = SDYX * rstd */
     pk_gnode *n1 = g->nodes[k1];
     const pk_gtensor *o = g->tensors[n1->outputs[0]];
@@ -168,7 +173,7 @@ static pk_status share_grads(pk_graph *g, int k, bool *drop, int *dg, int *db) {
     if (s != PK_OK) return s;
     ++*dg;
   }
-  int k2 = grad_node(g, 2, g->nodes[f]->inputs[2], dy);
+  int k2 = grad_node(g, 2, g->nodes[f]->inputs[2], dy, sdy);
   if (k2 > k && can_alias(g, g->nodes[k2]->outputs[0])) { /* dB = SDY */
     pk_gtensor *o = g->tensors[g->nodes[k2]->outputs[0]];
     keep_stage(g, sdy);
